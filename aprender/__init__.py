@@ -1,0 +1,14 @@
+"""aprender: scikit-learn estimators that save and load without pickle.
+
+Examples
+--------
+>>> import aprender
+>>> isinstance(aprender.__version__, str)
+True
+"""
+
+__version__ = "0.1.0"
+
+from aprender.format import ModelType, load, register_estimator, save
+
+__all__ = ["ModelType", "__version__", "load", "register_estimator", "save"]

@@ -1,0 +1,213 @@
+"""SerializableMixin: the persistence methods every aprender estimator carries.
+
+The mixin only delegates: the codec turns the estimator into a ModelState and a
+format backend turns that into bytes. It never touches bytes itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import numpy as np
+
+__all__ = ["SerializableMixin"]
+
+T = TypeVar("T", bound="SerializableMixin")
+PathLike = str | os.PathLike
+
+
+class SerializableMixin:
+    """Adds pickle-free ``save_*`` / ``load_*`` methods to an estimator.
+
+    Put it first among the bases: ``class LinearRegression(SerializableMixin,
+    sklearn.linear_model.LinearRegression)``. The class must be registered (all of
+    aprender's are; use :func:`aprender.register_estimator` for your own).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from aprender.linear_model import LinearRegression
+    >>> model = LinearRegression().fit([[0.0], [1.0], [2.0]], [1.0, 3.0, 5.0])
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.safetensors")
+    >>> model.save_safetensors(path)
+    >>> LinearRegression.load_safetensors(path).predict([[3.0]])
+    array([7.])
+    """
+
+    def save_safetensors(
+        self,
+        path: PathLike,
+        *,
+        dtype: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Save the fitted model to a SafeTensors file (atomically).
+
+        Parameters
+        ----------
+        path : str or PathLike
+            Destination; an existing file is replaced only once the new one is
+            completely written.
+        dtype : {"float32", "float16", "bfloat16"}, optional
+            Downcast float tensors for a smaller file. By default dtypes are kept
+            and a reloaded model predicts bit-identically.
+        metadata : dict, optional
+            JSON-able user metadata stored in the file.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from aprender.preprocessing import StandardScaler
+        >>> scaler = StandardScaler().fit([[0.0], [2.0]])
+        >>> scaler.save_safetensors(os.path.join(tempfile.mkdtemp(), "s.safetensors"),
+        ...                         metadata={"name": "scaler"})
+        """
+        from aprender.format import safetensors
+
+        safetensors.save_file(self, path, dtype=dtype, metadata=metadata)
+
+    @classmethod
+    def load_safetensors(cls: type[T], path: PathLike) -> T:
+        """Load a model of this class from a SafeTensors file.
+
+        Raises :class:`~aprender.exceptions.ModelTypeMismatch` when the file holds
+        another class, and :class:`~aprender.exceptions.FormatError` when it is
+        malformed.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from aprender.cluster import KMeans
+        >>> km = KMeans(n_clusters=2, n_init=1, random_state=0).fit([[0.0], [9.0]])
+        >>> path = os.path.join(tempfile.mkdtemp(), "km.safetensors")
+        >>> km.save_safetensors(path)
+        >>> KMeans.load_safetensors(path).n_clusters
+        2
+        """
+        from aprender.format import safetensors
+
+        return safetensors.load_file(path, expected=cls)
+
+    def save_apr(self, path: PathLike, **options: Any) -> None:
+        """Save the fitted model to an ``.apr`` file (atomically).
+
+        Options (see :func:`aprender.format.apr.save`) select compression,
+        signing, encryption, quantization and user metadata.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from aprender.linear_model import LinearRegression
+        >>> model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
+        >>> model.save_apr(os.path.join(tempfile.mkdtemp(), "model.apr"))
+        """
+        from aprender.format import apr
+
+        apr.save(self, path, **options)
+
+    @classmethod
+    def load_apr(cls: type[T], path: PathLike, **keys: Any) -> T:
+        """Load a model of this class from an ``.apr`` file.
+
+        ``keys`` carries what the file needs: ``password=``, ``secret_key=``,
+        ``verifying_key=``, or ``mmap=True`` for a zero-copy load.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from aprender.linear_model import LinearRegression
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
+        >>> LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]).save_apr(path)
+        >>> LinearRegression.load_apr(path).predict([[2.0]])
+        array([5.])
+        """
+        from aprender.format import apr
+
+        return apr.load(path, cls, **keys)
+
+    def to_gguf(self, path: PathLike, *, quantize: str | None = None, **options: Any) -> None:
+        """Save the fitted model to a GGUF file, optionally GGML-quantized.
+
+        Parameters
+        ----------
+        path : str or PathLike
+            Destination ``.gguf`` file.
+        quantize : {"q8_0", "q4_0", "q4_1"}, optional
+            Block-quantize the tensors the estimator marks as quantizable.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from aprender.cluster import KMeans
+        >>> km = KMeans(n_clusters=2, n_init=1, random_state=0).fit([[0.0], [9.0]])
+        >>> km.to_gguf(os.path.join(tempfile.mkdtemp(), "km.gguf"))
+        """
+        from aprender.format import gguf
+
+        gguf.save_file(self, path, quantize=quantize, **options)
+
+    @classmethod
+    def from_gguf(cls: type[T], path: PathLike) -> T:
+        """Load a model of this class from a GGUF file written by :meth:`to_gguf`.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from aprender.cluster import KMeans
+        >>> path = os.path.join(tempfile.mkdtemp(), "km.gguf")
+        >>> KMeans(n_clusters=1, n_init=1).fit([[1.0], [3.0]]).to_gguf(path)
+        >>> KMeans.from_gguf(path).cluster_centers_
+        array([[2.]])
+        """
+        from aprender.format import gguf
+
+        return gguf.load_file(path, cls)
+
+    def to_onnx(
+        self,
+        X: Any = None,
+        *,
+        target_opset: int | None = None,
+        dtype: Any = np.float32,
+        options: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Convert the fitted model to an ``onnx.ModelProto`` for ONNX Runtime.
+
+        Parameters
+        ----------
+        X : array-like, optional
+            Sample input, used to infer the input type when it cannot be derived
+            from ``n_features_in_``.
+        target_opset : int, optional
+            ONNX opset to target; defaults to the converter's latest.
+        dtype : {numpy.float32, numpy.float64}, default=numpy.float32
+            Tensor type of the graph's float inputs and outputs.
+        options : dict, optional
+            Converter options (skl2onnx's ``options=``).
+
+        Examples
+        --------
+        >>> from aprender.linear_model import LinearRegression
+        >>> onx = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]).to_onnx()
+        >>> onx.graph.input[0].name
+        'X'
+        """
+        from aprender.format import onnx
+
+        return onnx.to_onnx(self, X, target_opset=target_opset, dtype=dtype, options=options)
+
+    def save_onnx(self, path: PathLike, X: Any = None, **kwargs: Any) -> None:
+        """Write :meth:`to_onnx`'s model to ``path`` (atomically).
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from aprender.linear_model import LinearRegression
+        >>> model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
+        >>> model.save_onnx(os.path.join(tempfile.mkdtemp(), "model.onnx"))
+        """
+        from aprender.format import onnx
+
+        onnx.save_file(self, path, X, **kwargs)

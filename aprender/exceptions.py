@@ -1,0 +1,109 @@
+"""Exceptions raised by aprender.
+
+Every error that aprender raises on purpose derives from :class:`AprenderError`, so
+``except AprenderError`` catches all of them. Each subclass says *what* went wrong and,
+where a file is involved, *where*.
+
+Examples
+--------
+>>> from aprender.exceptions import AprenderError, FormatError
+>>> issubclass(FormatError, AprenderError)
+True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AprenderError",
+    "ChecksumMismatch",
+    "DecryptionFailed",
+    "FormatError",
+    "KeyRequired",
+    "ModelTypeMismatch",
+    "SignatureInvalid",
+    "UnsupportedExportError",
+    "UnsupportedTypeError",
+    "UnsupportedVersion",
+    "UntrustedTypeError",
+]
+
+
+class AprenderError(Exception):
+    """Base class of every error aprender raises on purpose."""
+
+
+class FormatError(AprenderError, ValueError):
+    """The bytes of a model file are malformed: what was wrong and where."""
+
+
+class ChecksumMismatch(FormatError):
+    """A stored CRC32 does not match the bytes it covers."""
+
+    def __init__(self, expected: int, actual: int, where: str = "file") -> None:
+        self.expected = expected
+        self.actual = actual
+        self.where = where
+        super().__init__(
+            f"checksum mismatch in {where}: stored CRC32 0x{expected:08x}, "
+            f"computed 0x{actual:08x}; the file is corrupted or was modified"
+        )
+
+
+class UnsupportedVersion(FormatError):
+    """The file declares a format version this aprender cannot read."""
+
+    def __init__(self, found: str, supported: str) -> None:
+        self.found = found
+        self.supported = supported
+        super().__init__(
+            f"unsupported format version {found}; this aprender reads {supported}. "
+            "Upgrade aprender to read this file."
+        )
+
+
+class ModelTypeMismatch(AprenderError, TypeError):
+    """The file holds another kind of model than the caller asked for."""
+
+    def __init__(self, expected: str, found: str) -> None:
+        self.expected = expected
+        self.found = found
+        super().__init__(f"file contains {found}, expected {expected}")
+
+
+class SignatureInvalid(AprenderError):
+    """A signature is missing, malformed, or does not verify."""
+
+
+class DecryptionFailed(AprenderError):
+    """Decryption failed: a wrong password or key, or tampered ciphertext."""
+
+
+class KeyRequired(DecryptionFailed):
+    """The file is encrypted and no key or password was given."""
+
+
+class UnsupportedTypeError(AprenderError, TypeError):
+    """An attribute has a type the codec cannot store without pickle."""
+
+    def __init__(self, path: str, type_name: str, hint: str = "") -> None:
+        self.path = path
+        self.type_name = type_name
+        message = f"cannot serialize attribute '{path}' of type {type_name}"
+        super().__init__(message + (f": {hint}" if hint else ""))
+
+
+class UntrustedTypeError(AprenderError):
+    """A file names a class that is not on aprender's allow-list."""
+
+    def __init__(self, key: str, path: str = "") -> None:
+        self.key = key
+        self.path = path
+        where = f" at '{path}'" if path else ""
+        super().__init__(
+            f"class '{key}'{where} is not on the allow-list; refusing to build it. "
+            "Register trusted classes with aprender.register_estimator()."
+        )
+
+
+class UnsupportedExportError(AprenderError):
+    """A model cannot be exported to the requested format."""

@@ -1,0 +1,101 @@
+"""Format-agnostic ``save`` / ``load``: pick the backend by suffix or by magic bytes."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+from aprender.exceptions import FormatError
+from aprender.format._io import existing_file
+from aprender.format._model_type import ModelType
+
+__all__ = ["backend_for_path", "load", "save", "sniff"]
+
+#: File suffix -> backend module. Backends expose save_file(model, path, **options)
+#: and load_file(path, expected=None, **options).
+_SUFFIXES = {
+    ".safetensors": "aprender.format.safetensors",
+    ".apr": "aprender.format.apr",
+    ".gguf": "aprender.format.gguf",
+    ".onnx": "aprender.format.onnx",
+}
+
+#: Leading bytes -> suffix of the backend that reads them.
+_MAGIC = {b"APR\x00": ".apr", b"GGUF": ".gguf"}
+
+
+def backend_for_path(path: str | os.PathLike) -> Any:
+    """The backend module that writes files with ``path``'s suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in _SUFFIXES:
+        known = ", ".join(sorted(_SUFFIXES))
+        raise ValueError(f"cannot tell the format of '{path}' from its suffix; use one of {known}")
+    return importlib.import_module(_SUFFIXES[suffix])
+
+
+def sniff(path: str | os.PathLike) -> str:
+    """Name the format of an existing file from its first bytes."""
+    p = existing_file(path)
+    with open(p, "rb") as f:
+        head = f.read(16)
+    if head[:4] in _MAGIC:
+        return _MAGIC[head[:4]]
+    if len(head) >= 9 and head[8:9] == b"{":
+        return ".safetensors"
+    if head[:1] == b"\x08" and p.suffix.lower() == ".onnx":
+        return ".onnx"
+    raise FormatError(f"'{p}': unrecognised file format (first bytes {head[:8].hex()})")
+
+
+def save(model: Any, path: str | os.PathLike, **options: Any) -> None:
+    """Save a fitted model; the format follows the suffix of ``path``.
+
+    Parameters
+    ----------
+    model : estimator
+        A fitted aprender estimator or a supported scikit-learn one.
+    path : str or PathLike
+        Destination; ``.safetensors`` selects SafeTensors.
+    **options
+        Passed to the backend (``dtype=``, ``metadata=``, ...).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> import aprender
+    >>> from aprender.linear_model import LinearRegression
+    >>> path = os.path.join(tempfile.mkdtemp(), "lr.safetensors")
+    >>> aprender.save(LinearRegression().fit([[0.0], [1.0]], [0.0, 2.0]), path)
+    >>> aprender.load(path).coef_
+    array([2.])
+    """
+    backend_for_path(path).save_file(model, path, **options)
+
+
+def load(path: str | os.PathLike, model_type: type | ModelType | None = None, **options: Any) -> Any:
+    """Load a model from any aprender file; the format is read from its bytes.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A file written by :func:`save`.
+    model_type : class or ModelType, optional
+        Raise :class:`~aprender.exceptions.ModelTypeMismatch` if the file holds
+        another kind of model.
+    **options
+        Passed to the backend (keys, ``mmap=``, ...).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> import aprender
+    >>> from aprender.preprocessing import StandardScaler
+    >>> path = os.path.join(tempfile.mkdtemp(), "scaler.safetensors")
+    >>> aprender.save(StandardScaler().fit([[0.0], [4.0]]), path)
+    >>> aprender.load(path, StandardScaler).mean_
+    array([2.])
+    """
+    module = importlib.import_module(_SUFFIXES[sniff(path)])
+    return module.load_file(path, model_type, **options)

@@ -1,0 +1,53 @@
+"""File helpers shared by every backend: atomic writes and checked opens."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["atomic_path", "existing_file", "write_bytes_atomic"]
+
+# mkstemp creates 0600 files; saved models get the usual mode the umask allows.
+# Read once: os.umask can only be queried by setting it, which is not thread-safe.
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it over ``path`` on success.
+
+    The temporary file lives in the destination folder so the final
+    ``os.replace`` is atomic: readers see the old file or the complete new one,
+    never a partial write. On any error the temporary file is removed.
+    """
+    target = Path(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
+    """Write ``data`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def existing_file(path: str | os.PathLike) -> Path:
+    """``path`` as a Path; :class:`FileNotFoundError` naming it if it is not a file."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"no such model file: '{p}'")
+    return p

@@ -1,0 +1,25 @@
+"""Schemas of the clustering estimators."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sklearn import cluster as sk
+
+from aprender import cluster as ap
+from aprender.format._model_type import ModelType
+from aprender.format._registry import Spec
+from aprender.format._schemas._checks import array, n_features, optional_array
+
+
+def check_kmeans(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """cluster_centers_ is (n_clusters, n_features); labels_ are integer cluster ids."""
+    n = n_features(attrs, path)
+    array(attrs, "cluster_centers_", path, ndim=(2,), shape={0: params.get("n_clusters"), 1: n})
+    optional_array(attrs, "labels_", path, ndim=(1,), kinds="iu")
+
+
+SCHEMAS = [
+    ((ap.KMeans, sk.KMeans), Spec(ModelType.KMEANS, quantizable=("cluster_centers_",), validate=check_kmeans)),
+]

@@ -1,0 +1,311 @@
+"""ModelState <-> SafeTensors, through the official ``safetensors`` package.
+
+Layout (docs/safetensors-format.md): the standard SafeTensors file, with all of
+aprender's metadata as canonical JSON under the single ``__metadata__`` key
+``"aprender"``. One key, because the package keeps metadata in a hash map and
+several keys would come out in a different order from save to save.
+
+The header is checked here before the package reads the file, so a hostile file
+fails with :class:`~aprender.exceptions.FormatError` saying what and where, and
+nothing the header merely claims is allocated.
+
+Examples
+--------
+>>> from aprender.linear_model import LinearRegression
+>>> from aprender.format import safetensors
+>>> model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
+>>> data = safetensors.save(model)
+>>> safetensors.load(data).predict([[2.0]])
+array([5.])
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+from safetensors import SafetensorError, TensorSpec, deserialize, safe_open, serialize, serialize_file
+
+from aprender.exceptions import FormatError
+from aprender.format._io import atomic_path, existing_file
+from aprender.format._state import ModelState, canonical_json, from_state, parse_json, to_state
+
+__all__ = [
+    "MAX_HEADER_SIZE",
+    "METADATA_KEY",
+    "load",
+    "load_file",
+    "load_tensors",
+    "read_state",
+    "save",
+    "save_file",
+    "state_from_bytes",
+    "state_to_bytes",
+    "write_state",
+]
+
+#: The one ``__metadata__`` key aprender writes.
+METADATA_KEY = "aprender"
+#: Largest JSON header accepted (the limit of the reference implementation).
+MAX_HEADER_SIZE = 100_000_000
+
+#: SafeTensors dtype code -> numpy dtype.
+DTYPES: dict[str, np.dtype] = {
+    "F64": np.dtype(np.float64),
+    "F32": np.dtype(np.float32),
+    "F16": np.dtype(np.float16),
+    "BF16": np.dtype(ml_dtypes.bfloat16),
+    "I64": np.dtype(np.int64),
+    "I32": np.dtype(np.int32),
+    "I16": np.dtype(np.int16),
+    "I8": np.dtype(np.int8),
+    "U64": np.dtype(np.uint64),
+    "U32": np.dtype(np.uint32),
+    "U16": np.dtype(np.uint16),
+    "U8": np.dtype(np.uint8),
+    "BOOL": np.dtype(np.bool_),
+}
+_SPEC_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+_SPEC_NAMES[np.dtype(ml_dtypes.bfloat16)] = "bfloat16"
+
+
+# -- writing ---------------------------------------------------------------------
+
+
+def _specs(tensors: Mapping[str, np.ndarray]) -> dict[str, TensorSpec]:
+    # TensorSpec points at the arrays' own memory: no copy before the write.
+    specs = {}
+    for name, array in tensors.items():
+        if array.dtype not in _SPEC_NAMES or not array.flags.c_contiguous:
+            raise FormatError(f"tensor '{name}' has dtype {array.dtype}: SafeTensors cannot store it")
+        dtype = _SPEC_NAMES[array.dtype]
+        spec_dtype = dtype if dtype == "bfloat16" else array.dtype.name
+        specs[name] = TensorSpec(dtype=spec_dtype, shape=list(array.shape), data_ptr=array.ctypes.data,
+                                 data_len=array.nbytes)
+    return specs
+
+
+def state_to_bytes(state: ModelState) -> bytes:
+    """Serialize a :class:`ModelState` to SafeTensors bytes."""
+    return bytes(serialize(_specs(state.tensors), metadata={METADATA_KEY: canonical_json(state.meta)}))
+
+
+def write_state(state: ModelState, path: str | os.PathLike) -> None:
+    """Write a :class:`ModelState` to ``path`` atomically."""
+    specs = _specs(state.tensors)
+    with atomic_path(path) as tmp:
+        serialize_file(specs, str(tmp), metadata={METADATA_KEY: canonical_json(state.meta)})
+
+
+def save(model: Any, *, dtype: str | None = None, metadata: Mapping[str, Any] | None = None) -> bytes:
+    """Serialize a fitted model to SafeTensors bytes.
+
+    Examples
+    --------
+    >>> from aprender.preprocessing import StandardScaler
+    >>> from aprender.format import safetensors
+    >>> data = safetensors.save(StandardScaler().fit([[1.0], [3.0]]))
+    >>> data[8:9]
+    b'{'
+    """
+    return state_to_bytes(to_state(model, dtype=dtype, metadata=metadata))
+
+
+def save_file(
+    model: Any,
+    path: str | os.PathLike,
+    *,
+    dtype: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> None:
+    """Save a fitted model to a SafeTensors file (atomic write).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from aprender.linear_model import Ridge
+    >>> from aprender.format import safetensors
+    >>> path = os.path.join(tempfile.mkdtemp(), "ridge.safetensors")
+    >>> safetensors.save_file(Ridge().fit([[0.0], [1.0]], [0.0, 1.0]), path)
+    >>> os.path.getsize(path) > 0
+    True
+    """
+    write_state(to_state(model, dtype=dtype, metadata=metadata), path)
+
+
+# -- reading ---------------------------------------------------------------------
+
+
+def _check_header(head: bytes | memoryview, total: int, where: str) -> tuple[int, dict[str, Any]]:
+    """Validate the header and return ``(header_length, header)``.
+
+    ``head`` holds at least the first ``min(total, 8 + header_length)`` bytes.
+    """
+    if total < 8:
+        raise FormatError(f"{where}: {total} bytes is too short for a SafeTensors file (needs at least 8)")
+    n = int.from_bytes(head[:8], "little")
+    if n > MAX_HEADER_SIZE:
+        raise FormatError(f"{where}: header length {n} (bytes 0-7) exceeds the {MAX_HEADER_SIZE}-byte limit")
+    if 8 + n > total:
+        raise FormatError(f"{where}: header length {n} (bytes 0-7) runs past the end of the {total}-byte file")
+    header = parse_json(bytes(head[8 : 8 + n]), f"{where}: header (bytes 8-{8 + n})")
+    if not isinstance(header, dict):
+        raise FormatError(f"{where}: header must be a JSON object")
+    data_len = total - 8 - n
+    for name, info in header.items():
+        if name == "__metadata__":
+            if not isinstance(info, dict) or not all(isinstance(v, str) for v in info.values()):
+                raise FormatError(f"{where}: '__metadata__' must map strings to strings")
+            continue
+        _check_entry(name, info, data_len, where)
+    return n, header
+
+
+def _check_entry(name: str, info: Any, data_len: int, where: str) -> None:
+    if not isinstance(info, dict):
+        raise FormatError(f"{where}: tensor '{name}' has no description object")
+    dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+    if dtype not in DTYPES:
+        raise FormatError(f"{where}: tensor '{name}' has unsupported dtype {dtype!r}")
+    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+        raise FormatError(f"{where}: tensor '{name}' has invalid shape {shape!r}")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)):
+        raise FormatError(f"{where}: tensor '{name}' has invalid data_offsets {offsets!r}")
+    begin, end = offsets
+    if not 0 <= begin <= end <= data_len:
+        raise FormatError(
+            f"{where}: tensor '{name}' data_offsets [{begin}, {end}] lie outside the {data_len}-byte data section"
+        )
+    expected = math.prod(shape) * DTYPES[dtype].itemsize
+    if end - begin != expected:
+        raise FormatError(
+            f"{where}: tensor '{name}' of shape {shape} and dtype {dtype} needs {expected} bytes, "
+            f"data_offsets give {end - begin}"
+        )
+
+
+def _meta(header: Mapping[str, Any], where: str) -> dict[str, Any]:
+    raw = header.get("__metadata__", {}).get(METADATA_KEY)
+    if raw is None:
+        raise FormatError(
+            f"{where}: no '{METADATA_KEY}' metadata: not an aprender model file. "
+            "Use aprender.format.safetensors.load_tensors() to read its raw tensors."
+        )
+    meta = parse_json(raw, f"{where}: '{METADATA_KEY}' metadata")
+    if not isinstance(meta, dict):
+        raise FormatError(f"{where}: '{METADATA_KEY}' metadata must be a JSON object")
+    return meta
+
+
+def _read_header(path: str | os.PathLike) -> tuple[dict[str, Any], str]:
+    p = existing_file(path)
+    where = f"'{p}'"
+    total = p.stat().st_size
+    with open(p, "rb") as f:
+        prefix = f.read(8)
+        n = int.from_bytes(prefix, "little") if len(prefix) == 8 else 0
+        head = prefix + (f.read(n) if 8 + n <= total and n <= MAX_HEADER_SIZE else b"")
+    _, header = _check_header(head, total, where)
+    return header, where
+
+
+def _tensors_from_file(path: str | os.PathLike, where: str) -> dict[str, np.ndarray]:
+    try:
+        with safe_open(str(path), framework="np") as f:
+            return {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118 - not a dict
+    except SafetensorError as exc:
+        raise FormatError(f"{where}: {exc}") from None
+
+
+def read_state(path: str | os.PathLike) -> ModelState:
+    """Read and validate the :class:`ModelState` stored in a SafeTensors file."""
+    header, where = _read_header(path)
+    meta = _meta(header, where)
+    return ModelState(tensors=_tensors_from_file(path, where), meta=meta)
+
+
+def state_from_bytes(data: bytes | bytearray | memoryview) -> ModelState:
+    """Parse and validate SafeTensors bytes into a :class:`ModelState`."""
+    where = "SafeTensors bytes"
+    _, header = _check_header(memoryview(data), len(data), where)
+    meta = _meta(header, where)
+    try:
+        flat = deserialize(bytes(data))
+    except SafetensorError as exc:
+        raise FormatError(f"{where}: {exc}") from None
+    tensors = {name: np.frombuffer(v["data"], dtype=DTYPES[v["dtype"]]).reshape(v["shape"]) for name, v in flat}
+    return ModelState(tensors=tensors, meta=meta)
+
+
+def load(data: bytes | bytearray | memoryview, expected: type | None = None) -> Any:
+    """Rebuild a model from SafeTensors bytes.
+
+    Examples
+    --------
+    >>> from aprender.cluster import KMeans
+    >>> from aprender.format import safetensors
+    >>> km = KMeans(n_clusters=1, n_init=1).fit([[1.0], [3.0]])
+    >>> safetensors.load(safetensors.save(km)).cluster_centers_
+    array([[2.]])
+    """
+    return from_state(state_from_bytes(data), expected)
+
+
+def load_file(path: str | os.PathLike, expected: type | None = None) -> Any:
+    """Load a model from a SafeTensors file.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        File written by aprender.
+    expected : class or ModelType, optional
+        Raise :class:`~aprender.exceptions.ModelTypeMismatch` if the file holds
+        something else.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from aprender.linear_model import Lasso
+    >>> from aprender.format import safetensors
+    >>> path = os.path.join(tempfile.mkdtemp(), "lasso.safetensors")
+    >>> safetensors.save_file(Lasso(alpha=0.01).fit([[0.0], [1.0]], [0.0, 1.0]), path)
+    >>> type(safetensors.load_file(path)).__name__
+    'Lasso'
+    """
+    return from_state(read_state(path), expected)
+
+
+def load_tensors(path: str | os.PathLike, *, as_float32: bool = False) -> dict[str, np.ndarray]:
+    """Read every tensor of any SafeTensors file, whoever wrote it.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A .safetensors file (F64/F32/F16/BF16/I64/I32/I16/I8/U64/U32/U16/U8/BOOL).
+    as_float32 : bool, default=False
+        Widen F16 and BF16 tensors to float32.
+
+    Returns
+    -------
+    dict of str to ndarray
+
+    Examples
+    --------
+    >>> import tempfile, os, numpy as np
+    >>> from safetensors.numpy import save_file
+    >>> from aprender.format.safetensors import load_tensors
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
+    >>> save_file({"w": np.ones(2, dtype=np.float16)}, path)
+    >>> load_tensors(path, as_float32=True)["w"].dtype
+    dtype('float32')
+    """
+    _, where = _read_header(path)
+    tensors = _tensors_from_file(path, where)
+    if as_float32:
+        narrow = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+        tensors = {k: v.astype(np.float32) if v.dtype in narrow else v for k, v in tensors.items()}
+    return tensors

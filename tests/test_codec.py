@@ -1,0 +1,173 @@
+"""The codec: estimator <-> ModelState, value handlers, allow-list, properties."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from sklearn.base import BaseEstimator, RegressorMixin
+from zoo import diabetes
+
+import aprender
+from aprender.base import SerializableMixin
+from aprender.exceptions import FormatError, UnsupportedTypeError
+from aprender.format import ModelType, from_state, safetensors, to_state
+from aprender.linear_model import LinearRegression, Ridge
+from aprender.preprocessing import StandardScaler
+
+
+class Bag(SerializableMixin, RegressorMixin, BaseEstimator):
+    """A user estimator whose fitted attributes exercise every value kind."""
+
+    def __init__(self, option=None, scale=1.0):
+        self.option = option
+        self.scale = scale
+
+    def fit(self, X, y=None):
+        self.n_features_in_ = np.asarray(X).shape[1]
+        self.payload_ = None
+        return self
+
+    def predict(self, X):
+        return np.asarray(X).sum(axis=1) * self.scale
+
+
+aprender.register_estimator(Bag, key="tests.Bag", model_type=ModelType.CUSTOM)
+
+
+def _roundtrip(model):
+    return safetensors.load(safetensors.save(model))
+
+
+def test_user_class_registration_and_duplicate_is_error() -> None:
+    loaded = _roundtrip(Bag(scale=2.0).fit([[1.0, 2.0]]))
+    assert type(loaded) is Bag and loaded.scale == 2.0
+    assert np.array_equal(loaded.predict([[1.0, 2.0]]), [6.0])
+    with pytest.raises(ValueError, match="already registered"):
+        aprender.register_estimator(Bag)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"a": (1, 2.5, "x"), 3: [None, True], (1, "k"): {"nested": [1, 2]}},
+        [math.nan, math.inf, -math.inf, -0.0, 1e-310],
+        (np.float32(1.5), np.int16(-3), np.uint64(2**64 - 1), np.bool_(True), np.float64("nan")),
+        np.array(["alpha", "be", ""]),
+        np.array([["a", 1], [None, 2.5]], dtype=object),
+        np.asfortranarray(np.arange(12.0).reshape(3, 4)),
+        np.arange(24, dtype=np.int32).reshape(2, 3, 4)[:, ::2],
+        np.array([], dtype=np.float64).reshape(0, 3),
+        np.arange(6, dtype=">f8"),
+        (np.float64, float, int, bool, str, np.int32),
+        sp.csr_matrix(np.array([[0.0, 1.0], [2.0, 0.0], [0.0, 0.0]])),
+        sp.csc_array(np.array([[0, 3], [4, 0]], dtype=np.int64)),
+        np.random.RandomState(7),
+    ],
+    ids=["containers", "floats", "numpy-scalars", "strings", "objects", "fortran", "strided", "empty",
+         "big-endian", "types", "csr", "csc-array", "random-state"],
+)
+def test_values_roundtrip_exactly(payload) -> None:
+    model = Bag(option=payload).fit([[1.0]])
+    model.payload_ = payload
+    loaded = _roundtrip(model)
+    for got in (loaded.option, loaded.payload_):
+        _assert_same(payload, got)
+
+
+def _assert_same(expected, actual) -> None:
+    assert type(actual) is type(expected), (type(expected), type(actual))
+    if isinstance(expected, np.random.RandomState):
+        (_, keys_a, *rest_a), (_, keys_b, *rest_b) = expected.get_state(), actual.get_state()
+        assert np.array_equal(keys_a, keys_b) and rest_a == rest_b
+    elif sp.issparse(expected):
+        assert (expected != actual).nnz == 0 and expected.dtype == actual.dtype
+    elif isinstance(expected, np.ndarray):
+        assert expected.dtype.newbyteorder("=") == actual.dtype.newbyteorder("=") and expected.shape == actual.shape
+        assert expected.flags.f_contiguous == actual.flags.f_contiguous or expected.ndim < 2
+        if expected.dtype.kind == "O":
+            assert expected.tolist() == actual.tolist()
+        else:
+            assert np.array_equal(expected, actual)
+    elif isinstance(expected, (list, tuple)):
+        assert len(expected) == len(actual)
+        for a, b in zip(expected, actual, strict=True):
+            _assert_same(a, b)
+    elif isinstance(expected, dict):
+        assert list(expected) == list(actual)
+        for key in expected:
+            _assert_same(expected[key], actual[key])
+    elif isinstance(expected, float) and math.isnan(expected):
+        assert math.isnan(actual)
+    elif isinstance(expected, float):
+        assert math.copysign(1, expected) == math.copysign(1, actual) and expected == actual
+    else:
+        assert expected == actual or (expected is actual)
+
+
+@pytest.mark.parametrize(
+    ("payload", "path", "type_name"),
+    [
+        (lambda x: x, "payload_", "function"),
+        ({"ok": [1, {2, 3}]}, "payload_.ok.1", "builtins.set"),
+        (np.array([1 + 2j]), "payload_", "complex128"),
+        (sp.coo_matrix(np.eye(2)), "payload_", "coo_matrix"),
+        (object(), "payload_", "builtins.object"),
+    ],
+)
+def test_unknown_types_are_refused_with_their_path(payload, path, type_name) -> None:
+    model = Bag().fit([[1.0]])
+    model.payload_ = payload
+    with pytest.raises(UnsupportedTypeError) as info:
+        to_state(model)
+    assert f"'{path}'" in str(info.value) and type_name in str(info.value)
+
+
+def test_unregistered_estimator_is_refused() -> None:
+    class Unlisted(Bag):
+        pass
+
+    with pytest.raises(UnsupportedTypeError, match="not registered"):
+        to_state(Unlisted().fit([[1.0]]))
+
+
+def test_nested_estimators_are_prefixed() -> None:
+    model = Bag().fit([[1.0]])
+    X, y = diabetes()
+    model.payload_ = [("scaler", StandardScaler().fit(X)), ("ridge", Ridge().fit(X, y))]
+    state = to_state(model)
+    assert {"payload_.0.scaler.mean_", "payload_.1.ridge.coefficients"} <= set(state.tensors)
+    loaded = from_state(state)
+    assert np.array_equal(loaded.payload_[1][1].predict(X), model.payload_[1][1].predict(X))
+
+
+def test_corrupt_sparse_indices_are_rejected() -> None:
+    model = Bag().fit([[1.0]])
+    model.payload_ = sp.csr_matrix(np.eye(3))
+    state = to_state(model)
+    state.tensors["payload_.indices"][:] = [0, 5, 2]
+    with pytest.raises(FormatError, match=r"sparse indices must lie in \[0, 3\)"):
+        from_state(state)
+    state.tensors["payload_.indices"][:] = [0, 1, 2]
+    state.tensors["payload_.indptr"][:] = [0, 2, 1, 3]
+    with pytest.raises(FormatError, match="never decrease"):
+        from_state(state)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    data=hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=2, max_side=12),
+                    elements=st.floats(-1e6, 1e6, allow_nan=False)),
+    fit_intercept=st.booleans(),
+)
+def test_property_random_linear_models_roundtrip(data, fit_intercept) -> None:
+    X, y = data[:, :-1], data[:, -1]
+    model = LinearRegression(fit_intercept=fit_intercept).fit(X, y)
+    loaded = safetensors.load(safetensors.save(model))
+    assert np.array_equal(loaded.predict(X), model.predict(X), equal_nan=True)
+    assert type(loaded.intercept_) is type(model.intercept_)

@@ -1,0 +1,34 @@
+"""scikit-learn's own estimator checks over every aprender estimator."""
+
+from __future__ import annotations
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from aprender.format._registry import registered
+
+APRENDER_CLASSES = sorted(
+    (e.cls for e in registered() if e.key.startswith("aprender.")), key=lambda c: c.__name__
+)
+
+
+def _inherited_expected_failures(estimator) -> dict[str, str]:
+    """The checks scikit-learn itself marks as expected failures for the parent class.
+
+    aprender's estimators inherit scikit-learn's algorithms unchanged, so they fail
+    exactly the checks their parent is known to fail (each with sklearn's reason).
+    """
+    from sklearn.utils._test_common.instance_generator import _get_expected_failed_checks
+
+    for base in type(estimator).__mro__[1:]:
+        if base.__module__.startswith("sklearn."):
+            return _get_expected_failed_checks(base(**estimator.get_params(deep=False)))
+    return {}
+
+
+def test_every_aprender_estimator_is_checked() -> None:
+    assert len(APRENDER_CLASSES) >= 7
+
+
+@parametrize_with_checks([cls() for cls in APRENDER_CLASSES], expected_failed_checks=_inherited_expected_failures)
+def test_sklearn_compatible(estimator, check) -> None:
+    check(estimator)
