@@ -1,12 +1,15 @@
 """Shared fitted models for the roundtrip tests of every format.
 
 Each ``Case`` builds one fitted estimator and the rows to run inference on. Format
-tests parametrize over ``CASES`` so that every estimator added here is exercised by
-every backend. Keep fits small: the whole suite must stay fast on 2 cores.
+tests parametrize over ``CASES`` so that every estimator in the zoo is exercised by
+every backend. ``CASES`` holds the cases below plus the ``CASES`` list of every
+``tests/cases_*.py`` module (one per estimator family). Keep fits small: the whole
+suite must stay fast on 2 cores.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -67,7 +70,7 @@ def _fit_unsupervised(est: Any) -> tuple[Any, np.ndarray]:
     return est.fit(X), X
 
 
-CASES: list[Case] = [
+BASE_CASES: list[Case] = [
     Case("LinearRegression", lambda: _fit_regressor(LinearRegression())),
     Case("LinearRegression-multi", lambda: (
         LinearRegression().fit(diabetes()[0], np.c_[diabetes()[1], diabetes()[1] ** 0.5]), diabetes()[0])),
@@ -81,6 +84,18 @@ CASES: list[Case] = [
     Case("KMeans", lambda: _fit_unsupervised(KMeans(n_clusters=3, n_init=2, random_state=0))),
     Case("StandardScaler", lambda: _fit_unsupervised(StandardScaler())),
 ]
+
+
+def _family_cases() -> list[Case]:
+    from pathlib import Path
+
+    cases = []
+    for path in sorted(Path(__file__).parent.glob("cases_*.py")):
+        cases.extend(importlib.import_module(path.stem).CASES)
+    return cases
+
+
+CASES: list[Case] = BASE_CASES + _family_cases()
 
 
 def outputs(est: Any, X: Any) -> dict[str, Any]:
