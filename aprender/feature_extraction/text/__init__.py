@@ -1,0 +1,5 @@
+"""Text vectorizers that save and load without pickle."""
+
+from aprender.feature_extraction.text._vectorizers import CountVectorizer, TfidfVectorizer
+
+__all__ = ["CountVectorizer", "TfidfVectorizer"]
