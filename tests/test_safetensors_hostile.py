@@ -8,6 +8,7 @@ import struct
 import numpy as np
 import pytest
 import safetensors.numpy as official
+from safetensors import SafetensorError, deserialize
 from zoo import diabetes, iris
 
 import aprender
@@ -209,3 +210,49 @@ def test_failed_save_leaves_existing_file_intact(tmp_path, monkeypatch) -> None:
         model.save_safetensors(path)
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["m.safetensors"]
+
+
+def _gap(raw: bytes) -> bytes:
+    header, data = _split(raw)
+    begin, end = header["coefficients"]["data_offsets"]
+    header["coefficients"]["data_offsets"] = [begin + 8, end + 8]
+    return _join(header, data + bytes(8))
+
+
+def _trailing(raw: bytes) -> bytes:
+    header, data = _split(raw)
+    return _join(header, data + b"extra")
+
+
+def _overlap(raw: bytes) -> bytes:
+    header, data = _split(raw)
+    begin = header["singular_"]["data_offsets"][0]
+    header["intercept"]["data_offsets"] = [begin, begin + 8]  # shares singular_'s first 8 bytes
+    return _join(header, data)
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "message"),
+    [
+        (lambda raw: struct.pack("<Q", len(raw)) + raw[8:], "runs past the end"),
+        (lambda raw: raw[:8] + b"]" + raw[9:], "not valid JSON"),
+        (_gap, "expected"),
+        (_trailing, "the data section has"),
+        (_overlap, "without gaps or overlaps"),
+    ],
+    ids=["past-end", "bad-json", "gap", "trailing-bytes", "overlap"],
+)
+def test_reader_agrees_with_the_official_package(valid, corrupt, message) -> None:
+    data = corrupt(valid)
+    with pytest.raises(FormatError, match=message):
+        safetensors.load(data)
+    with pytest.raises(SafetensorError):
+        deserialize(data)
+
+
+def test_valid_file_is_read_identically_by_the_official_package(valid) -> None:
+    ours = safetensors.state_from_bytes(valid).tensors
+    theirs = official.load(valid)
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        assert ours[name].dtype == theirs[name].dtype and np.array_equal(ours[name], theirs[name])

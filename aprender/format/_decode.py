@@ -7,7 +7,9 @@ inconsistency raises :class:`FormatError` naming the path where it was found.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -209,23 +211,50 @@ class Decoder:
             raise
         except Exception as exc:  # a validator tripping over malformed values
             raise _fail(path, f"invalid {entry.key} state: {type(exc).__name__}: {exc}") from None
-        return _construct(cls, entry.key, params, attrs, path)
+        return _construct(cls, entry.key, params, params_node, attrs, path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shadows_descriptor(cls: type, name: str) -> bool:
+    static = inspect.getattr_static(cls, name, None)
+    return static is not None and hasattr(static, "__get__")
 
 
 def _check_attr_name(cls: type, name: str, params: Mapping[str, Any], path: str) -> None:
     if not name.isidentifier() or name.startswith("__") or name in params:
         raise _fail(path, f"invalid fitted attribute name {name[:80]!r}")
     # A file must never shadow a method, property or other descriptor of the class.
-    static = inspect.getattr_static(cls, name, None)
-    if static is not None and hasattr(static, "__get__"):
+    if _shadows_descriptor(cls, name):
         raise _fail(path, f"fitted attribute '{name}' would shadow {cls.__name__}.{name}")
 
 
-def _construct(cls: type, key: str, params: dict[str, Any], attrs: dict[str, Any], path: str) -> Any:
+# Hyperparameter validation is a pure function of (class, parameters) and costs far
+# more than the rest of a small model's load; remember the parameter sets that passed.
+_VALID_PARAMS: dict[tuple[type, str], None] = {}
+_VALID_PARAMS_LIMIT = 4096
+
+
+def _validate_params(cls: type, est: Any, params_node: Mapping[str, Any]) -> None:
+    if not hasattr(est, "_parameter_constraints"):
+        return
+    text = json.dumps(params_node, sort_keys=True)
+    key = (cls, text)
+    if key in _VALID_PARAMS:
+        return
+    est._validate_params()
+    if '"__t__": "tensor"' in text:  # the node names a tensor, not its contents: cannot vouch for it
+        return
+    if len(_VALID_PARAMS) >= _VALID_PARAMS_LIMIT:
+        _VALID_PARAMS.clear()
+    _VALID_PARAMS[key] = None
+
+
+def _construct(
+    cls: type, key: str, params: dict[str, Any], params_node: Mapping[str, Any], attrs: dict[str, Any], path: str
+) -> Any:
     try:
         est = cls(**params)
-        if hasattr(est, "_parameter_constraints"):
-            est._validate_params()
+        _validate_params(cls, est, params_node)
     except Exception as exc:  # hostile hyperparameters must surface as a format error
         raise _fail(path, f"invalid hyperparameters for {key}: {type(exc).__name__}: {exc}") from None
     est.__dict__.update(attrs)

@@ -22,7 +22,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
     The temporary file lives in the destination folder so the final
     ``os.replace`` is atomic: readers see the old file or the complete new one,
-    never a partial write. On any error the temporary file is removed.
+    never a partial write, and an exception or a killed process leaves the old
+    file untouched. On any error the temporary file is removed. The data is not
+    fsync'ed (pickle, joblib and safetensors do not either; it would make saving
+    a large model several times slower), so surviving a power cut is left to
+    the filesystem's rename-over-replace ordering.
     """
     target = Path(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
@@ -30,8 +34,6 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, target)
     except BaseException:

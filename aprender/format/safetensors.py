@@ -5,9 +5,12 @@ aprender's metadata as canonical JSON under the single ``__metadata__`` key
 ``"aprender"``. One key, because the package keeps metadata in a hash map and
 several keys would come out in a different order from save to save.
 
-The header is checked here before the package reads the file, so a hostile file
-fails with :class:`~aprender.exceptions.FormatError` saying what and where, and
-nothing the header merely claims is allocated.
+Model files are written by the package and read back by a validating reader here:
+the header is checked exactly as the package checks it (tests hold the two to the
+same verdicts), then the whole file is read once and every tensor is a view into
+that buffer. A hostile file fails with :class:`~aprender.exceptions.FormatError`
+saying what and where, and nothing the header merely claims is allocated.
+Foreign files (:func:`load_tensors`) are read by the package itself.
 
 Examples
 --------
@@ -28,7 +31,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-from safetensors import SafetensorError, TensorSpec, deserialize, safe_open, serialize, serialize_file
+from safetensors import SafetensorError, TensorSpec, safe_open, serialize, serialize_file
 
 from aprender.exceptions import FormatError
 from aprender.format._io import atomic_path, existing_file
@@ -143,7 +146,10 @@ def save_file(
 def _check_header(head: bytes | memoryview, total: int, where: str) -> tuple[int, dict[str, Any]]:
     """Validate the header and return ``(header_length, header)``.
 
-    ``head`` holds at least the first ``min(total, 8 + header_length)`` bytes.
+    ``head`` holds at least the first ``min(total, 8 + header_length)`` bytes. The
+    checks are those of the reference implementation (sizes, dtypes, offsets, and
+    tensors tiling the data section without gaps or overlaps), made before any
+    tensor byte is read, with messages that say what and where.
     """
     if total < 8:
         raise FormatError(f"{where}: {total} bytes is too short for a SafeTensors file (needs at least 8)")
@@ -156,16 +162,27 @@ def _check_header(head: bytes | memoryview, total: int, where: str) -> tuple[int
     if not isinstance(header, dict):
         raise FormatError(f"{where}: header must be a JSON object")
     data_len = total - 8 - n
+    spans = []
     for name, info in header.items():
         if name == "__metadata__":
             if not isinstance(info, dict) or not all(isinstance(v, str) for v in info.values()):
                 raise FormatError(f"{where}: '__metadata__' must map strings to strings")
             continue
-        _check_entry(name, info, data_len, where)
+        spans.append((*_check_entry(name, info, data_len, where), name))
+    position = 0
+    for begin, end, name in sorted(spans):
+        if begin != position:
+            raise FormatError(
+                f"{where}: tensor '{name}' starts at data byte {begin}, expected {position} "
+                "(tensors must tile the data section without gaps or overlaps)"
+            )
+        position = end
+    if position != data_len:
+        raise FormatError(f"{where}: tensors end at data byte {position} but the data section has {data_len} bytes")
     return n, header
 
 
-def _check_entry(name: str, info: Any, data_len: int, where: str) -> None:
+def _check_entry(name: str, info: Any, data_len: int, where: str) -> tuple[int, int]:
     if not isinstance(info, dict):
         raise FormatError(f"{where}: tensor '{name}' has no description object")
     dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
@@ -186,6 +203,7 @@ def _check_entry(name: str, info: Any, data_len: int, where: str) -> None:
             f"{where}: tensor '{name}' of shape {shape} and dtype {dtype} needs {expected} bytes, "
             f"data_offsets give {end - begin}"
         )
+    return begin, end
 
 
 def _meta(header: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -201,44 +219,36 @@ def _meta(header: Mapping[str, Any], where: str) -> dict[str, Any]:
     return meta
 
 
-def _read_header(path: str | os.PathLike) -> tuple[dict[str, Any], str]:
-    p = existing_file(path)
-    where = f"'{p}'"
-    total = p.stat().st_size
-    with open(p, "rb") as f:
-        prefix = f.read(8)
-        n = int.from_bytes(prefix, "little") if len(prefix) == 8 else 0
-        head = prefix + (f.read(n) if 8 + n <= total and n <= MAX_HEADER_SIZE else b"")
-    _, header = _check_header(head, total, where)
-    return header, where
-
-
-def _tensors_from_file(path: str | os.PathLike, where: str) -> dict[str, np.ndarray]:
-    try:
-        with safe_open(str(path), framework="np") as f:
-            return {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118 - not a dict
-    except SafetensorError as exc:
-        raise FormatError(f"{where}: {exc}") from None
+def _state_from_buffer(buffer: np.ndarray, where: str) -> ModelState:
+    # ``buffer`` is the whole file as a writable uint8 array: every tensor becomes a
+    # view into it, so a load costs one read and no further copy (as pickle's does).
+    n, header = _check_header(memoryview(buffer), buffer.shape[0], where)
+    meta = _meta(header, where)
+    data_start = 8 + n
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype, shape = DTYPES[info["dtype"]], info["shape"]
+        offset = data_start + info["data_offsets"][0]
+        tensors[name] = np.frombuffer(buffer, dtype=dtype, count=math.prod(shape), offset=offset).reshape(shape)
+    return ModelState(tensors=tensors, meta=meta)
 
 
 def read_state(path: str | os.PathLike) -> ModelState:
     """Read and validate the :class:`ModelState` stored in a SafeTensors file."""
-    header, where = _read_header(path)
-    meta = _meta(header, where)
-    return ModelState(tensors=_tensors_from_file(path, where), meta=meta)
+    p = existing_file(path)
+    with open(p, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        buffer = np.empty(size, dtype=np.uint8)
+        if f.readinto(memoryview(buffer)) != size:
+            raise FormatError(f"'{p}': file changed size while being read")
+    return _state_from_buffer(buffer, f"'{p}'")
 
 
 def state_from_bytes(data: bytes | bytearray | memoryview) -> ModelState:
     """Parse and validate SafeTensors bytes into a :class:`ModelState`."""
-    where = "SafeTensors bytes"
-    _, header = _check_header(memoryview(data), len(data), where)
-    meta = _meta(header, where)
-    try:
-        flat = deserialize(bytes(data))
-    except SafetensorError as exc:
-        raise FormatError(f"{where}: {exc}") from None
-    tensors = {name: np.frombuffer(v["data"], dtype=DTYPES[v["dtype"]]).reshape(v["shape"]) for name, v in flat}
-    return ModelState(tensors=tensors, meta=meta)
+    return _state_from_buffer(np.frombuffer(data, dtype=np.uint8).copy(), "SafeTensors bytes")
 
 
 def load(data: bytes | bytearray | memoryview, expected: type | None = None) -> Any:
@@ -303,8 +313,12 @@ def load_tensors(path: str | os.PathLike, *, as_float32: bool = False) -> dict[s
     >>> load_tensors(path, as_float32=True)["w"].dtype
     dtype('float32')
     """
-    _, where = _read_header(path)
-    tensors = _tensors_from_file(path, where)
+    p = existing_file(path)
+    try:
+        with safe_open(str(p), framework="np") as f:
+            tensors = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118 - not a dict
+    except SafetensorError as exc:
+        raise FormatError(f"'{p}': {exc}") from None
     if as_float32:
         narrow = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
         tensors = {k: v.astype(np.float32) if v.dtype in narrow else v for k, v in tensors.items()}
