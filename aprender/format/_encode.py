@@ -98,6 +98,11 @@ class Encoder:
 
     def _attr(self, name: str, value: Any, prefix: str, spec: Spec) -> Any:
         alias = spec.aliases.get(name)
+        if alias is not None and "{i}" in alias:
+            # A list of arrays (an MLP's coefs_) names one tensor per item: layers.{i}.weight
+            if type(value) is list and all(isinstance(v, np.ndarray) for v in value):
+                return [self.tensor(v, join(prefix, alias.format(i=i))) for i, v in enumerate(value)]
+            return self.value(value, join(prefix, name), 1)
         storable = isinstance(value, (np.ndarray, np.number, float, int)) and not isinstance(value, bool)
         if alias is not None and storable:
             scalar = None

@@ -35,6 +35,8 @@ class Spec:
     aliases : mapping of str to str
         Fitted attribute -> stable tensor name (e.g. ``coef_`` -> ``coefficients``).
         Aliased attributes are always stored as tensors, scalars with shape ``[1]``.
+        An alias containing ``{i}`` names each array of a list attribute
+        (``coefs_`` -> ``layers.{i}.weight``).
     quantizable : tuple of str
         Attributes whose float tensors may be block-quantized (weights, centroids).
     validate : callable, optional
