@@ -203,7 +203,10 @@ class Decoder:
         for name in attrs:
             _check_attr_name(cls, name, params, path)
         try:
-            if entry.spec.validate is not None:
+            # An unfitted estimator (ColumnTransformer.transformers, a forest's `estimator`)
+            # has no fitted state to check; Pipeline-like classes whose state is their
+            # parameters say so with __sklearn_is_fitted__ and are always checked.
+            if entry.spec.validate is not None and (attrs or hasattr(cls, "__sklearn_is_fitted__")):
                 entry.spec.validate(params, attrs, path)
             if entry.spec.unpack is not None:
                 attrs = entry.spec.unpack(attrs, params, path)

@@ -1,5 +1,6 @@
 """Preprocessing transformers that save and load without pickle."""
 
-from aprender.preprocessing._scalers import StandardScaler
+from aprender.preprocessing._encoders import LabelEncoder, OneHotEncoder
+from aprender.preprocessing._scalers import MinMaxScaler, StandardScaler
 
-__all__ = ["StandardScaler"]
+__all__ = ["LabelEncoder", "MinMaxScaler", "OneHotEncoder", "StandardScaler"]

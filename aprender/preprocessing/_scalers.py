@@ -6,7 +6,7 @@ from sklearn import preprocessing as _sk
 
 from aprender.base import SerializableMixin
 
-__all__ = ["StandardScaler"]
+__all__ = ["MinMaxScaler", "StandardScaler"]
 
 
 class StandardScaler(SerializableMixin, _sk.StandardScaler):
@@ -20,4 +20,17 @@ class StandardScaler(SerializableMixin, _sk.StandardScaler):
     >>> from aprender.preprocessing import StandardScaler
     >>> StandardScaler().fit([[0.0], [2.0]]).transform([[4.0]])
     array([[3.]])
+    """
+
+
+class MinMaxScaler(SerializableMixin, _sk.MinMaxScaler):
+    """Scale each feature to a given range (:class:`sklearn.preprocessing.MinMaxScaler`).
+
+    Saved tensors: ``min_``, ``scale_``, ``data_min_``, ``data_max_``, ``data_range_``.
+
+    Examples
+    --------
+    >>> from aprender.preprocessing import MinMaxScaler
+    >>> MinMaxScaler().fit([[0.0], [4.0]]).transform([[1.0]])
+    array([[0.25]])
     """

@@ -1,0 +1,5 @@
+"""Missing-value imputers that save and load without pickle."""
+
+from aprender.impute._simple import SimpleImputer
+
+__all__ = ["SimpleImputer"]

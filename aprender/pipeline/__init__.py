@@ -1,0 +1,5 @@
+"""Pipelines that save and load without pickle."""
+
+from aprender.pipeline._pipeline import Pipeline, make_pipeline
+
+__all__ = ["Pipeline", "make_pipeline"]
