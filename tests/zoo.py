@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.datasets import load_diabetes, load_iris
 
 from aprender.cluster import KMeans
@@ -116,6 +117,9 @@ def assert_identical_outputs(original: Any, loaded: Any, X: Any) -> None:
         values = value if isinstance(value, tuple) else (value,)
         others = actual[name] if isinstance(actual[name], tuple) else (actual[name],)
         for a, b in zip(values, others, strict=True):
+            if sp.issparse(a):  # vectorizers, one-hot encoders: compare the matrix type, then the values
+                assert type(a) is type(b), f"{name}: {type(a).__name__} != {type(b).__name__}"
+                a, b = a.toarray(), b.toarray()
             a, b = np.asarray(a), np.asarray(b)
             assert a.dtype == b.dtype, f"{name}: dtype {a.dtype} != {b.dtype}"
             assert a.shape == b.shape, f"{name}: shape {a.shape} != {b.shape}"
