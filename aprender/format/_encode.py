@@ -49,6 +49,19 @@ def join(prefix: str, name: object) -> str:
     return f"{prefix}.{name}" if prefix else str(name)
 
 
+def _column_major(array: np.ndarray) -> bool:
+    """F-contiguous, or a strided view laid out column-major.
+
+    PCA(svd_solver="randomized") keeps ``components_`` as a row slice of an F-ordered
+    matrix: neither C- nor F-contiguous, yet BLAS treats it as column-major, so it must
+    come back F-ordered for ``transform`` to reproduce the last bit.
+    """
+    if array.flags.c_contiguous:
+        return False
+    strides = [abs(s) for s, n in zip(array.strides, array.shape, strict=True) if n > 1]
+    return array.flags.f_contiguous or (len(strides) > 1 and strides == sorted(strides))
+
+
 def _type_name(value: Any) -> str:
     cls = type(value)
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -66,7 +79,7 @@ class Encoder:
         if name in self.tensors:
             raise UnsupportedTypeError(name, "ndarray", "two attributes map to the same tensor name")
         node: dict[str, Any] = {"__t__": "tensor", "name": name}
-        if array.ndim > 1 and array.flags.f_contiguous and not array.flags.c_contiguous:
+        if array.ndim > 1 and _column_major(array):
             node["order"] = "F"
         if scalar is not None:
             node["scalar"] = scalar.__name__ if scalar in (float, int, bool) else "numpy"

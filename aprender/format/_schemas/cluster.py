@@ -20,6 +20,16 @@ def check_kmeans(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str)
     optional_array(attrs, "labels_", path, ndim=(1,), kinds="iu")
 
 
+def check_minibatch_kmeans(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """As for KMeans, plus one partial_fit count per centre in _counts."""
+    check_kmeans(params, attrs, path)
+    array(attrs, "_counts", path, ndim=(1,), shape={0: params.get("n_clusters")})
+
+
 SCHEMAS = [
     ((ap.KMeans, sk.KMeans), Spec(ModelType.KMEANS, quantizable=("cluster_centers_",), validate=check_kmeans)),
+    (
+        (ap.MiniBatchKMeans, sk.MiniBatchKMeans),
+        Spec(ModelType.KMEANS, quantizable=("cluster_centers_",), validate=check_minibatch_kmeans),
+    ),
 ]

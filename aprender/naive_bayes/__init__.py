@@ -1,0 +1,5 @@
+"""Naive Bayes classifiers that save and load without pickle."""
+
+from aprender.naive_bayes._naive_bayes import BernoulliNB, GaussianNB, MultinomialNB
+
+__all__ = ["BernoulliNB", "GaussianNB", "MultinomialNB"]

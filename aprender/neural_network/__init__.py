@@ -1,0 +1,5 @@
+"""Multi-layer perceptrons that save and load without pickle."""
+
+from aprender.neural_network._mlp import MLPClassifier, MLPRegressor
+
+__all__ = ["MLPClassifier", "MLPRegressor"]
