@@ -204,9 +204,10 @@ class Decoder:
             _check_attr_name(cls, name, params, path)
         try:
             # An unfitted estimator (ColumnTransformer.transformers, a forest's `estimator`)
-            # has no fitted state to check; Pipeline-like classes whose state is their
-            # parameters say so with __sklearn_is_fitted__ and are always checked.
-            if entry.spec.validate is not None and (attrs or hasattr(cls, "__sklearn_is_fitted__")):
+            # has no fitted state to check -- no `name_` attribute, sklearn's own test; Pipeline-like
+            # classes whose state is their parameters say so with __sklearn_is_fitted__.
+            fitted = any(k.endswith("_") for k in attrs) or hasattr(cls, "__sklearn_is_fitted__")
+            if entry.spec.validate is not None and fitted:
                 entry.spec.validate(params, attrs, path)
             if entry.spec.unpack is not None:
                 attrs = entry.spec.unpack(attrs, params, path)

@@ -54,7 +54,7 @@ def _check_selection(columns: Any, n: int, names: np.ndarray | None, where: str,
             if c not in known:
                 raise fail(path, f"{where}: column {c[:80]!r} is not among the fitted feature names")
         elif not isinstance(c, (int, np.integer)) or isinstance(c, bool) or not -n <= c < n:
-            raise fail(path, f"{where}: column {str(c)[:80]!r} is outside the {n} fitted features")
+            raise fail(path, f"{where}: column {repr(c)[:80]} is outside the {n} fitted features")
 
 
 def _check_index_map(value: Any, names: list[str], n: int, path: str) -> None:
