@@ -9,6 +9,6 @@ True
 
 __version__ = "0.1.0"
 
-from aprender.format import ModelType, load, register_estimator, save
+from aprender.format import ModelType, inspect, load, register_estimator, save, validate
 
-__all__ = ["ModelType", "__version__", "load", "register_estimator", "save"]
+__all__ = ["ModelType", "__version__", "inspect", "load", "register_estimator", "save", "validate"]

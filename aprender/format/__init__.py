@@ -7,9 +7,41 @@ Examples
 1
 """
 
-from aprender.format._api import load, save
+from aprender.format._api import inspect, load, save, validate
+from aprender.format._apr_options import Compression, SaveOptions
+from aprender.format._info import ModelInfo, TensorInfo
 from aprender.format._model_type import ModelType
 from aprender.format._registry import register_estimator
 from aprender.format._state import ModelState, from_state, to_state
+from aprender.format.apr import (
+    load_as_recipient,
+    load_encrypted,
+    load_from_bytes,
+    load_verified,
+    save_encrypted,
+    save_for_recipient,
+    save_signed,
+)
 
-__all__ = ["ModelState", "ModelType", "from_state", "load", "register_estimator", "save", "to_state"]
+__all__ = [
+    "Compression",
+    "ModelInfo",
+    "ModelState",
+    "ModelType",
+    "SaveOptions",
+    "TensorInfo",
+    "from_state",
+    "inspect",
+    "load",
+    "load_as_recipient",
+    "load_encrypted",
+    "load_from_bytes",
+    "load_verified",
+    "register_estimator",
+    "save",
+    "save_encrypted",
+    "save_for_recipient",
+    "save_signed",
+    "to_state",
+    "validate",
+]

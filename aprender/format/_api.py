@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from aprender.exceptions import FormatError
+from aprender.format._info import ModelInfo
 from aprender.format._io import existing_file
 from aprender.format._model_type import ModelType
 
-__all__ = ["backend_for_path", "load", "save", "sniff"]
+__all__ = ["backend_for_path", "inspect", "load", "save", "sniff", "validate"]
 
 #: File suffix -> backend module. Backends expose save_file(model, path, **options)
 #: and load_file(path, expected=None, **options).
@@ -99,3 +100,42 @@ def load(path: str | os.PathLike, model_type: type | ModelType | None = None, **
     """
     module = importlib.import_module(_SUFFIXES[sniff(path)])
     return module.load_file(path, model_type, **options)
+
+
+def inspect(path: str | os.PathLike) -> ModelInfo:
+    """Describe a model file from its header, metadata and tensor table.
+
+    No tensor data is read and no key is needed (an encrypted .apr file reports its
+    metadata and tensor table). Each backend's ``inspect_file`` does the work.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> import aprender
+    >>> from aprender.linear_model import LinearRegression
+    >>> path = os.path.join(tempfile.mkdtemp(), "lr.apr")
+    >>> aprender.save(LinearRegression().fit([[0.0], [1.0]], [0.0, 2.0]), path)
+    >>> info = aprender.inspect(path)
+    >>> info.format, info.model_type.name
+    ('apr', 'LINEAR_REGRESSION')
+    """
+    return importlib.import_module(_SUFFIXES[sniff(path)]).inspect_file(path)
+
+
+def validate(path: str | os.PathLike, **keys: Any) -> None:
+    """Verify a model file completely (checksums, structure, signature, rebuild).
+
+    Raises the specific :class:`~aprender.exceptions.AprenderError` of the first
+    problem found; returns None for a sound file. ``keys`` (``password=``,
+    ``secret_key=``, ``verifying_key=``) open encrypted or signed .apr files.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> import aprender
+    >>> from aprender.preprocessing import StandardScaler
+    >>> path = os.path.join(tempfile.mkdtemp(), "scaler.apr")
+    >>> aprender.save(StandardScaler().fit([[0.0], [4.0]]), path)
+    >>> aprender.validate(path)
+    """
+    importlib.import_module(_SUFFIXES[sniff(path)]).validate_file(path, **keys)

@@ -34,12 +34,15 @@ import numpy as np
 from safetensors import SafetensorError, TensorSpec, safe_open, serialize, serialize_file
 
 from aprender.exceptions import FormatError
+from aprender.format._info import ModelInfo, TensorInfo
 from aprender.format._io import atomic_path, existing_file
+from aprender.format._model_type import ModelType
 from aprender.format._state import ModelState, canonical_json, from_state, parse_json, to_state
 
 __all__ = [
     "MAX_HEADER_SIZE",
     "METADATA_KEY",
+    "inspect_file",
     "load",
     "load_file",
     "load_tensors",
@@ -48,6 +51,7 @@ __all__ = [
     "save_file",
     "state_from_bytes",
     "state_to_bytes",
+    "validate_file",
     "write_state",
 ]
 
@@ -323,3 +327,65 @@ def load_tensors(path: str | os.PathLike, *, as_float32: bool = False) -> dict[s
         narrow = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
         tensors = {k: v.astype(np.float32) if v.dtype in narrow else v for k, v in tensors.items()}
     return tensors
+
+
+def inspect_file(path: str | os.PathLike) -> ModelInfo:
+    """Header, aprender metadata and tensor table of a SafeTensors file; the data is not read.
+
+    A file written by another tool is described too (``model_type`` None).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from aprender.preprocessing import StandardScaler
+    >>> from aprender.format import safetensors
+    >>> path = os.path.join(tempfile.mkdtemp(), "s.safetensors")
+    >>> safetensors.save_file(StandardScaler().fit([[1.0], [3.0]]), path)
+    >>> [(t.name, t.dtype, t.shape) for t in safetensors.inspect_file(path).tensors][:1]
+    [('mean_', 'float64', (1,))]
+    """
+    p = existing_file(path)
+    where = f"'{p}'"
+    with open(p, "rb") as f:
+        total = os.fstat(f.fileno()).st_size
+        prefix = f.read(8)
+        n = int.from_bytes(prefix, "little") if len(prefix) == 8 else 0
+        head = prefix + (f.read(n) if n <= min(MAX_HEADER_SIZE, total - 8) else b"")
+    n, header = _check_header(head, total, where)
+    raw_meta = header.get("__metadata__", {})
+    meta = _meta(header, where) if METADATA_KEY in raw_meta else {}
+    rows = sorted((*info["data_offsets"], name, info) for name, info in header.items() if name != "__metadata__")
+    tensors = tuple(
+        TensorInfo(name, DTYPES[info["dtype"]].name, tuple(info["shape"]), end - begin, 8 + n + begin)
+        for begin, end, name, info in rows
+    )
+    model = meta.get("model")
+    try:
+        model_type = ModelType(meta["model_type"]) if "model_type" in meta else None
+    except ValueError:
+        model_type = None
+    return ModelInfo(
+        format="safetensors",
+        path=str(path),
+        file_size=total,
+        model_type=model_type,
+        class_key=model.get("class") if isinstance(model, dict) else None,
+        metadata=meta,
+        tensors=tensors,
+        extra={"header_size": n, "other_metadata": {k: v for k, v in raw_meta.items() if k != METADATA_KEY}},
+    )
+
+
+def validate_file(path: str | os.PathLike) -> None:
+    """Verify a SafeTensors model file completely: header, tiling, metadata, and a rebuild of the model.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from aprender.preprocessing import StandardScaler
+    >>> from aprender.format import safetensors
+    >>> path = os.path.join(tempfile.mkdtemp(), "s.safetensors")
+    >>> safetensors.save_file(StandardScaler().fit([[1.0], [3.0]]), path)
+    >>> safetensors.validate_file(path)
+    """
+    from_state(read_state(path))
