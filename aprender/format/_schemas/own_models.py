@@ -38,7 +38,8 @@ def _arrays(attrs: Mapping[str, Any], name: str, length: int, path: str, kinds: 
     for i, item in enumerate(value):
         if not isinstance(item, np.ndarray) or item.ndim != 1 or item.dtype.kind not in kinds:
             described = f"{item.dtype} array of shape {item.shape}" if isinstance(item, np.ndarray) else type(item)
-            raise fail(join(path, f"{name}.{i}"), f"expected a 1-d integer array, found {described}")
+            signed = "signed " if kinds == "i" else ""
+            raise fail(join(path, f"{name}.{i}"), f"expected a 1-d {signed}integer array, found {described}")
     return value
 
 
@@ -84,7 +85,7 @@ def check_ngram(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) 
             if parent.shape != token.shape:
                 raise fail(where, f"{parent.size} context parents but {token.size} context tokens")
             _in_range(parent, n_contexts, "context parents", where)
-            _in_range(token, V, "context tokens", where)
+            _in_range(token, V, "context tokens", join(path, f"context_token_.{m - 2}"))
             _strictly_increasing(parent.astype(np.int64) * V + token, "contexts (parent * V + token)", where)
             n_contexts = parent.size
         where = join(path, f"next_ids_.{m - 1}")
