@@ -36,7 +36,7 @@ def _item_ids(item_ids: Any, n_items: int, start: int = 0) -> np.ndarray:
         raise ValueError(f"got {ids.size} item ids of shape {ids.shape} for {n_items} items")
     unique, counts = np.unique(ids, return_counts=True)
     if unique.size != ids.size:
-        raise ValueError(f"item ids must be unique; {unique[counts > 1][0]!r} appears more than once")
+        raise ValueError(f"item ids must be unique; {unique[counts > 1][0].item()!r} appears more than once")
     return ids
 
 
@@ -174,7 +174,7 @@ class ContentRecommender(SerializableMixin, BaseEstimator):
             raise ValueError(f"new item ids are {ids.dtype}, the catalogue's are {existing.dtype}")
         clash = np.intersect1d(ids, existing)
         if clash.size:
-            raise ValueError(f"item id {clash[0]!r} is already in the catalogue")
+            raise ValueError(f"item id {clash[0].item()!r} is already in the catalogue")
         rows = sp.csr_matrix(self.vectorizer_.transform(texts))
         self.item_matrix_ = sp.csr_matrix(sp.vstack([self.item_matrix_, rows], format="csr"))
         self.item_ids_ = np.concatenate([existing, ids])
