@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import safetensors.numpy as official
-from cases_pipelines import CORPUS, TOPICS, frame, texts
+from cases_pipelines import CORPUS, NEWTON, TOPICS, frame, texts
 from sklearn import compose as sk_compose
 from sklearn import linear_model as sk_linear
 from sklearn import pipeline as sk_pipeline
@@ -33,7 +33,7 @@ def _roundtrip(model, tmp_path, expected=None):
 
 
 def _scaler_logistic() -> Pipeline:
-    return Pipeline([("scale", StandardScaler()), ("clf", LogisticRegression(max_iter=1000))]).fit(*iris())
+    return Pipeline([("scale", StandardScaler()), ("clf", LogisticRegression(solver=NEWTON))]).fit(*iris())
 
 
 def _frame_pipeline(ct_cls=ColumnTransformer, pipe_cls=Pipeline):
@@ -41,7 +41,7 @@ def _frame_pipeline(ct_cls=ColumnTransformer, pipe_cls=Pipeline):
         ("cat", OneHotEncoder(handle_unknown="ignore"), ["petal_size", "sepal_shape"]),
         ("num", StandardScaler(), ["sepal_length", "sepal_width", "petal_width"]),
     ])
-    return pipe_cls([("prep", prep), ("clf", LogisticRegression(max_iter=1000))]).fit(frame(), iris()[1])
+    return pipe_cls([("prep", prep), ("clf", LogisticRegression(solver=NEWTON))]).fit(frame(), iris()[1])
 
 
 # -- layout ----------------------------------------------------------------------------
@@ -101,7 +101,7 @@ def test_mixed_aprender_and_sklearn_steps(mixed, tmp_path) -> None:
         pipe = _frame_pipeline(sk_compose.ColumnTransformer, sk_pipeline.Pipeline)
     else:
         prep = ColumnTransformer([("cat", sk_pre.OneHotEncoder(), ["petal_size"]), ("num", MinMaxScaler(), [0, 1])])
-        pipe = Pipeline([("prep", prep), ("clf", sk_linear.LogisticRegression(max_iter=1000))]).fit(frame(), iris()[1])
+        pipe = Pipeline([("prep", prep), ("clf", sk_linear.LogisticRegression(solver=NEWTON))]).fit(frame(), iris()[1])
     loaded, _ = _roundtrip(pipe, tmp_path)
     assert type(loaded) is type(pipe) and type(loaded[0]) is type(pipe[0])
     classes = [type(t) for _, t, _ in loaded[0].transformers_]
@@ -124,7 +124,7 @@ def test_passthrough_steps_and_remainder(tmp_path) -> None:
     X, y = iris()
     ct = ColumnTransformer([("scale", StandardScaler(), slice(0, 2)), ("gone", "drop", [2])],
                            remainder="passthrough")
-    pipe = Pipeline([("ct", ct), ("nothing", "passthrough"), ("clf", LogisticRegression(max_iter=1000))]).fit(X, y)
+    pipe = Pipeline([("ct", ct), ("nothing", "passthrough"), ("clf", LogisticRegression(solver=NEWTON))]).fit(X, y)
     loaded, _ = _roundtrip(pipe, tmp_path)
     assert loaded.steps[1] == ("nothing", "passthrough")
     assert type(loaded[0].transformers_[2][1]) is sk_pre.FunctionTransformer  # the fitted remainder
@@ -133,7 +133,7 @@ def test_passthrough_steps_and_remainder(tmp_path) -> None:
 
 
 def test_text_pipeline_roundtrip(tmp_path) -> None:
-    pipe = Pipeline([("tfidf", TfidfVectorizer()), ("clf", LogisticRegression())]).fit(CORPUS, TOPICS)
+    pipe = Pipeline([("tfidf", TfidfVectorizer()), ("clf", LogisticRegression(solver=NEWTON))]).fit(CORPUS, TOPICS)
     loaded, path = _roundtrip(pipe, tmp_path)
     assert "steps.0.tfidf.idf" in official.load_file(str(path))
     assert_identical_outputs(pipe, loaded, texts())
@@ -150,7 +150,7 @@ def test_pandas_output_configuration_roundtrips(tmp_path) -> None:
 
 def test_grid_search_best_estimator_roundtrip(tmp_path) -> None:
     X, y = iris()
-    pipe = Pipeline([("scale", MinMaxScaler()), ("clf", LogisticRegression(max_iter=1000))])
+    pipe = Pipeline([("scale", MinMaxScaler()), ("clf", LogisticRegression(solver=NEWTON))])
     search = GridSearchCV(pipe, {"clf__C": [0.1, 10.0], "scale__feature_range": [(0, 1), (-1, 1)]}, cv=3).fit(X, y)
     best = search.best_estimator_
     loaded, _ = _roundtrip(best, tmp_path)
