@@ -297,3 +297,11 @@ def test_function_transformer_with_a_function_name(tmp_path) -> None:
 
     ct = ColumnTransformer([("scale", StandardScaler(), [0])], remainder="passthrough").fit(iris()[0])
     assert "FunctionTransformer with a function cannot be loaded" in str(hostile(ct, edit, tmp_path))
+
+
+def test_remainder_columns_out_of_range(tmp_path) -> None:
+    def edit(meta, tensors):  # the remainder's columns index feature_names_in_ (e.g. in the HTML repr)
+        _ct(meta)["_remainder"]["v"][2] = [4, 5, 60]
+
+    ct = ColumnTransformer([("num", StandardScaler(), ["sepal_length"])], remainder="passthrough").fit(frame())
+    assert "remainder columns: column 60 is outside the 6 fitted features" in str(hostile(ct, edit, tmp_path))

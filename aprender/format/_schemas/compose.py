@@ -89,6 +89,15 @@ def check_column_transformer(params: Mapping[str, Any], attrs: Mapping[str, Any]
     feature_names = attrs.get("feature_names_in_")
     for name, _, columns in fitted:
         _check_selection(columns, n, feature_names, f"columns of '{name}'", path)
+    remainder = attrs.get("_remainder")
+    if not isinstance(remainder, tuple) or len(remainder) != 3 or remainder[0] != "remainder":
+        raise fail(path, "'_remainder' must be a ('remainder', transformer, columns) triple")
+    _check_selection(remainder[2], n, feature_names, "remainder columns", path)
+    columns = attrs.get("_columns")
+    if not isinstance(columns, list) or len(columns) != len(params["transformers"]):
+        raise fail(path, "'_columns' must hold one column selection per transformer")
+    for (name, _, _), selection in zip(params["transformers"], columns, strict=True):
+        _check_selection(selection, n, feature_names, f"columns of '{name}'", path)
     _check_index_map(attrs.get("_transformer_to_input_indices"), names, n, path)
     _check_output_indices(attrs.get("output_indices_"), names, path)
     if type(attrs.get("sparse_output_")) is not bool:
