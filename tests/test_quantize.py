@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType
@@ -84,24 +86,6 @@ def test_zero_block_dequantizes_to_zero() -> None:
     assert (restored[:, :32] == 0).all()
 
 
-def test_only_declared_quantizable_tensors_change(case) -> None:
-    state = to_state(case.make()[0])
-    names = quantizable_tensors(state)
-    if not names:
-        with pytest.warns(UserWarning, match="no quantizable tensors"):
-            assert quantize(state, "q8_0") is state
-        return
-    quantized = quantize(state, "q8_0")
-    assert is_quantized(quantized) and not is_quantized(state)
-    assert sorted(quantized.meta["quantization"]["tensors"]) == names
-    for name, array in state.tensors.items():
-        if name in names:
-            assert array.dtype.kind == "f" and quantized.tensors[name].dtype == np.uint8
-        else:
-            assert quantized.tensors[name] is array
-    assert "quantization" not in state.meta  # the input state is left alone
-
-
 def _declared(node, out: set[str]) -> set[str]:
     """Tensor names reachable from attributes that a Spec lists as quantizable."""
     if isinstance(node, list):
@@ -125,33 +109,50 @@ def _names(node) -> set[str]:
     return set().union(*(_names(v) for v in values)) if values else set()
 
 
-def test_quantized_tensors_come_from_spec_quantizable(case) -> None:
-    state = to_state(case.make()[0])
-    assert set(quantizable_tensors(state)) <= _declared(state.meta["model"], set())
-    for name in quantizable_tensors(state):
-        leaf = name.rsplit(".", 1)[-1]
-        assert leaf not in {"threshold", "feature", "children_left", "children_right", "n_node_samples"}
+#: Fitting dominates the cost of these tests: fit each zoo model once per session.
+_fitted = functools.cache(lambda case: case.make())
+
+#: Structural arrays that must never be quantized, whatever a Spec says.
+STRUCTURAL = {"threshold", "feature", "children_left", "children_right", "n_node_samples", "indices", "indptr"}
+
+
+def test_only_declared_quantizable_tensors_change(case) -> None:
+    model, X = _fitted(case)
+    state = to_state(model)
+    names = quantizable_tensors(state)
+    assert set(names) <= _declared(state.meta["model"], set())
+    assert not {name.rsplit(".", 1)[-1] for name in names} & STRUCTURAL
+    if not names:
+        with pytest.warns(UserWarning, match="no quantizable tensors"):
+            assert quantize(state, "q8_0") is state
+        return
+    for qtype in QTYPES:
+        quantized = quantize(state, qtype)
+        assert is_quantized(quantized) and not is_quantized(state)
+        assert sorted(quantized.meta["quantization"]["tensors"]) == names
+        for name, array in state.tensors.items():
+            if name in names:
+                assert array.dtype.kind == "f" and quantized.tensors[name].dtype == np.uint8
+                assert quantized.tensors[name].shape == block_shape(array.shape, qtype)
+            else:
+                assert quantized.tensors[name] is array
+        assert "quantization" not in state.meta  # the input state is left alone
+        # The dequantized model works: same inference methods, shapes and dtypes.
+        restored = dequantize(quantized)
+        assert all(restored.tensors[name].dtype == np.float32 for name in names)
+        loaded = from_state(restored)
+        expected, actual = outputs(model, X), outputs(loaded, X)
+        assert expected.keys() == actual.keys()
+        for method, value in expected.items():
+            a = np.asarray(value[0] if isinstance(value, tuple) else value)
+            b = np.asarray(actual[method][0] if isinstance(actual[method], tuple) else actual[method])
+            assert a.shape == b.shape and a.dtype == b.dtype, method
 
 
 def test_linear_quantizes_coefficients_never_intercept() -> None:
     state = to_state(_wide(40))
     assert quantizable_tensors(state) == ["coefficients"]
     assert quantize(state, "q4_0").tensors["intercept"].dtype == np.float64
-
-
-@pytest.mark.parametrize("qtype", QTYPES)
-def test_dequantized_model_predicts(case, qtype: str) -> None:
-    model, X = case.make()
-    state = to_state(model)
-    loaded = from_state(dequantize(quantize(state, qtype))) if quantizable_tensors(state) else from_state(state)
-    expected, actual = outputs(model, X), outputs(loaded, X)
-    assert expected.keys() == actual.keys()
-    for name, value in expected.items():
-        a, b = np.asarray(value if not isinstance(value, tuple) else value[0]), actual[name]
-        b = np.asarray(b if not isinstance(b, tuple) else b[0])
-        assert a.shape == b.shape and a.dtype == b.dtype, name
-    for name in quantizable_tensors(state):  # the estimator gets its original dtype back
-        assert dequantize(quantize(state, qtype)).tensors[name].dtype == np.float32
 
 
 def test_kmeans_q8_0_keeps_float64_centers_and_labels() -> None:
