@@ -305,3 +305,11 @@ def test_remainder_columns_out_of_range(tmp_path) -> None:
 
     ct = ColumnTransformer([("num", StandardScaler(), ["sepal_length"])], remainder="passthrough").fit(frame())
     assert "remainder columns: column 60 is outside the 6 fitted features" in str(hostile(ct, edit, tmp_path))
+
+
+def test_transformer_weight_is_not_a_number(tmp_path) -> None:
+    def edit(meta, tensors):
+        meta["model"]["params"]["transformer_weights"] = {"__t__": "dict", "items": [["num", "heavy"]]}
+
+    ct = ColumnTransformer([("num", StandardScaler(), [0])], transformer_weights={"num": 2.0}).fit(iris()[0])
+    assert "'transformer_weights' must map transformer names to numbers" in str(hostile(ct, edit, tmp_path))

@@ -231,6 +231,17 @@ def test_inner_transformer_size_disagrees(tmp_path) -> None:
     assert "'_tfidf' was fitted on 3 features" in str(hostile(_tfidf(), edit, tmp_path))
 
 
+@pytest.mark.parametrize(("pattern", "message"), [
+    ("(a)(b)", "at most one capturing group"),
+    ("([a-z]", "not a valid regular expression"),
+])
+def test_token_pattern_checked_at_load(pattern, message, tmp_path) -> None:
+    def edit(meta, tensors):
+        meta["model"]["params"]["token_pattern"] = pattern
+
+    assert message in str(hostile(CountVectorizer().fit(CORPUS), edit, tmp_path))
+
+
 def test_one_hot_categories_for_too_few_features(tmp_path) -> None:
     def edit(meta, tensors):
         meta["model"]["attrs"]["categories_"].pop()
@@ -303,6 +314,15 @@ def test_missing_indicator_feature_out_of_range(tmp_path) -> None:
 
     error = hostile(SimpleImputer(add_indicator=True).fit(with_missing(iris()[0])), edit, tmp_path)
     assert "'features_' must be distinct column indices in [0, 4)" in str(error)
+
+
+def test_imputer_statistics_not_castable_to_fill_dtype(tmp_path) -> None:
+    def edit(meta, tensors):
+        meta["model"]["attrs"]["statistics_"] = {"__t__": "objarray", "shape": [4], "v": ["a", "b", "c", "d"]}
+        del tensors["statistics_"]
+
+    error = hostile(SimpleImputer().fit(with_missing(iris()[0])), edit, tmp_path)
+    assert "'statistics_' cannot be cast to the fill dtype float64" in str(error)
 
 
 def test_imputer_statistics_wrong_length(tmp_path) -> None:

@@ -57,6 +57,11 @@ def _check_selection(columns: Any, n: int, names: np.ndarray | None, where: str,
             raise fail(path, f"{where}: column {repr(c)[:80]} is outside the {n} fitted features")
 
 
+def _is_weight(item: tuple[Any, Any]) -> bool:
+    name, weight = item
+    return type(name) is str and isinstance(weight, (int, float, np.number)) and not isinstance(weight, bool)
+
+
 def _check_index_map(value: Any, names: list[str], n: int, path: str) -> None:
     """_transformer_to_input_indices maps every transformer name to input positions."""
     if not isinstance(value, dict) or not set(names) <= set(value):
@@ -81,6 +86,9 @@ def check_column_transformer(params: Mapping[str, Any], attrs: Mapping[str, Any]
     """Transformers, their columns and the output layout agree with the fitted input width."""
     check_names([t[0] for t in _triples(params.get("transformers"), "transformers", path)], params,
                 "transformer", path)
+    weights = params.get("transformer_weights")
+    if weights is not None and not (isinstance(weights, dict) and all(map(_is_weight, weights.items()))):
+        raise fail(path, "'transformer_weights' must map transformer names to numbers")
     n = n_features(attrs, path)
     check_feature_names(attrs, n, path)
     fitted = _triples(attrs.get("transformers_"), "transformers_", path)

@@ -20,10 +20,14 @@ def check_simple_imputer(params: Mapping[str, Any], attrs: Mapping[str, Any], pa
     """One statistic per feature; the fitted dtypes are real dtypes; the indicator agrees."""
     n = n_features(attrs, path)
     check_feature_names(attrs, n, path)
-    array(attrs, "statistics_", path, ndim=(1,), kinds="biufO", shape={0: n})
+    statistics = array(attrs, "statistics_", path, ndim=(1,), kinds="biufO", shape={0: n})
     for name in ("_fit_dtype", "_fill_dtype"):
         if not isinstance(attrs.get(name), np.dtype):
             raise fail(path, f"'{name}' must be a numpy dtype")
+    try:  # transform casts the statistics to the fill dtype
+        statistics.astype(attrs["_fill_dtype"])
+    except (TypeError, ValueError, OverflowError):
+        raise fail(path, f"'statistics_' cannot be cast to the fill dtype {attrs['_fill_dtype']}") from None
     indicator = attrs.get("indicator_")
     fitted_on = getattr(indicator, "_n_features", None)
     if indicator is not None and (not isinstance(indicator, sk.MissingIndicator) or fitted_on != n):

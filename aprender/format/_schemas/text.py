@@ -8,6 +8,7 @@ TfidfVectorizer's inner TfidfTransformer keeps its settings in metadata while it
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,8 +36,22 @@ def unpack_vocabulary(attrs: dict[str, Any], params: Mapping[str, Any], path: st
     return attrs
 
 
+def check_token_pattern(params: Mapping[str, Any], path: str) -> None:
+    """token_pattern compiles with at most one group (sklearn checks it only when analysing text)."""
+    pattern = params.get("token_pattern")
+    if pattern is None:
+        return
+    try:
+        groups = re.compile(pattern).groups if isinstance(pattern, str) else -1
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise fail(path, f"'token_pattern' is not a valid regular expression: {exc}") from None
+    if not 0 <= groups <= 1:
+        raise fail(path, "'token_pattern' must be a string with at most one capturing group")
+
+
 def check_vocabulary(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> int:
-    """vocabulary_ is a list of distinct strings; returns its length."""
+    """vocabulary_ is a list of distinct strings and token_pattern compiles; returns the vocabulary size."""
+    check_token_pattern(params, path)
     terms = attrs.get("vocabulary_")
     if not isinstance(terms, list) or not all(type(t) is str for t in terms):
         raise fail(path, "'vocabulary_' must be a list of terms (strings) in column order")
