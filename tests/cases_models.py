@@ -100,7 +100,7 @@ CASES: list[Case] = [
         MLPClassifier(hidden_layer_sizes=(6,), solver="sgd", max_iter=40, random_state=0),
         (iris()[0], iris()[1] == 0))),
     Case("MLPClassifier-multilabel-lbfgs", lambda: _fit(
-        MLPClassifier(hidden_layer_sizes=(5,), solver="lbfgs", max_iter=50, random_state=0),
+        MLPClassifier(hidden_layer_sizes=(5,), solver="lbfgs", alpha=1.0, max_iter=50, random_state=0),
         (iris()[0], np.c_[iris()[1] == 0, iris()[0][:, 0] > 5.8]))),
     Case("MLPClassifier-early-stopping", lambda: _fit(
         MLPClassifier(hidden_layer_sizes=(10,), early_stopping=True, max_iter=30, random_state=0),

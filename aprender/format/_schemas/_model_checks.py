@@ -15,11 +15,11 @@ __all__ = ["choice", "class_labels", "integer", "is_fitted", "real"]
 def is_fitted(attrs: Mapping[str, Any]) -> bool:
     """True when the decoded state has a fitted ``name_`` attribute.
 
-    An estimator nested as a hyperparameter (a meta-estimator's unfitted template) can
-    still carry plain attributes set by ``__init__`` (KNN's ``radius``, SVC's ``nu``).
-    As in :func:`sklearn.utils.validation.check_is_fitted`, state without any ``name_``
-    attribute is unfitted: there is nothing to check or rebuild, and every inference
-    method refuses to run on it.
+    The decoder runs validators only on fitted state (sklearn's trailing-underscore
+    rule) but runs ``unpack`` always. An estimator nested as a hyperparameter (a
+    meta-estimator's unfitted template) can still carry plain attributes set by
+    ``__init__`` (KNN's ``radius``): an unpacker has nothing to rebuild there, and every
+    inference method refuses to run on it.
     """
     return any(k.endswith("_") and not k.startswith("__") for k in attrs)
 

@@ -53,6 +53,8 @@ def pack_neighbors(state: dict[str, Any]) -> dict[str, Any]:
     tree = state.get("_tree")
     if tree is None:
         return state
+    # fit() on a prebuilt KDTree/BallTree keeps the tree's data as a Cython memoryview.
+    state = {**state, "_fit_X": np.asarray(state["_fit_X"])}
     return {**state, "_tree": {"leaf_size": _tree_leaf_size(tree, state)}}
 
 
@@ -68,7 +70,6 @@ def unpack_neighbors(attrs: dict[str, Any], params: Mapping[str, Any], path: str
 
 
 def _check_fit_data(attrs: Mapping[str, Any], path: str) -> int:
-    n = n_features(attrs, path)
     m = integer(attrs, "n_samples_fit_", path, low=1)
     fit_X = attrs.get("_fit_X")
     if sp.issparse(fit_X):
@@ -77,6 +78,8 @@ def _check_fit_data(attrs: Mapping[str, Any], path: str) -> int:
         shape = fit_X.shape
     else:
         shape = array(attrs, "_fit_X", path, ndim=(2,), kinds="biuf").shape
+    # fit() on a prebuilt KDTree/BallTree sets no n_features_in_.
+    n = n_features(attrs, path) if "n_features_in_" in attrs else shape[1]
     if shape != (m, n):
         raise fail(path, f"'_fit_X' has shape {shape}, expected (n_samples_fit_, n_features_in_) = ({m}, {n})")
     return m
@@ -124,8 +127,6 @@ def _check_targets(attrs: Mapping[str, Any], m: int, path: str) -> None:
 
 def check_neighbors_classifier(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """Training data matches n_samples_fit_ x n_features_in_; class indices lie inside classes_."""
-    if not is_fitted(attrs):
-        return
     m = _check_fit_data(attrs, path)
     _check_tree(attrs, path)
     _check_targets(attrs, m, path)
@@ -133,8 +134,6 @@ def check_neighbors_classifier(params: Mapping[str, Any], attrs: Mapping[str, An
 
 def check_neighbors_regressor(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """Training data matches n_samples_fit_ x n_features_in_; one target row per sample."""
-    if not is_fitted(attrs):
-        return
     m = _check_fit_data(attrs, path)
     _check_tree(attrs, path)
     array(attrs, "_y", path, ndim=(1, 2), kinds="biuf", shape={0: m})

@@ -5,7 +5,7 @@ and ``layers.{i}.bias`` (``intercepts_[i]``). Two training internals are rebuilt
 than allow-listed, exactly and from a small state:
 
 - ``_label_binarizer``: MLPClassifier always creates a default ``LabelBinarizer`` whose
-  ``classes_`` is its own ``classes_``, so only ``y_type_`` and ``sparse_input_`` are kept;
+  ``classes_`` equals its own ``classes_``, so only ``y_type_`` and ``sparse_input_`` are kept;
 - ``_optimizer``: the Adam/SGD state (step count, moment or velocity arrays, learning
   rate), so that ``partial_fit`` after loading continues exactly as without saving.
 """
@@ -46,9 +46,13 @@ _SHARED = {"_best_coefs": "coefs_", "_best_intercepts": "intercepts_"}
 # -- pack / unpack ------------------------------------------------------------------
 
 
+def _same_labels(a: Any, b: Any) -> bool:
+    return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+
+
 def _pack_binarizer(lb: Any, classes: Any) -> dict[str, Any]:
     default = type(lb) is LabelBinarizer and lb.get_params() == LabelBinarizer().get_params()
-    if not default or set(vars(lb)) != _BINARIZER_FIELDS or lb.classes_ is not classes:
+    if not default or set(vars(lb)) != _BINARIZER_FIELDS or not _same_labels(lb.classes_, classes):
         raise UnsupportedTypeError("_label_binarizer", type(lb).__name__,
                                    "only the default LabelBinarizer that fit() creates is stored")
     return {"y_type_": lb.y_type_, "sparse_input_": lb.sparse_input_}
@@ -180,8 +184,6 @@ def _check_binarizer(attrs: Mapping[str, Any], path: str) -> None:
 
 def check_mlp_regressor(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """Layer shapes chain from n_features_in_ to n_outputs_; training state matches them."""
-    if not is_fitted(attrs):
-        return
     shapes = _check_layers(attrs, path)
     _check_best(attrs, shapes, path)
     _check_optimizer(attrs, shapes, path)
@@ -189,9 +191,8 @@ def check_mlp_regressor(params: Mapping[str, Any], attrs: Mapping[str, Any], pat
 
 def check_mlp_classifier(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """As for the regressor, and the output units match classes_ and the target type."""
-    if is_fitted(attrs):
-        check_mlp_regressor(params, attrs, path)
-        _check_binarizer(attrs, path)
+    check_mlp_regressor(params, attrs, path)
+    _check_binarizer(attrs, path)
 
 
 def _spec(validate: Any) -> Spec:

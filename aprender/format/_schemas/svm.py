@@ -21,7 +21,7 @@ from aprender import svm as ap
 from aprender.format._model_type import ModelType
 from aprender.format._registry import Spec
 from aprender.format._schemas._checks import array, fail, n_features
-from aprender.format._schemas._model_checks import class_labels, integer, is_fitted
+from aprender.format._schemas._model_checks import class_labels, integer
 from aprender.format._schemas.linear import LINEAR_ALIASES, check_classifier, check_linear
 
 
@@ -93,8 +93,6 @@ def _check_coefficients(attrs: Mapping[str, Any], path: str, n_class: int, n_sv:
 
 
 def _check_libsvm(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str, classifier: bool) -> None:
-    if not is_fitted(attrs):
-        return
     n = n_features(attrs, path)
     n_train = _check_shape_fit(attrs, n, path)
     support = attrs.get("support_")
