@@ -313,3 +313,11 @@ def test_transformer_weight_is_not_a_number(tmp_path) -> None:
 
     ct = ColumnTransformer([("num", StandardScaler(), [0])], transformer_weights={"num": 2.0}).fit(iris()[0])
     assert "'transformer_weights' must map transformer names to numbers" in str(hostile(ct, edit, tmp_path))
+
+
+def test_nested_error_names_the_step_path(tmp_path) -> None:
+    def edit(meta, tensors):  # errors locate a step by name, like its tensors
+        tensors["steps.0.prep.transformers_.1.num.mean_"] = np.zeros(2)
+
+    error = hostile(_frame_pipeline(), edit, tmp_path)
+    assert str(error).startswith("at 'steps.0.prep.transformers_.1.num': 'mean_' has shape (2,)")

@@ -121,7 +121,12 @@ class Decoder:
         return items
 
     def _tuple(self, node: Mapping[str, Any], path: str, depth: int) -> tuple:
-        return tuple(self.value(v, join(path, i), depth + 1) for i, v in enumerate(self._items(node, path)))
+        items = self._items(node, path)
+        # As in the encoder, a (name, estimator, ...) tuple's estimator is located by its name: steps.0.scaler
+        named = len(items) >= 2 and type(items[0]) is str and isinstance(items[1], dict) \
+            and items[1].get("__t__") == "estimator"
+        return tuple(self.value(v, join(path, items[0] if named and i == 1 else i), depth + 1)
+                     for i, v in enumerate(items))
 
     def _dict(self, node: Mapping[str, Any], path: str, depth: int) -> dict:
         items = node.get("items")
