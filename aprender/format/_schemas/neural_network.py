@@ -119,14 +119,18 @@ def _check_layers(attrs: Mapping[str, Any], path: str) -> list[tuple[int, ...]]:
     n_outputs = integer(attrs, "n_outputs_", path, low=1)
     coefs = _arrays(attrs, "coefs_", path, n_layers - 1, 2)
     intercepts = _arrays(attrs, "intercepts_", path, n_layers - 1, 1)
-    units = [n_features(attrs, path), *(w.shape[1] for w in coefs[:-1]), n_outputs]
-    dtype = coefs[0].dtype
+    fan_in = n_features(attrs, path)
+    source = f"n_features_in_ is {fan_in}"
     for i, (w, b) in enumerate(zip(coefs, intercepts, strict=True)):
-        if w.shape != (units[i], units[i + 1]) or b.shape != (units[i + 1],):
-            raise fail(path, f"layer {i} has weight {list(w.shape)} and bias {list(b.shape)}; the layers must "
-                             f"chain from n_features_in_ {units[0]} to n_outputs_ {n_outputs} as {units}")
-        if w.dtype != dtype or b.dtype != dtype:
-            raise fail(path, f"layer {i} is {w.dtype}/{b.dtype}, expected {dtype} like layer 0")
+        if w.shape[0] != fan_in:
+            raise fail(path, f"layers do not chain: layer {i} weight is {list(w.shape)} but {source}")
+        if b.shape != (w.shape[1],):
+            raise fail(path, f"layer {i} bias is {list(b.shape)} but its weight is {list(w.shape)}")
+        if w.dtype != coefs[0].dtype or b.dtype != coefs[0].dtype:
+            raise fail(path, f"layer {i} is {w.dtype}/{b.dtype}, expected {coefs[0].dtype} like layer 0")
+        fan_in, source = w.shape[1], f"layer {i} has {w.shape[1]} outputs"
+    if fan_in != n_outputs:
+        raise fail(path, f"the last layer has {fan_in} outputs but n_outputs_ is {n_outputs}")
     choice(attrs, "out_activation_", path, _ACTIVATIONS)
     return [w.shape for w in coefs] + [b.shape for b in intercepts]
 
