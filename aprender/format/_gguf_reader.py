@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType
+from gguf.gguf_reader import READER_SUPPORTED_VERSIONS
 
-from aprender.exceptions import FormatError
+from aprender.exceptions import FormatError, UnsupportedVersion
 from aprender.format import _gguf_layout as layout
 from aprender.format._state import ModelState, parse_json
 
@@ -56,8 +57,21 @@ class BoundedReader(GGUFReader):
         return super()._get(offset, dtype, count, override_order)
 
 
+def _check_preamble(path: str | os.PathLike, where: str) -> None:
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if len(head) < 8 or head[:4] != b"GGUF":
+        raise FormatError(f"{where}: not a GGUF file (needs the magic 'GGUF' and a version in bytes 0-7, "
+                          f"found {head.hex() or 'an empty file'})")
+    little, big = int.from_bytes(head[4:], "little"), int.from_bytes(head[4:], "big")
+    if little not in READER_SUPPORTED_VERSIONS and big not in READER_SUPPORTED_VERSIONS:
+        supported = ", ".join(f"GGUF v{v}" for v in READER_SUPPORTED_VERSIONS)
+        raise UnsupportedVersion(f"GGUF v{little}", supported)
+
+
 def open_reader(path: str | os.PathLike, where: str) -> BoundedReader:
     """Parse the header, key-values and tensor table of a GGUF file, or raise FormatError."""
+    _check_preamble(path, where)
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -133,7 +147,8 @@ def read_fields(reader: BoundedReader, where: str) -> tuple[dict[str, Any], dict
         value = _json(reader, key, where, required=False)
         if value is not None:
             meta[name] = value
-    tensor_map = _json(reader, layout.KEY_TENSOR_MAP, where, required=False) or {}
+    tensor_map = _json(reader, layout.KEY_TENSOR_MAP, where, required=False)
+    tensor_map = {} if tensor_map is None else tensor_map
     if not isinstance(tensor_map, dict):
         raise FormatError(f"{where}: key '{layout.KEY_TENSOR_MAP}' must be a JSON object")
     return meta, tensor_map
@@ -149,12 +164,16 @@ def read_tensors(reader: BoundedReader, meta: dict[str, Any], tensor_map: dict[s
                  where: str) -> dict[str, np.ndarray]:
     """Copy every tensor out of the memory map, restoring aprender names, shapes and dtypes."""
     qtype = quantized_type(meta)
+    if "quantization" in meta and qtype not in _QUANTIZED.values():
+        raise FormatError(f"{where}: unknown quantization type {str(qtype)[:40]!r}; "
+                          f"supported: {', '.join(_QUANTIZED.values())}")
     tensors: dict[str, np.ndarray] = {}
     for tensor in reader.tensors:
         block = _QUANTIZED.get(tensor.tensor_type)
         if block is not None and block != qtype:
+            declared = f"quantization {qtype!r}" if qtype else "no quantization"
             raise FormatError(f"{where}: tensor '{tensor.name[:80]}' is {block.upper()} but the metadata "
-                              f"declares quantization {str(qtype)[:40]!r}")
+                              f"declares {declared}")
         name, array = layout.restore(tensor.name, np.array(tensor.data), tensor.tensor_type,
                                      tensor_map.get(tensor.name), where)
         if name in tensors:
