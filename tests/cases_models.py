@@ -107,9 +107,12 @@ CASES: list[Case] = [
         _scaled(wine()))),
     Case("MLPRegressor", lambda: _fit(MLPRegressor(hidden_layer_sizes=(8,), max_iter=50, random_state=0),
                                       _scaled(diabetes()))),
-    Case("MLPRegressor-float32", lambda: _fit(
-        MLPRegressor(hidden_layer_sizes=(4, 4), solver="lbfgs", activation="tanh", max_iter=30, random_state=0),
+    Case("MLPRegressor-float32", lambda: _fit(  # adam keeps float32 layers (lbfgs works in float64)
+        MLPRegressor(hidden_layer_sizes=(4, 4), activation="tanh", max_iter=30, random_state=0),
         (diabetes()[0].astype(np.float32), diabetes()[1].astype(np.float32)))),
+    Case("MLPRegressor-lbfgs", lambda: _fit(
+        MLPRegressor(hidden_layer_sizes=(4,), solver="lbfgs", activation="logistic", max_iter=30, random_state=0),
+        _scaled(diabetes()))),
     Case("MLPClassifier-sklearn", lambda: _fit(
         sk_neural_network.MLPClassifier(hidden_layer_sizes=(4,), max_iter=20, random_state=0), iris())),
     # mini-batch k-means
