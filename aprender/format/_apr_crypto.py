@@ -92,16 +92,24 @@ def verify(message: bytes | memoryview, block: bytes, verifying_key: object | No
     """Check a signature block; ``None`` verifies against the embedded public key."""
     signature, embedded = block[:64], block[64:96]
     if verifying_key is None:
-        key = Ed25519PublicKey.from_public_bytes(embedded)
+        try:
+            key = Ed25519PublicKey.from_public_bytes(embedded)
+        except ValueError as exc:
+            raise SignatureInvalid(f"{where}: the embedded public key is invalid: {exc}") from None
     else:
-        key = _coerce(verifying_key, Ed25519PublicKey, Ed25519PublicKey.from_public_bytes,
-                      "verifying key (Ed25519)")
+        key = _coerce(verifying_key, Ed25519PublicKey, Ed25519PublicKey.from_public_bytes, "verifying key (Ed25519)")
+    # The embedded key is not under the signature: a file whose key differs from the
+    # caller's is refused even when the signature itself verifies.
+    same_key = public_key_bytes(key) == embedded
     try:
-        key.verify(signature, bytes(message))
+        key.verify(signature, message)
+        valid = True
     except InvalidSignature:
-        other = "" if public_key_bytes(key) == embedded else " (the file embeds a different public key)"
+        valid = False
+    if not (valid and same_key):
+        other = "" if same_key else " (the file embeds a different public key)"
         raise SignatureInvalid(f"{where}: the Ed25519 signature does not verify{other}; "
-                               "the file was modified after signing or signed by another key") from None
+                               "the file was modified after signing or signed by another key")
 
 
 # -- key derivation --------------------------------------------------------------------

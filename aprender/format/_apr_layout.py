@@ -71,7 +71,7 @@ class Flags(IntFlag):
 
 
 #: Bits this reader understands (sharded files are not supported).
-_KNOWN_FLAGS = Flags.LZ4 | Flags.ZSTD | Flags.ENCRYPTED | Flags.SIGNED | Flags.QUANTIZED
+_KNOWN_FLAGS = int(Flags.LZ4 | Flags.ZSTD | Flags.ENCRYPTED | Flags.SIGNED | Flags.QUANTIZED)
 
 
 @dataclass(frozen=True)
@@ -311,7 +311,9 @@ def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[Entry], in
             name = name_bytes.decode()
         except UnicodeDecodeError:
             raise FormatError(f"{at}: tensor name is not UTF-8") from None
-        if not name_bytes or name_bytes <= previous:
+        if not name_bytes:
+            raise FormatError(f"{at}: empty tensor name")
+        if name_bytes <= previous:
             raise FormatError(f"{at}: tensor '{name[:80]}' breaks the strictly sorted order of names")
         if code not in DTYPES:
             raise FormatError(f"{at}: tensor '{name[:80]}' has unknown dtype code {code}")

@@ -184,15 +184,16 @@ def check(
     if verify:
         verify_signature(buffer, total, verifying_key, where)
     header = parse_header(buffer[:HEADER_SIZE], total, where)
-    if mapped and header.flags & (Flags.ZSTD | Flags.LZ4 | Flags.ENCRYPTED):
-        kind = "encrypted" if header.flags & Flags.ENCRYPTED else "compressed"
-        raise ValueError(f"{where}: mmap=True needs an uncompressed, unencrypted file and this one is {kind}; "
-                         "load it without mmap")
     if crc is not None:
         stored = int.from_bytes(bytes(buffer[total - FOOTER_SIZE : total]), "little")
         if stored != crc:
             raise ChecksumMismatch(stored, crc, f"{where} (footer CRC32 of bytes 0-{total - FOOTER_SIZE - 1})")
-    return parse(header, buffer, total, where)
+    parsed = parse(header, buffer, total, where)
+    if mapped and (parsed.encrypted or parsed.compression is not None):
+        kind = "encrypted" if parsed.encrypted else "compressed"
+        raise ValueError(f"{where}: mmap=True needs an uncompressed, unencrypted file and this one is {kind}; "
+                         "load it without mmap")
+    return parsed
 
 
 def parse(header: Header, prefix: Any, total: int, where: str) -> Parsed:

@@ -1,0 +1,449 @@
+"""The .apr container: roundtrips of every zoo model, options, golden bytes, mmap, inspect.
+
+Hostile and tampered files are in test_apr_hostile.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import mmap
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from sklearn.exceptions import InconsistentVersionWarning
+from zoo import Case, assert_identical_outputs, iris
+
+import aprender
+from aprender.cluster import KMeans
+from aprender.exceptions import ModelTypeMismatch
+from aprender.format import Compression, ModelInfo, ModelState, ModelType, SaveOptions, apr, from_state, to_state
+from aprender.format import _apr_crypto as crypto
+from aprender.format.quantize import dequantize, quantize
+from aprender.linear_model import LinearRegression
+from aprender.preprocessing import StandardScaler
+
+DATA = Path(__file__).parent / "data"
+GOLDEN = DATA / "golden_linear.apr"
+
+SIGNING_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+RECIPIENT = X25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
+
+
+@functools.cache
+def fitted(case: Case) -> tuple[Any, Any]:
+    """Fit each zoo model once for all options."""
+    return case.make()
+
+
+def _small_model() -> LinearRegression:
+    X = iris()[0]
+    return LinearRegression().fit(X[:, :3], X[:, 3])
+
+
+# -- every zoo model through every option ------------------------------------------------
+
+#: option -> (save keyword arguments, load keyword arguments)
+OPTIONS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "plain": ({}, {}),
+    "mmap": ({}, {"mmap": True}),
+    "zstd": ({"compression": Compression.ZSTD_DEFAULT}, {}),
+    "zstd-max": ({"compression": Compression.ZSTD_MAX}, {}),
+    "lz4": ({"compression": Compression.LZ4}, {}),
+    "signed": ({"signing_key": SIGNING_KEY}, {"verifying_key": SIGNING_KEY.public_key()}),
+    "password": ({"password": "correct horse battery staple"}, {"password": "correct horse battery staple"}),
+    "recipient": ({"recipient_public_key": RECIPIENT.public_key()}, {"secret_key": RECIPIENT}),
+}
+
+
+@pytest.fixture
+def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The cost is recorded in each file and read back from it, so a cheaper cost runs the
+    # same code; test_password_files_use_owasp_argon2_cost covers the real one.
+    monkeypatch.setitem(crypto.ARGON2, "memory_cost", 64)
+    monkeypatch.setitem(crypto.ARGON2, "iterations", 1)
+
+
+#: Zoo cases whose inference writes into fitted arrays, which mmap=True maps read-only.
+NEEDS_WRITABLE = {
+    "SVC-probability": "sklearn's libsvm.predict_proba takes sv_coef/intercept/probA/probB as non-const "
+                       "memoryviews and rejects read-only arrays",
+}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("apr")
+
+
+@pytest.mark.parametrize("option", list(OPTIONS))
+def test_roundtrip_every_model(case: Case, option: str, folder: Path, cheap_argon2: None,
+                               request: pytest.FixtureRequest) -> None:
+    if option == "mmap" and case.id in NEEDS_WRITABLE:
+        request.applymarker(pytest.mark.xfail(reason=NEEDS_WRITABLE[case.id], raises=ValueError, strict=True))
+    model, X = fitted(case)
+    save_kw, load_kw = OPTIONS[option]
+    if option in ("plain", "mmap"):  # the two file paths; the other options share load_from_bytes' code
+        path = folder / f"{case.id}.apr"
+        apr.save(model, path, **save_kw)
+        loaded = apr.load(path, type(model), **load_kw)
+    else:
+        loaded = apr.load_from_bytes(apr.save_to_bytes(model, **save_kw), type(model), **load_kw)
+    assert type(loaded) is type(model)
+    assert_identical_outputs(model, loaded, X)
+
+
+def test_password_files_use_owasp_argon2_cost(tmp_path: Path) -> None:
+    model = _small_model()
+    path = tmp_path / "secret.apr"
+    apr.save_encrypted(model, path, "pw")
+    params = apr.inspect_file(path).metadata["encryption"]
+    assert (params["kdf"], params["memory_cost"], params["iterations"], params["lanes"]) == ("argon2id", 19456, 2, 1)
+    assert len(bytes.fromhex(params["salt"])) == 16
+    assert np.array_equal(apr.load_encrypted(path, "pw").coef_, model.coef_)
+
+
+# -- determinism, golden bytes -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("option", ["plain", "zstd", "zstd-max", "lz4", "signed"])
+def test_unencrypted_saves_are_deterministic(option: str, tmp_path: Path) -> None:
+    save_kw = OPTIONS[option][0]
+    a, b = tmp_path / "a.apr", tmp_path / "b.apr"
+    apr.save(KMeans(n_clusters=3, n_init=1, random_state=0).fit(iris()[0]), a, **save_kw)
+    apr.save(KMeans(n_clusters=3, n_init=1, random_state=0).fit(iris()[0]), b, **save_kw)
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_encrypted_saves_differ_each_time(cheap_argon2: None) -> None:
+    model = _small_model()
+    assert apr.save_to_bytes(model, password="pw") != apr.save_to_bytes(model, password="pw")
+
+
+def golden_state() -> tuple[ModelState, SaveOptions]:
+    """A LinearRegression state written out by hand: fixed versions, fixed records."""
+    tensors = {
+        "coefficients": np.array([2.0, -1.0]),
+        "intercept": np.array([0.5]),
+        "singular_": np.array([1.0, 0.5]),
+    }
+    attrs = {
+        "coef_": {"__t__": "tensor", "name": "coefficients"},
+        "intercept_": {"__t__": "tensor", "name": "intercept", "scalar": "numpy"},
+        "n_features_in_": 2,
+        "rank_": 2,
+        "singular_": {"__t__": "tensor", "name": "singular_"},
+    }
+    params = {"copy_X": True, "fit_intercept": True, "n_jobs": None, "positive": False, "tol": 1e-06}
+    meta = {
+        "schema": 1,
+        "model_type": 1,
+        "model": {"__t__": "estimator", "class": "aprender.linear_model.LinearRegression", "params": params,
+                  "attrs": attrs},
+        "versions": {"aprender": "0.1.0", "numpy": "2.0.0", "sklearn": "1.7.0"},
+        "user": {},
+    }
+    return ModelState(tensors, meta), SaveOptions(name="golden", license="MIT")
+
+
+def test_golden_bytes() -> None:
+    state, options = golden_state()
+    assert apr.state_to_bytes(state, options) == GOLDEN.read_bytes()
+
+
+def test_golden_header_fields() -> None:
+    data = GOLDEN.read_bytes()
+    assert data[:4] == b"APR\x00" and data[4:6] == b"\x02\x00"
+    assert int.from_bytes(data[6:8], "little") == 0  # no flags
+    assert int.from_bytes(data[8:12], "little") == 3  # tensors
+    assert int.from_bytes(data[12:20], "little") == 64  # metadata offset
+    meta_size = int.from_bytes(data[20:24], "little")
+    index_offset = int.from_bytes(data[24:32], "little")
+    data_offset = int.from_bytes(data[32:40], "little")
+    assert index_offset == 64 + -(-meta_size // 64) * 64
+    assert data_offset % 64 == 0 and data[44:64] == bytes(20)
+    assert data[64:65] == b"{" and data[64 + meta_size : index_offset] == bytes(index_offset - 64 - meta_size)
+    # three float64 tensors, each on a 64-byte boundary: 16 + 48 pad, 8 + 56 pad, 16 + 48 pad
+    assert len(data) == data_offset + 3 * 64 + 4
+    assert data[data_offset : data_offset + 16] == np.array([2.0, -1.0]).tobytes()
+    info = apr.inspect_file(GOLDEN)
+    assert [(t.name, t.dtype, t.shape, t.offset) for t in info.tensors] == [
+        ("coefficients", "float64", (2,), data_offset),
+        ("intercept", "float64", (1,), data_offset + 64),
+        ("singular_", "float64", (2,), data_offset + 128),
+    ]
+
+
+def test_golden_file_loads() -> None:
+    state, _ = golden_state()
+    loaded = apr.state_from_bytes(GOLDEN.read_bytes())
+    assert loaded.meta == {**state.meta, "name": "golden", "license": "MIT"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InconsistentVersionWarning)  # the golden file pins old versions
+        model = apr.load(GOLDEN, LinearRegression)
+    assert model.predict([[1.0, 1.0]])[0] == 1.5
+
+
+# -- options and records ----------------------------------------------------------------
+
+
+def test_save_options_are_recorded(tmp_path: Path) -> None:
+    options = (SaveOptions().with_name("iris-petal").with_description("petal width from the rest")
+               .with_compression(Compression.ZSTD_MAX).with_license({"spdx": "MIT", "holder": "ACME"})
+               .with_hyperparameters({"alpha": 0.0}).with_metrics({"r2": 0.93}).with_custom({"team": "ml"}))
+    path = tmp_path / "m.apr"
+    apr.save(_small_model(), path, options=options)
+    info = apr.inspect_file(path)
+    assert info.metadata["name"] == "iris-petal"
+    assert info.metadata["description"] == "petal width from the rest"
+    assert info.metadata["license"] == {"spdx": "MIT", "holder": "ACME"}
+    assert info.metadata["metrics"] == {"r2": 0.93}
+    assert (info.metadata["hyperparameters"], info.metadata["custom"]) == ({"alpha": 0.0}, {"team": "ml"})
+    assert info.compressed == "zstd" and info.metadata["compression"] == {"algorithm": "zstd", "level": 19}
+    assert info.created_at is None and "provenance" not in info.metadata
+
+
+def test_keyword_fields_override_options() -> None:
+    data = apr.save_to_bytes(_small_model(), options=SaveOptions(name="a"), name="b", compression="lz4")
+    state = apr.state_from_bytes(data)
+    assert state.meta["name"] == "b" and "compression" not in state.meta
+
+
+def test_provenance_honours_source_date_epoch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    options = SaveOptions().with_provenance(git_commit="0123abc", dataset_sha256="ff" * 32)
+    a, b = tmp_path / "a.apr", tmp_path / "b.apr"
+    apr.save(_small_model(), a, options=options)
+    apr.save(_small_model(), b, options=options)
+    assert a.read_bytes() == b.read_bytes()
+    info = apr.inspect_file(a)
+    assert info.created_at == "2023-11-14T22:13:20Z"
+    assert info.metadata["provenance"]["git_commit"] == "0123abc"
+    assert info.metadata["provenance"]["python"] == ".".join(map(str, sys.version_info[:3]))
+
+
+def test_bad_options_are_rejected() -> None:
+    with pytest.raises(TypeError, match="JSON-serializable"):
+        SaveOptions(metrics={"when": object()})
+    with pytest.raises(ValueError, match="not a valid Compression"):
+        SaveOptions().with_compression("gzip")
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        apr.save_to_bytes(_small_model(), colour="blue")
+    with pytest.raises(ValueError, match="either password= or recipient_public_key="):
+        apr.save_to_bytes(_small_model(), password="pw", recipient_public_key=RECIPIENT.public_key())
+
+
+def test_raw_32_byte_keys(tmp_path: Path) -> None:
+    path = tmp_path / "m.apr"
+    raw_public = crypto.public_key_bytes(RECIPIENT.public_key())
+    apr.save(_small_model(), path, signing_key=bytes(range(32)), recipient_public_key=raw_public)
+    loaded = apr.load(path, secret_key=bytes(range(1, 33)),
+                      verifying_key=crypto.public_key_bytes(SIGNING_KEY.public_key()))
+    assert np.array_equal(loaded.coef_, _small_model().coef_)
+    with pytest.raises(ValueError, match="32 bytes"):
+        apr.save_to_bytes(_small_model(), signing_key=b"short")
+    with pytest.raises(TypeError, match="Ed25519PrivateKey or 32 raw bytes"):
+        apr.save_to_bytes(_small_model(), signing_key="not a key")
+
+
+def test_model_type_mismatch_messages(tmp_path: Path) -> None:
+    path = tmp_path / "lr.apr"
+    apr.save(_small_model(), path, ModelType.LINEAR_REGRESSION)
+    with pytest.raises(ModelTypeMismatch, match=r"^file contains LinearRegression, expected KMeans$"):
+        apr.load(path, KMeans)
+    with pytest.raises(ModelTypeMismatch, match=r"file contains LinearRegression \(LINEAR_REGRESSION\), "
+                                                r"expected KMEANS"):
+        apr.load(path, ModelType.KMEANS)
+    with pytest.raises(ModelTypeMismatch, match="file contains LinearRegression, expected KMeans"):
+        KMeans.load_apr(path)
+    with pytest.raises(ModelTypeMismatch, match="expected KMEANS"):
+        apr.save(_small_model(), path, ModelType.KMEANS)
+
+
+# -- memory order, mmap ------------------------------------------------------------------
+
+
+def test_fortran_order_comes_back(tmp_path: Path) -> None:
+    from aprender.decomposition import PCA
+
+    X = iris()[0]
+    pca = PCA(n_components=3).fit(X)
+    assert pca.components_.flags.f_contiguous and not pca.components_.flags.c_contiguous
+    path = tmp_path / "pca.apr"
+    apr.save(pca, path)
+    for loaded in (apr.load(path), apr.load(path, mmap=True)):
+        assert loaded.components_.flags.f_contiguous and not loaded.components_.flags.c_contiguous
+        assert np.array_equal(loaded.transform(X), pca.transform(X))
+
+
+def _mapped_root(array: np.ndarray) -> Any:
+    while isinstance(array, np.ndarray) and array.base is not None:
+        array = array.base
+    return array.obj if isinstance(array, memoryview) else array
+
+
+def test_mmap_returns_read_only_views(tmp_path: Path) -> None:
+    model = _small_model()
+    path = tmp_path / "lr.apr"
+    model.save_apr(path)
+    mapped = LinearRegression.load_apr(path, mmap=True)
+    assert not mapped.coef_.flags.writeable
+    assert isinstance(_mapped_root(mapped.coef_), mmap.mmap)
+    assert np.array_equal(mapped.predict(iris()[0][:, :3]), model.predict(iris()[0][:, :3]))
+    default = apr.load(path)
+    assert default.coef_.flags.writeable and not isinstance(_mapped_root(default.coef_), mmap.mmap)
+
+
+def test_mmap_of_large_model_reads_no_data(tmp_path: Path) -> None:
+    # 40 MB of coefficients: larger than one read chunk, so the default load pipelines its CRC.
+    model = LinearRegression().fit([[0.0], [1.0]], [0.0, 1.0])
+    model.coef_ = np.random.default_rng(0).standard_normal(5_000_000)
+    model.n_features_in_ = model.coef_.shape[0]
+    path = tmp_path / "big.apr"
+    apr.save(model, path)
+    info = apr.inspect_file(path)
+    coef = next(t for t in info.tensors if t.name == "coefficients")
+    mapped = apr.load(path, mmap=True)
+    root = _mapped_root(mapped.coef_)
+    assert isinstance(root, mmap.mmap) and len(root) == info.file_size
+    assert mapped.coef_.ctypes.data % 64 == 0
+    assert np.array_equal(mapped.coef_, model.coef_) and np.array_equal(apr.load(path).coef_, model.coef_)
+    # a corrupted tensor byte is not noticed by mmap (it reads no data) but by the default load and validate
+    data = bytearray(path.read_bytes())
+    data[coef.offset + 12345] ^= 0x10
+    path.write_bytes(data)
+    assert apr.load(path, mmap=True).coef_[12345 // 8] != model.coef_[12345 // 8]
+    from aprender.exceptions import ChecksumMismatch
+
+    for check in (apr.load, apr.validate_file, aprender.validate):
+        with pytest.raises(ChecksumMismatch, match="footer CRC32"):
+            check(path)
+
+
+@pytest.mark.parametrize("compression", ["zstd", "lz4"])
+def test_mmap_refuses_compressed_and_encrypted(compression: str, tmp_path: Path, cheap_argon2: None) -> None:
+    path = tmp_path / "m.apr"
+    apr.save(_small_model(), path, compression=compression)
+    with pytest.raises(ValueError, match="mmap=True needs an uncompressed, unencrypted file and this one is "
+                                         "compressed"):
+        apr.load(path, mmap=True)
+    apr.save(_small_model(), path, password="pw")
+    with pytest.raises(ValueError, match="this one is encrypted"):
+        apr.load(path, mmap=True, password="pw")
+
+
+# -- quantization -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("qtype", ["q8_0", "q4_0", "q4_1"])
+def test_quantized_save_and_load(qtype: str, tmp_path: Path) -> None:
+    X = iris()[0]
+    km = KMeans(n_clusters=3, n_init=1, random_state=0).fit(X)
+    path = tmp_path / "km.apr"
+    apr.save(km, path, quantize=qtype, compression="lz4")
+    info = apr.inspect_file(path)
+    assert info.quantization == qtype and "QUANTIZED" in info.extra["flags"]
+    centers = next(t for t in info.tensors if t.name == "cluster_centers_")
+    assert (centers.dtype, centers.shape, centers.quantization) == (qtype, (3, 32), qtype)
+    loaded = apr.load(path, KMeans)
+    assert loaded.cluster_centers_.dtype == np.float64 and loaded.cluster_centers_.shape == (3, 4)
+    # exactly the values of GGML's own blocks, decoded
+    reference = from_state(dequantize(quantize(to_state(km), qtype))).cluster_centers_
+    assert np.array_equal(loaded.cluster_centers_, reference)
+    assert not np.array_equal(loaded.cluster_centers_, km.cluster_centers_)
+
+
+def test_quantized_file_loads_by_mmap(tmp_path: Path) -> None:
+    km = KMeans(n_clusters=3, n_init=1, random_state=0).fit(iris()[0])
+    path = tmp_path / "km.apr"
+    apr.save(km, path, quantize="q8_0")
+    assert np.array_equal(apr.load(path, mmap=True).cluster_centers_, apr.load(path).cluster_centers_)
+    state = apr.read_state(path)
+    assert state.tensors["cluster_centers_"].dtype == np.uint8  # read_state keeps the GGML blocks
+
+
+# -- inspect / validate / dispatch --------------------------------------------------------
+
+
+def test_inspect_encrypted_file_without_a_key(tmp_path: Path, cheap_argon2: None) -> None:
+    path = tmp_path / "secret.apr"
+    apr.save_encrypted(_small_model(), path, "pw", name="secret model", compression="zstd")
+    info = aprender.inspect(path)
+    assert isinstance(info, ModelInfo)
+    assert (info.format, info.format_version, info.model_type) == ("apr", "2.0", ModelType.LINEAR_REGRESSION)
+    assert info.class_key == "aprender.linear_model.LinearRegression"
+    assert info.encrypted and not info.signed and info.compressed == "zstd"
+    assert info.metadata["name"] == "secret model"
+    assert [(t.name, t.shape, t.offset) for t in info.tensors] == [
+        ("coefficients", (3,), None), ("intercept", (1,), None), ("singular_", (3,), None)]
+    assert info.file_size == path.stat().st_size
+    assert info.n_parameters == 7
+
+
+def test_inspect_reports_embedded_public_key(tmp_path: Path) -> None:
+    path = tmp_path / "signed.apr"
+    apr.save_signed(_small_model(), path, SIGNING_KEY)
+    info = apr.inspect_file(path)
+    assert info.signed and info.embedded_public_key == crypto.public_key_bytes(SIGNING_KEY.public_key())
+    assert apr.load_verified(path).coef_.shape == (3,)  # the embedded key: integrity, not origin
+    assert apr.inspect_file(GOLDEN).embedded_public_key is None
+
+
+def test_validate_encrypted_and_signed(tmp_path: Path, cheap_argon2: None) -> None:
+    from aprender.exceptions import DecryptionFailed, SignatureInvalid
+
+    path = tmp_path / "m.apr"
+    apr.save(_small_model(), path, password="pw", signing_key=SIGNING_KEY)
+    apr.validate_file(path)  # no key: structure, CRCs and the embedded-key signature
+    apr.validate_file(path, password="pw", verifying_key=SIGNING_KEY.public_key())
+    with pytest.raises(DecryptionFailed):
+        apr.validate_file(path, password="wrong")
+    with pytest.raises(SignatureInvalid):
+        aprender.validate(path, verifying_key=Ed25519PrivateKey.generate().public_key())
+
+
+def test_generic_api_dispatches_to_apr_and_safetensors(tmp_path: Path) -> None:
+    model = StandardScaler().fit(iris()[0])
+    for suffix in (".apr", ".safetensors"):
+        path = tmp_path / f"scaler{suffix}"
+        aprender.save(model, path)
+        aprender.validate(path)
+        info = aprender.inspect(path)
+        assert info.format == suffix[1:] and info.model_type == ModelType.SCALER
+        assert info.class_key == "aprender.preprocessing.StandardScaler"
+        assert {t.name for t in info.tensors} == set(to_state(model).tensors)
+        assert np.array_equal(aprender.load(path).mean_, model.mean_)
+    assert aprender.load(tmp_path / "scaler.apr", mmap=True).mean_.flags.writeable is False
+
+
+def test_safetensors_inspect_of_a_foreign_file(tmp_path: Path) -> None:
+    from safetensors.numpy import save_file
+
+    path = tmp_path / "w.safetensors"
+    save_file({"b": np.ones(3, np.float16), "a": np.zeros((2, 2), np.int32)}, path, metadata={"k": "v"})
+    info = aprender.inspect(path)
+    assert info.model_type is None and info.metadata == {} and info.extra["other_metadata"] == {"k": "v"}
+    assert [(t.name, t.dtype, t.shape, t.nbytes) for t in info.tensors] == [
+        ("a", "int32", (2, 2), 16), ("b", "float16", (3,), 6)]
+    assert path.read_bytes()[info.tensors[1].offset : info.tensors[1].offset + 6] == np.ones(3, np.float16).tobytes()
+
+
+def test_mixin_options_and_keys(tmp_path: Path) -> None:
+    model = _small_model()
+    path = tmp_path / "m.apr"
+    model.save_apr(path, compression="lz4", name="mixin", signing_key=SIGNING_KEY)
+    assert apr.inspect_file(path).metadata["name"] == "mixin"
+    loaded = LinearRegression.load_apr(path, verifying_key=SIGNING_KEY.public_key())
+    assert np.array_equal(loaded.coef_, model.coef_)
+
+
+if __name__ == "__main__":  # regenerate the golden file: python tests/test_apr.py
+    DATA.mkdir(exist_ok=True)
+    state, options = golden_state()
+    GOLDEN.write_bytes(apr.state_to_bytes(state, options))
+    print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes)")
