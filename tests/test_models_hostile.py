@@ -371,3 +371,11 @@ def test_multinomial_nb_priors_for_more_classes() -> None:
 
 def test_minibatch_kmeans_counts_for_other_centres() -> None:
     assert "'_counts' has shape (2,); axis 0 must be 3" in _rejected("mbkm", _tensor("_counts", lambda a: a[:2]))
+
+
+@pytest.mark.parametrize("name", ["_sparse_kernels", "_impl"])
+def test_svc_file_cannot_shadow_class_settings(name) -> None:
+    # An instance copy of SVC._sparse_kernels, reordered, turns a linear kernel into
+    # libsvm's precomputed one, which indexes the input with support-vector values.
+    message = _rejected("svc-sparse", _set(name, ["precomputed", "poly", "rbf", "sigmoid", "linear"]))
+    assert f"fitted attribute '{name}' would shadow SVC.{name}" in message

@@ -223,17 +223,20 @@ class Decoder:
         return _construct(cls, entry.key, params, params_node, attrs, path)
 
 
+_ABSENT = object()
+
+
 @functools.lru_cache(maxsize=4096)
-def _shadows_descriptor(cls: type, name: str) -> bool:
-    static = inspect.getattr_static(cls, name, None)
-    return static is not None and hasattr(static, "__get__")
+def _shadows_class_attribute(cls: type, name: str) -> bool:
+    return inspect.getattr_static(cls, name, _ABSENT) is not _ABSENT
 
 
 def _check_attr_name(cls: type, name: str, params: Mapping[str, Any], path: str) -> None:
     if not name.isidentifier() or name.startswith("__") or name in params:
         raise _fail(path, f"invalid fitted attribute name {name[:80]!r}")
-    # A file must never shadow a method, property or other descriptor of the class.
-    if _shadows_descriptor(cls, name):
+    # A file must never shadow a method, property or class-level setting: libsvm trusts
+    # SVC._sparse_kernels, and an instance copy reordered by a file makes it read out of bounds.
+    if _shadows_class_attribute(cls, name):
         raise _fail(path, f"fitted attribute '{name}' would shadow {cls.__name__}.{name}")
 
 
