@@ -282,3 +282,18 @@ def test_unfitted_nested_templates_roundtrip() -> None:
     loaded = safetensors.load(safetensors.save(holder))
     assert [type(t) for t in loaded.estimators] == [type(t) for t in templates]
     assert [t.get_params() for t in loaded.estimators] == [t.get_params() for t in templates]
+
+
+def test_pipeline_of_these_models_names_nested_layers() -> None:
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = wine()
+    pipe = _quiet(make_pipeline(StandardScaler(), PCA(n_components=5), MLPClassifier(max_iter=20, random_state=0)).fit,
+                  X, y)
+    raw = safetensors.save(pipe)
+    names = set(_header(raw))
+    assert {"steps.1.pca.components_", "steps.2.mlpclassifier.layers.0.weight",
+            "steps.2.mlpclassifier.layers.1.bias"} <= names
+    loaded = safetensors.load(raw)
+    assert_identical_outputs(pipe, loaded, X)

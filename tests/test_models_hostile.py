@@ -144,6 +144,19 @@ def test_knn_metric_the_tree_cannot_use() -> None:
     assert "metric 'cosine' is not supported by KDTree" in _rejected("knn", _set("effective_metric_", "cosine"))
 
 
+def test_knn_brute_force_metric_unknown() -> None:
+    assert "metric 'os.system' is not supported by brute-force search" in _rejected(
+        "knn-brute", _set("effective_metric_", "os.system"))
+
+
+def test_knn_metric_parameters_the_tree_rejects() -> None:
+    def evil(attrs: dict, tensors: dict) -> None:
+        attrs["effective_metric_params_"] = {"__t__": "dict", "items": [["evil", 1]]}
+
+    message = _rejected("knn", evil)
+    assert "invalid aprender.neighbors.KNeighborsClassifier state" in message and "evil" in message
+
+
 def test_knn_non_finite_data_for_a_tree() -> None:
     message = _rejected("knn", _tensor("_fit_X", _poke((3, 1), np.nan)))
     assert "'_fit_X' of a kd_tree must be a dense array of finite values" in message

@@ -94,6 +94,9 @@ def _check_tree(attrs: Mapping[str, Any], path: str) -> None:
     if type(metric_params) is not dict or not all(type(k) is str for k in metric_params):
         raise fail(path, "'effective_metric_params_' must be a dict with string keys")
     if method == "brute":
+        valid = sk.VALID_METRICS_SPARSE["brute"] if sp.issparse(attrs.get("_fit_X")) else sk.VALID_METRICS["brute"]
+        if metric not in valid:
+            raise fail(path, f"metric {metric[:80]!r} is not supported by brute-force search")
         if tree is not None:
             raise fail(path, "'_tree' must be null when _fit_method is 'brute'")
         return
