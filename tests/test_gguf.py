@@ -140,6 +140,23 @@ def test_ggml_limits_hold_and_mapping_is_recorded(tmp_path) -> None:
     assert "i16_" not in tensor_map and names["i16_"].tensor_type == GGMLQuantizationType.I16
 
 
+def test_inspect_reports_true_names_dtypes_and_shapes(tmp_path) -> None:
+    odd = Odd().fit()
+    path = tmp_path / "odd.gguf"
+    gguf.save_file(odd, path, quantize="q8_0")
+    info = gguf.inspect_file(path)
+    rows = {t.name: t for t in info.tensors}
+    state = to_state(odd)
+    assert set(rows) == set(state.tensors)
+    for name, array in state.tensors.items():
+        quantized = name in {"cube_", LONG, "point_"}
+        assert rows[name].dtype == ("q8_0" if quantized else array.dtype.name), name
+        assert rows[name].shape == array.shape and rows[name].quantization == ("q8_0" if quantized else None)
+    assert rows["cube_"].nbytes == 2 * 3 * 2 * 2 * 34 and rows["u64_"].nbytes == 8
+    assert info.extra["tensor_map"]["cube_"] == {"shape": [2, 3, 2, 2, 34]}
+    assert sum(t.nbytes for t in info.tensors) < path.stat().st_size
+
+
 def test_awkward_tensors_quantized(tmp_path) -> None:
     odd = Odd().fit()
     path = tmp_path / "odd-q.gguf"
@@ -283,7 +300,9 @@ def test_inspect_and_validate(tmp_path) -> None:
     model = LinearRegression().fit(X, y)
     path = tmp_path / "lr.gguf"
     gguf.save_file(model, path, quantize="q8_0")
-    info = gguf.validate_file(path)
+    assert gguf.validate_file(path) is None and aprender.validate(path) is None
+    info = aprender.inspect(path)
+    assert info == gguf.inspect_file(path)
     assert info.format == "gguf" and info.format_version == "3" and info.file_size == path.stat().st_size
     assert info.model_type is ModelType.LINEAR_REGRESSION and info.class_key.endswith("LinearRegression")
     rows = {t.name: t for t in info.tensors}

@@ -45,7 +45,7 @@ def _error(data: bytes, tmp_path: Path, name: str = "hostile.gguf") -> AprenderE
     path.write_bytes(data)
     errors = []
     for attempt in (lambda: gguf.load(data), lambda: gguf.load_file(path), lambda: aprender.load(path),
-                    lambda: gguf.inspect_file(path) and gguf.validate_file(path)):
+                    lambda: gguf.inspect_file(path) and gguf.validate_file(path), lambda: aprender.validate(path)):
         with pytest.raises(AprenderError) as info:
             attempt()
         errors.append(info.value)
@@ -246,6 +246,7 @@ def test_untrusted_class(tmp_path) -> None:
 QUANTIZED = [
     ("record type", lambda q: q.update(type="q5_0"), "unknown quantization type 'q5_0'"),
     ("record shape", lambda q: q["tensors"]["coefficients"].update(shape=[64]), "uint8 of shape [68]"),
+    ("record shape type", lambda q: q["tensors"]["coefficients"].update(shape="x"), "invalid shape x"),
     ("record dtype", lambda q: q["tensors"]["coefficients"].update(dtype="int8"), "invalid original dtype 'int8'"),
     ("record ghost", lambda q: q["tensors"].update(ghost={"shape": [1], "dtype": "float32"}), "'ghost' is missing"),
 ]

@@ -16,6 +16,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 from gguf import GGMLQuantizationType
+from gguf.quants import quant_shape_to_byte_shape
 
 from aprender.exceptions import FormatError, UnsupportedTypeError
 
@@ -35,8 +36,10 @@ __all__ = [
     "PREFIX_EXTRA",
     "PREFIX_VERSIONS",
     "Placed",
+    "check_entry",
     "place",
     "restore",
+    "stored_form",
 ]
 
 #: ``general.architecture`` of every file aprender writes.
@@ -140,29 +143,49 @@ def _fail(gguf_name: str, where: str, message: str) -> FormatError:
     return FormatError(f"{where}: tensor '{gguf_name[:80]}': {message}")
 
 
+def check_entry(gguf_name: str, dtype: np.dtype, shape: tuple[int, ...], entry: Any,
+                where: str) -> tuple[str, np.dtype, tuple[int, ...]]:
+    """Validate a tensor_map entry against the stored dtype and shape; return the true name, dtype, shape."""
+    if entry is None:
+        return gguf_name, dtype, shape
+    if not isinstance(entry, dict) or not set(entry) <= {"name", "shape", "dtype"}:
+        raise _fail(gguf_name, where, "invalid aprender.tensor_map entry")
+    true_dtype, true_shape, name = entry.get("dtype"), entry.get("shape"), entry.get("name", gguf_name)
+    if true_dtype is not None:
+        true = _TRUE_DTYPES.get(true_dtype) if isinstance(true_dtype, str) else None
+        if true is None or _STORED_AS[true] != dtype:
+            raise _fail(gguf_name, where, f"cannot be restored to dtype {str(true_dtype)[:40]!r} from {dtype}")
+        dtype = true
+    if true_shape is not None:
+        if not (isinstance(true_shape, list) and len(true_shape) <= 32
+                and all(type(d) is int and d >= 0 for d in true_shape)):
+            raise _fail(gguf_name, where, f"invalid mapped shape {str(true_shape)[:80]}")
+        if math.prod(true_shape) != math.prod(shape) or _gguf_shape(tuple(true_shape)) != shape:
+            raise _fail(gguf_name, where, f"mapped shape {true_shape} does not match stored shape {list(shape)}")
+        shape = tuple(true_shape)
+    if not isinstance(name, str) or not name or len(name) > 4096:
+        raise _fail(gguf_name, where, "invalid mapped tensor name")
+    return name, dtype, shape
+
+
 def restore(gguf_name: str, array: np.ndarray, ggml_type: GGMLQuantizationType, entry: Any,
             where: str) -> tuple[str, np.ndarray]:
     """Undo :func:`place` for one tensor read from a file; ``entry`` is its tensor_map record."""
     if ggml_type == GGMLQuantizationType.BF16:
         array = array.view(_BF16)
-    if entry is None:
-        return gguf_name, array
-    if not isinstance(entry, dict) or not set(entry) <= {"name", "shape", "dtype"}:
-        raise _fail(gguf_name, where, "invalid aprender.tensor_map entry")
-    dtype, shape, name = entry.get("dtype"), entry.get("shape"), entry.get("name", gguf_name)
-    if dtype is not None:
-        true = _TRUE_DTYPES.get(dtype) if isinstance(dtype, str) else None
-        if true is None or _STORED_AS[true] != array.dtype:
-            raise _fail(gguf_name, where, f"cannot be restored to dtype {str(dtype)[:40]!r} from {array.dtype}")
-        if true == np.bool_ and not np.isin(array, (0, 1)).all():
+    name, dtype, shape = check_entry(gguf_name, array.dtype, array.shape, entry, where)
+    if dtype != array.dtype:
+        if dtype == np.bool_ and not np.isin(array, (0, 1)).all():
             raise _fail(gguf_name, where, "bool tensor holds values other than 0 and 1")
-        array = array.view(true)
-    if shape is not None:
-        if not (isinstance(shape, list) and len(shape) <= 32 and all(type(d) is int and d >= 0 for d in shape)):
-            raise _fail(gguf_name, where, f"invalid mapped shape {str(shape)[:80]}")
-        if math.prod(shape) != array.size or _gguf_shape(tuple(shape)) != array.shape:
-            raise _fail(gguf_name, where, f"mapped shape {shape} does not match stored shape {list(array.shape)}")
-        array = array.reshape(shape)
-    if not isinstance(name, str) or not name or len(name) > 4096:
-        raise _fail(gguf_name, where, "invalid mapped tensor name")
-    return name, array
+        array = array.view(dtype)
+    return name, array.reshape(shape)
+
+
+def stored_form(ggml_type: GGMLQuantizationType, ne: list[int]) -> tuple[np.dtype, tuple[int, ...]]:
+    """dtype and numpy shape of a GGUF tensor as the reader returns it (block tensors: uint8 bytes)."""
+    shape = tuple(reversed(ne))
+    if ggml_type in DTYPE_NAMES and ggml_type != GGMLQuantizationType.BF16:
+        return np.dtype(DTYPE_NAMES[ggml_type]), shape
+    if ggml_type == GGMLQuantizationType.BF16:
+        return _BF16, shape
+    return np.dtype(np.uint8), quant_shape_to_byte_shape(shape, ggml_type)

@@ -318,19 +318,16 @@ def inspect_file(path: str | os.PathLike) -> ModelInfo:
     reader = open_reader(p, where)
     meta, tensor_map = read_fields(reader, where)
     qtype = quantized_type(meta)
-    record = meta["quantization"].get("tensors", {}) if qtype else {}
+    record = meta["quantization"].get("tensors") if qtype else None
     tensors = []
     for t in reader.tensors:
-        entry = tensor_map.get(t.name) if isinstance(tensor_map.get(t.name), dict) else {}
-        name = entry.get("name", t.name)
-        info = record.get(name) if isinstance(record, dict) and isinstance(record.get(name), dict) else None
-        if info is not None:
-            dtype, shape = qtype, tuple(info.get("shape", ()))
-        else:
-            dtype = entry.get("dtype") or layout.DTYPE_NAMES.get(t.tensor_type, t.tensor_type.name.lower())
-            shape = tuple(entry.get("shape") or reversed(t.shape.tolist()))
-        tensors.append(TensorInfo(str(name), str(dtype), tuple(int(d) for d in shape), int(t.n_bytes),
-                                  offset=int(t.data_offset), quantization=qtype if info is not None else None))
+        dtype, shape = layout.stored_form(t.tensor_type, t.shape.tolist())
+        name, dtype, shape = layout.check_entry(t.name, dtype, shape, tensor_map.get(t.name), where)
+        block = qtype if isinstance(record, dict) and name in record else None
+        if block is not None:
+            shape, _ = _quantize.true_shape(record[name], name)
+        tensors.append(TensorInfo(name, block or dtype.name, shape, int(t.n_bytes), offset=int(t.data_offset),
+                                  quantization=block))
     model_type = meta.get("model_type")
     return ModelInfo(
         format="gguf",
@@ -358,11 +355,11 @@ def _plain(field: Any) -> Any:
         return None
 
 
-def validate_file(path: str | os.PathLike) -> ModelInfo:
-    """Fully check a GGUF file: parse it, dequantize, and rebuild the model through the allow-list.
+def validate_file(path: str | os.PathLike) -> None:
+    """Verify a GGUF model file completely: structure, key-values, tensors, and a rebuild of the model.
 
-    Returns the file's :class:`~aprender.format.ModelInfo`; raises an
-    :class:`~aprender.exceptions.AprenderError` describing the first problem found.
+    Raises the specific :class:`~aprender.exceptions.AprenderError` of the first
+    problem found; returns None for a sound file.
 
     Examples
     --------
@@ -371,8 +368,6 @@ def validate_file(path: str | os.PathLike) -> ModelInfo:
     >>> from aprender.format import gguf
     >>> path = os.path.join(tempfile.mkdtemp(), "lr.gguf")
     >>> gguf.save_file(LinearRegression().fit([[0.0], [1.0]], [0.0, 2.0]), path)
-    >>> gguf.validate_file(path).format
-    'gguf'
+    >>> gguf.validate_file(path)
     """
     load_file(path)
-    return inspect_file(path)

@@ -50,6 +50,7 @@ __all__ = [
     "is_quantized",
     "quantizable_tensors",
     "quantize",
+    "true_shape",
 ]
 
 #: Supported block formats, as accepted by ``quantize=``.
@@ -257,7 +258,8 @@ def _record(meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return qtype, quant["tensors"]
 
 
-def _true_shape(info: Any, name: str) -> tuple[tuple[int, ...], str]:
+def true_shape(info: Any, name: str) -> tuple[tuple[int, ...], str]:
+    """Validated ``(shape, original dtype)`` of one entry of a quantization record (FormatError if bad)."""
     if not isinstance(info, dict):
         raise FormatError(f"quantized tensor '{name}': record must be an object")
     shape, dtype = info.get("shape"), info.get("dtype")
@@ -310,7 +312,7 @@ def dequantize(state: ModelState) -> ModelState:
     for name, info in record.items():
         if name not in tensors:
             raise FormatError(f"quantized tensor '{str(name)[:80]}' is missing")
-        shape, stored = _true_shape(info, name)
+        shape, stored = true_shape(info, name)
         tensors[name] = _dequantize_one(tensors[name], qtype, shape, name)
         targets[name] = stored
     found = set()
