@@ -251,7 +251,7 @@ def _exportable_parts(est: Any) -> str:
     sync()
     parts = sorted(
         name for name, value in vars(est).items()
-        if name.endswith("_") and type(value) in sklearn_operator_name_map
+        if name.endswith("_") and type(value) in sklearn_operator_name_map and _parameter_gap(value) is None
     )
     if not parts:
         return ""

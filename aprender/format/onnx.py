@@ -61,6 +61,7 @@ __all__ = [
     "save",
     "save_file",
     "to_onnx",
+    "validate_file",
 ]
 
 #: Why ONNX files cannot be loaded back (the message of load/load_file).
@@ -434,3 +435,34 @@ def inspect_file(path: str | os.PathLike) -> ModelInfo:
             "metadata_props": raw,
         },
     )
+
+
+def validate_file(path: str | os.PathLike, **keys: Any) -> None:
+    """Check an ONNX file completely: it parses and passes ``onnx.checker`` (full check).
+
+    ``aprender.validate("model.onnx")`` lands here; ``keys`` are accepted for the common
+    backend signature and unused (ONNX files are neither signed nor encrypted).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is not a file.
+    FormatError
+        If the file is not an ONNX model or fails the checker (type or shape inference).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> import aprender
+    >>> from aprender.linear_model import Ridge
+    >>> path = os.path.join(tempfile.mkdtemp(), "ridge.onnx")
+    >>> aprender.save(Ridge().fit([[0.0], [1.0]], [0.0, 1.0]), path)
+    >>> aprender.validate(path)
+    """
+    import onnx
+
+    onx, _, where = _read_model(path)
+    try:
+        onnx.checker.check_model(onx, full_check=True)
+    except Exception as exc:  # ValidationError, InferenceError
+        raise FormatError(f"'{where}': the ONNX model fails onnx.checker: {str(exc).strip()}") from None
