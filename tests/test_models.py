@@ -25,10 +25,10 @@ import aprender
 from aprender.cluster import MiniBatchKMeans
 from aprender.decomposition import PCA
 from aprender.format import ModelType, from_state, safetensors, to_state
-from aprender.naive_bayes import GaussianNB
+from aprender.naive_bayes import BernoulliNB, GaussianNB, MultinomialNB
 from aprender.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from aprender.neural_network import MLPClassifier, MLPRegressor
-from aprender.svm import SVC, LinearSVC
+from aprender.svm import SVC, SVR, LinearSVC
 
 ROUNDTRIPS = {
     "safetensors-bytes": lambda m: safetensors.load(safetensors.save(m)),
@@ -297,3 +297,15 @@ def test_pipeline_of_these_models_names_nested_layers() -> None:
             "steps.2.mlpclassifier.layers.1.bias"} <= names
     loaded = safetensors.load(raw)
     assert_identical_outputs(pipe, loaded, X)
+
+
+@pytest.mark.parametrize(("model", "other"), [
+    (lambda: BernoulliNB().fit(*iris()), MultinomialNB),  # one validator, two classes: still distinct schemas
+    (lambda: SVR().fit(*diabetes()), SVC),
+    (lambda: KNeighborsRegressor().fit(*diabetes()), KNeighborsClassifier),
+])
+def test_loading_as_another_class_fails_fast(model, other, tmp_path) -> None:
+    path = tmp_path / "m.safetensors"
+    model().save_safetensors(path)
+    with pytest.raises(aprender.exceptions.ModelTypeMismatch, match=f"expected {other.__name__}"):
+        other.load_safetensors(path)
