@@ -1,0 +1,124 @@
+"""The ``aprender`` / ``apr`` command group and its entry point."""
+
+from __future__ import annotations
+
+import copy
+import sys
+import traceback
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from aprender import __version__
+from aprender.cli._convert import convert, import_, quantize_cmd
+from aprender.cli._crypto import decrypt, encrypt, keygen, sign, verify
+from aprender.cli._diff import diff
+from aprender.cli._inspect import inspect
+from aprender.cli._options import Invalid, debug_option
+from aprender.cli._validate import validate
+
+__all__ = ["cli", "main"]
+
+#: Exit status of an interrupted command (128 + SIGINT), as shells report it.
+_INTERRUPTED = 130
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "--version", "-V", prog_name="aprender")
+@debug_option
+def cli() -> None:
+    """Inspect, validate, convert, quantize, sign and encrypt aprender model files.
+
+    Files: .apr, .safetensors, .gguf and (for inspect and convert targets) .onnx.
+    Every command takes --help and --json. Exit status: 0 ok, 1 invalid or
+    different, 2 usage error. Errors are one line on stderr; --debug shows the
+    traceback.
+    """
+
+
+export = copy.copy(convert)
+export.name = "export"
+export.short_help = "Alias of convert."
+for command in (inspect, validate, convert, export, import_, quantize_cmd, keygen, sign, verify, encrypt, decrypt,
+                diff):
+    cli.add_command(command)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _describe(exc: BaseException) -> str:
+    """The one error line for ``exc``."""
+    if isinstance(exc, click.UsageError):
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        return _one_line(exc.format_message()) + hint
+    if isinstance(exc, click.ClickException):
+        return _one_line(exc.format_message())
+    from aprender.exceptions import AprenderError
+
+    if isinstance(exc, (AprenderError, OSError, ValueError, TypeError)):
+        return _one_line(str(exc)) or type(exc).__name__
+    return f"{type(exc).__name__}: {_one_line(str(exc))}"
+
+
+def _show_warnings(caught: list[warnings.WarningMessage], debug: bool) -> None:
+    seen = set()
+    for w in caught:
+        if not (debug or issubclass(w.category, UserWarning)) or issubclass(w.category, DeprecationWarning):
+            continue
+        text = _one_line(str(w.message))
+        if text not in seen:
+            seen.add(text)
+            click.echo(f"warning: {text}", err=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status instead of exiting.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments after the program name; ``sys.argv[1:]`` by default.
+
+    Returns
+    -------
+    int
+        0 when the command succeeded, 1 when a file is invalid, two files differ or
+        the command failed, 2 on a usage error (bad option, existing output without
+        ``--force``, missing input).
+
+    Examples
+    --------
+    >>> from aprender.cli import main
+    >>> main(["--version"])
+    aprender, version 0.1.0
+    0
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    run: dict[str, Any] = {"debug": False}
+    failure: BaseException | None = None
+    code = 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = cli.main(args=args, prog_name="aprender" if argv is not None else None, standalone_mode=False,
+                              obj=run)
+            code = result if isinstance(result, int) else 0
+        except Invalid as exc:
+            code = exc.exit_code  # the command already said why on stderr
+        except click.Abort:
+            failure, code = None, _INTERRUPTED
+            click.echo("error: interrupted", err=True)
+        except click.ClickException as exc:
+            failure, code = exc, exc.exit_code
+        except Exception as exc:
+            failure, code = exc, 1
+    _show_warnings(caught, run["debug"])
+    if failure is not None:
+        if run["debug"]:
+            traceback.print_exception(type(failure), failure, failure.__traceback__, file=sys.stderr)
+        click.echo(f"error: {_describe(failure)}", err=True)
+    return code

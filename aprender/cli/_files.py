@@ -1,0 +1,181 @@
+"""Any model file in, any format out: everything goes through a ModelState.
+
+Conversions read a file's state with its backend's ``read_state`` and write it with
+the target backend's ``write_state``, so a file converts even when its model cannot
+be rebuilt here; the estimator is rebuilt only where the target needs one (ONNX, a
+dtype change). Files no aprender wrote are read as raw tensors (``_foreign``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+import ml_dtypes
+import numpy as np
+
+import aprender
+from aprender.cli._foreign import custom_state, gguf_architecture, gguf_info, gguf_tensors, is_raw, open_gguf
+from aprender.cli._options import FORMATS, CommandError
+from aprender.cli._secrets import Secrets
+from aprender.exceptions import UnsupportedExportError
+from aprender.format import ModelInfo, ModelState, apr, from_state, gguf, safetensors, to_state
+from aprender.format._api import sniff
+from aprender.format._gguf_layout import ARCHITECTURE
+from aprender.format.quantize import dequantize, is_quantized
+
+__all__ = [
+    "DTYPES",
+    "Loaded",
+    "cast",
+    "file_format",
+    "info_of",
+    "is_foreign",
+    "output_format",
+    "plain",
+    "read",
+    "rebuild",
+    "write",
+]
+
+#: --dtype choices -> numpy dtype.
+DTYPES = {
+    "f64": np.dtype(np.float64),
+    "f32": np.dtype(np.float32),
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+}
+_FLOATS = frozenset(DTYPES.values())
+_SUFFIXES = {"." + name: name for name in FORMATS}
+
+
+def file_format(path: Path) -> str:
+    """Format of an existing file, from its bytes (``"apr"``, ``"gguf"`` ...)."""
+    return sniff(path).lstrip(".")
+
+
+def output_format(path: Path, requested: str | None) -> str:
+    """The format to write ``path`` in: ``--format`` if given, else the suffix; they must agree."""
+    implied = _SUFFIXES.get(path.suffix.lower())
+    if requested is None:
+        if implied is None:
+            raise click.BadParameter(f"cannot tell the format from '{path.name}'; pass --format",
+                                     param_hint="--output")
+        return implied
+    if implied is not None and implied != requested:
+        raise click.BadParameter(f"'{path.name}' has the suffix of {implied}, not {requested}",
+                                 param_hint="--output")
+    return requested
+
+
+def info_of(path: Path) -> ModelInfo:
+    """Header, metadata and tensor table of any model file (no data read, no key needed)."""
+    if file_format(path) == "gguf":
+        reader = open_gguf(path)
+        if gguf_architecture(reader) != ARCHITECTURE:
+            return gguf_info(reader, path)
+    return aprender.inspect(path)
+
+
+def is_foreign(info: ModelInfo) -> bool:
+    """No aprender metadata at all: another tool wrote the file."""
+    return bool(info.extra.get("foreign")) or (info.format == "safetensors" and not info.metadata)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A file's state and its description."""
+
+    state: ModelState
+    info: ModelInfo
+    #: The ``password=`` / ``secret_key=`` that opened an encrypted .apr.
+    keys: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def raw(self) -> bool:
+        """Tensors only: no estimator to rebuild (imported or foreign)."""
+        return is_raw(self.state)
+
+    @property
+    def foreign(self) -> bool:
+        """No aprender metadata at all: another tool wrote the file."""
+        return is_foreign(self.info)
+
+
+def read(path: Path, secrets: Secrets, info: ModelInfo | None = None) -> Loaded:
+    """The ModelState of any model file (quantized tensors stay quantized).
+
+    An encrypted .apr is opened with ``secrets`` (asking for a password on a terminal).
+    """
+    info = info if info is not None else info_of(path)
+    if info.format == "onnx":
+        raise CommandError(f"'{path}' is ONNX, which aprender exports but cannot read back into a model; "
+                           "convert from the .apr, .safetensors or .gguf file instead")
+    keys = secrets.keys_for(info, required=True) if info.format == "apr" else {}
+    if info.format == "apr":
+        state = apr.read_state(path, **keys)
+    elif info.format == "safetensors" and is_foreign(info):
+        source = {"format": "safetensors", "file": path.name, "metadata": info.extra.get("other_metadata", {})}
+        state = custom_state(safetensors.load_tensors(path), source)
+    elif info.format == "safetensors":
+        state = safetensors.read_state(path)
+    elif is_foreign(info):
+        state = custom_state(*gguf_tensors(open_gguf(path), path))
+    else:
+        state = gguf.read_state(path)
+    return Loaded(state, info, keys)
+
+
+def plain(state: ModelState) -> ModelState:
+    """The state with GGML blocks dequantized (unchanged if not quantized)."""
+    return dequantize(state) if is_quantized(state) else state
+
+
+def rebuild(state: ModelState) -> Any:
+    """The estimator a (possibly quantized) model state holds."""
+    if is_raw(state):
+        raise UnsupportedExportError("the file holds raw tensors (model type Custom), not a model aprender can "
+                                     "rebuild")
+    return from_state(plain(state))
+
+
+def cast(state: ModelState, dtype: str) -> ModelState:
+    """Float tensors stored as ``dtype`` (``"f32"`` ...).
+
+    A model is rebuilt and encoded again, so the codec records each tensor's own
+    dtype and loading restores it; raw tensors are simply cast. User metadata and
+    .apr records (name, license, ...) are kept.
+    """
+    target = DTYPES[dtype]
+    if is_raw(state):
+        tensors = {k: v.astype(target) if v.dtype in _FLOATS else v for k, v in state.tensors.items()}
+        return ModelState(tensors, state.meta)
+    fresh = to_state(rebuild(state), dtype=None if target == np.float64 else target.name,
+                     metadata=state.user_metadata)
+    kept = {k: v for k, v in state.meta.items() if k not in fresh.meta and k != "quantization"}
+    return ModelState(fresh.tensors, {**fresh.meta, **kept})
+
+
+def write(state: ModelState, path: Path, fmt: str, *, compression: str | None = None,
+          onnx_dtype: str | None = None, **apr_keys: Any) -> None:
+    """Write ``state`` to ``path`` in ``fmt`` (atomically, by the format's backend).
+
+    ``apr_keys`` (``signing_key=``, ``password=``, ``recipient_public_key=``) and
+    ``compression`` apply to .apr only.
+    """
+    if fmt == "apr":
+        apr.write_state(state, path, compression=compression, **apr_keys)
+    elif fmt == "safetensors":
+        safetensors.write_state(plain(state), path)
+    elif fmt == "gguf":
+        if is_raw(state):
+            raise UnsupportedExportError("GGUF output holds aprender models; raw tensors (model type Custom) "
+                                         "can go to .apr or .safetensors")
+        gguf.write_state(state, path)
+    else:
+        from aprender.format import onnx
+
+        onnx.save_file(rebuild(state), path, dtype=np.float64 if onnx_dtype == "f64" else np.float32,
+                       metadata=state.user_metadata or None)

@@ -1,0 +1,246 @@
+"""``inspect``: what a model file holds, from its header, metadata and tensor table."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from aprender.cli._files import DTYPES, Loaded, info_of, plain, read
+from aprender.cli._foreign import block_bits
+from aprender.cli._options import INPUT, debug_option, json_option
+from aprender.cli._render import console, emit_json, kv_table, number, short, size, table
+from aprender.cli._secrets import Secrets, secret_options
+from aprender.format import ModelInfo
+
+__all__ = ["inspect", "inspect_report"]
+
+#: Codec and container keys shown in their own sections rather than as metadata.
+_STRUCTURE = frozenset({"schema", "model_type", "model", "versions", "quantization", "compression", "encryption",
+                        "class", "params"})
+_ORIGINAL_DTYPES = {d.name: d for d in DTYPES.values()}
+
+
+def _hyperparameters(info: ModelInfo) -> dict[str, Any]:
+    meta = info.metadata
+    if info.format == "onnx":
+        params = meta.get("params")
+    else:
+        model = meta.get("model")
+        params = model.get("params") if isinstance(model, dict) else None
+    return params if isinstance(params, dict) else {}
+
+
+def _user_metadata(info: ModelInfo) -> dict[str, Any]:
+    if info.format == "safetensors" and not info.metadata:
+        return dict(info.extra.get("other_metadata") or {})
+    if info.extra.get("foreign"):
+        return dict(info.metadata)
+    meta = {k: v for k, v in info.metadata.items() if k not in _STRUCTURE}
+    if not meta.get("user"):
+        meta.pop("user", None)
+    return meta
+
+
+def _originals(info: ModelInfo) -> dict[str, dict[str, Any]]:
+    """Per quantized tensor, its true shape and dtype before quantization (the file's record)."""
+    record = info.metadata.get("quantization") if info.format in ("apr", "gguf") else None
+    originals = record.get("tensors") if isinstance(record, dict) else None
+    if not isinstance(originals, dict):
+        return {}
+    return {name: o for name, o in originals.items() if isinstance(o, dict) and isinstance(o.get("shape"), list)}
+
+
+def _quantization(info: ModelInfo) -> dict[str, Any]:
+    originals = _originals(info)
+    rows = []
+    for t in info.tensors:
+        if not t.quantization:
+            continue
+        original = originals.get(t.name, {})
+        dtype = original.get("dtype")
+        shape = original.get("shape", list(t.shape))
+        nbytes = math.prod(shape) * _ORIGINAL_DTYPES[dtype].itemsize if dtype in _ORIGINAL_DTYPES else None
+        rows.append({"name": t.name, "type": t.quantization, "shape": list(shape), "original_dtype": dtype,
+                     "nbytes": t.nbytes, "original_nbytes": nbytes,
+                     "ratio": nbytes / t.nbytes if nbytes and t.nbytes else None})
+    kinds = sorted({r["type"] for r in rows})
+    return {
+        "type": info.quantization or (kinds[0] if len(kinds) == 1 else None),
+        "types": kinds,
+        "block_size": 32 if rows else None,
+        "bits_per_weight": {k: block_bits(k) for k in kinds},
+        "tensors": rows,
+        "nbytes": sum(r["nbytes"] for r in rows),
+        "original_nbytes": sum(r["original_nbytes"] or 0 for r in rows),
+    }
+
+
+def _stats(array: np.ndarray) -> dict[str, Any]:
+    values = np.asarray(array, dtype=np.float64).ravel()
+    nan = np.isnan(values)
+    n_nan = int(nan.sum())
+    values = values[~nan] if n_nan else values
+    if values.size == 0:
+        return {"min": None, "max": None, "mean": None, "nan": n_nan}
+    with np.errstate(invalid="ignore", over="ignore"):
+        return {"min": float(values.min()), "max": float(values.max()), "mean": float(values.mean()),
+                "nan": n_nan}
+
+
+def _onnx_arrays(path: Path) -> dict[str, np.ndarray]:
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    arrays = {}
+    for init in graph.initializer:
+        if init.data_type != onnx.TensorProto.STRING:
+            arrays[init.name] = numpy_helper.to_array(init)
+    return arrays
+
+
+def _tensor_stats(path: Path, info: ModelInfo, secrets: Secrets) -> tuple[dict[str, Any] | None, str | None]:
+    if info.format == "onnx":
+        return {name: _stats(a) for name, a in _onnx_arrays(path).items()}, None
+    if info.encrypted and not secrets.keys_for(info, required=False):
+        return None, ("the data is encrypted: statistics need --password-file, --password-env or --secret-key "
+                      "(the table above needs no key)")
+    loaded: Loaded = read(path, secrets, info)
+    return {name: _stats(a) for name, a in plain(loaded.state).tensors.items()}, None
+
+
+def inspect_report(path: Path, info: ModelInfo, *, stats: dict[str, Any] | None = None,
+                   quantization: bool = False, notes: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Everything ``inspect`` prints, as one JSON-able dict (the ``--json`` output)."""
+    originals = _originals(info)
+    tensors = []
+    for t in info.tensors:
+        # a block tensor's true shape is in the quantization record (the table may hold the padded one)
+        shape = originals.get(t.name, {}).get("shape", list(t.shape)) if t.quantization else list(t.shape)
+        row = {"name": t.name, "dtype": t.dtype, "shape": shape, "nbytes": t.nbytes, "offset": t.offset,
+               "quantization": t.quantization}
+        if stats is not None:
+            row["stats"] = stats.get(t.name)
+        tensors.append(row)
+    report = {
+        "file": str(path),
+        "format": info.format,
+        "format_version": info.format_version,
+        "file_size": info.file_size,
+        "class": info.class_key,
+        "model_type": None if info.model_type is None else {"name": info.model_type.name,
+                                                             "code": int(info.model_type)},
+        "versions": info.metadata.get("versions") or {},
+        "hyperparameters": _hyperparameters(info),
+        "metadata": _user_metadata(info),
+        "flags": {"compressed": info.compressed, "encrypted": info.encrypted, "signed": info.signed,
+                  "quantization": info.quantization},
+        "encryption": (info.metadata.get("encryption") or {}).get("kdf") if info.encrypted else None,
+        "embedded_public_key": info.embedded_public_key,
+        "created_at": info.created_at,
+        "n_tensors": len(info.tensors),
+        "n_parameters": sum(math.prod(t["shape"]) for t in tensors),
+        "tensors": tensors,
+        "extra": info.extra,
+        "notes": list(notes),
+    }
+    if quantization:
+        report["quantization"] = _quantization(info)
+    return report
+
+
+def _flag(value: Any, yes: str = "yes") -> str:
+    return yes if value else "no"
+
+
+def _render(report: dict[str, Any]) -> None:
+    out = console()
+    model_type = report["model_type"]
+    flags = report["flags"]
+    key = report["embedded_public_key"]
+    rows = [
+        ("Format", f"{report['format']} {report['format_version'] or ''}".strip()),
+        ("File size", size(report["file_size"], exact=True)),
+        ("Model", report["class"] or "-"),
+        ("Type", f"{model_type['name']} (0x{model_type['code']:04X})" if model_type else "-"),
+        ("Versions", ", ".join(f"{k} {v}" for k, v in sorted(report["versions"].items())) or "-"),
+        ("Compressed", flags["compressed"] or "no"),
+        ("Encrypted", _flag(flags["encrypted"], f"yes ({report['encryption']})")),
+        ("Signed", _flag(flags["signed"], f"yes (embedded key {key.hex() if key else '?'})")),
+        ("Quantization", flags["quantization"] or "none"),
+        ("Parameters", f"{report['n_parameters']:,} in {report['n_tensors']} tensors"),
+    ]
+    if report["created_at"]:
+        rows.append(("Created", report["created_at"]))
+    out.print(kv_table(report["file"], rows))
+    if report["hyperparameters"]:
+        out.print(kv_table("Hyperparameters", [(k, short(v)) for k, v in sorted(report["hyperparameters"].items())]))
+    if report["metadata"]:
+        rows = []
+        for key, value in sorted(report["metadata"].items()):
+            # records such as user / source / license read better one field per row
+            items = sorted(value.items()) if isinstance(value, dict) and value else [(None, value)]
+            rows += [(key if sub is None else f"{key}.{sub}", short(v)) for sub, v in items]
+        out.print(kv_table("Metadata", rows))
+    columns = ["Tensor", "DType", "Shape", "Bytes"]
+    with_stats = any("stats" in t for t in report["tensors"])
+    if with_stats:
+        columns += ["Min", "Max", "Mean", "NaN"]
+    rows = []
+    for t in report["tensors"]:
+        row = [t["name"], t["dtype"], "x".join(map(str, t["shape"])) or "scalar", f"{t['nbytes']:,}"]
+        if with_stats:
+            s = t.get("stats") or {}
+            row += [number(s.get("min")), number(s.get("max")), number(s.get("mean")), number(s.get("nan"))]
+        rows.append(row)
+    out.print(table("Tensors", columns, rows, right=("Bytes", "Min", "Max", "Mean", "NaN")))
+    if "quantization" in report:
+        _render_quantization(report["quantization"])
+    for note in report["notes"]:
+        click.echo(f"note: {note}", err=True)
+
+
+def _render_quantization(q: dict[str, Any]) -> None:
+    out = console()
+    if not q["tensors"]:
+        out.print("Quantization: none (every tensor is stored at full precision)")
+        return
+    bits = ", ".join(f"{k} {v:g} bits/weight" for k, v in q["bits_per_weight"].items() if v)
+    rows = [[r["name"], r["type"], "x".join(map(str, r["shape"])), r["original_dtype"] or "-",
+             f"{r['original_nbytes']:,}" if r["original_nbytes"] else "-", f"{r['nbytes']:,}",
+             f"{r['ratio']:.2f}x" if r["ratio"] else "-"] for r in q["tensors"]]
+    out.print(table(f"Quantization: {', '.join(q['types'])} (blocks of {q['block_size']}; {bits})",
+                    ["Tensor", "Type", "Shape", "Original dtype", "Original bytes", "Stored bytes", "Ratio"], rows,
+                    right=("Original bytes", "Stored bytes", "Ratio")))
+
+
+@click.command(short_help="Show a file's model, metadata, flags and tensors.")
+@click.argument("file", type=INPUT)
+@click.option("--tensors", "with_stats", is_flag=True,
+              help="Add per-tensor statistics (min, max, mean, NaN count); reads the tensor data.")
+@click.option("--quantization", "with_quantization", is_flag=True,
+              help="Show the quantization details: block type, bits per weight, bytes per tensor.")
+@secret_options
+@json_option
+@debug_option
+def inspect(file: Path, with_stats: bool, with_quantization: bool, secrets: Secrets, as_json: bool) -> int:
+    """Show what FILE holds: format, model, versions, hyperparameters, metadata, flags and tensors.
+
+    Works on .apr, .safetensors, .gguf and .onnx files, including SafeTensors and
+    GGUF files other tools wrote. Only the header, metadata and tensor table are
+    read: no key is needed and the model is never built. --tensors reads the data
+    (an encrypted .apr then needs its password or key).
+    """
+    info = info_of(file)
+    stats, note = _tensor_stats(file, info, secrets) if with_stats else (None, None)
+    report = inspect_report(file, info, stats=stats, quantization=with_quantization,
+                            notes=(note,) if note else ())
+    if as_json:
+        emit_json(report)
+    else:
+        _render(report)
+    return 0

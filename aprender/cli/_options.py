@@ -1,0 +1,93 @@
+"""Options shared by several commands, and the errors commands raise on purpose."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+__all__ = [
+    "FORMATS",
+    "INPUT",
+    "CommandError",
+    "Invalid",
+    "OutputExists",
+    "check_output",
+    "debug_option",
+    "force_option",
+    "json_option",
+    "output_option",
+    "progress_option",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Formats a command may write or read, in the order --help lists them.
+FORMATS = ("safetensors", "apr", "gguf", "onnx")
+
+#: An existing input file; a missing one is a usage error (exit 2) named by click.
+INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)
+
+
+class CommandError(click.ClickException):
+    """A request the input cannot satisfy (exit 1): shown as one line."""
+
+    exit_code = 1
+
+
+class Invalid(CommandError):
+    """A check failed or two files differ (exit 1); the command already printed why."""
+
+    def __init__(self) -> None:
+        super().__init__("")
+
+
+class OutputExists(click.UsageError):
+    """The output exists and --force was not given (exit 2)."""
+
+
+def check_output(path: Path, force: bool) -> Path:
+    """Refuse to replace an existing file unless ``force``; refuse a folder always."""
+    if path.is_dir():
+        raise click.BadParameter(f"'{path}' is a folder, not a file", param_hint="--output")
+    if path.exists() and not force:
+        raise OutputExists(f"'{path}' exists; pass --force to overwrite it")
+    if not path.parent.is_dir():
+        raise click.BadParameter(f"folder '{path.parent}' does not exist", param_hint="--output")
+    return path
+
+
+def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    if value and isinstance(ctx.find_root().obj, dict):
+        ctx.find_root().obj["debug"] = True
+    return value
+
+
+def debug_option(f: F) -> F:
+    """``--debug``: show the full traceback of an error (accepted before or after the command)."""
+    return click.option("--debug", is_flag=True, expose_value=False, is_eager=True, callback=_set_debug,
+                        help="Show the full traceback of an error.")(f)
+
+
+def json_option(f: F) -> F:
+    """``--json``: machine-readable output on stdout."""
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of tables.")(f)
+
+
+def force_option(f: F) -> F:
+    """``--force``: allow replacing an existing output."""
+    return click.option("--force", "-f", is_flag=True, help="Overwrite OUTPUT if it exists.")(f)
+
+
+def output_option(help_text: str) -> Callable[[F], F]:
+    """``--output/-o PATH`` (required)."""
+    return click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+                        help=help_text)
+
+
+def progress_option(f: F) -> F:
+    """``--progress/--no-progress``: force the progress bar on or off (default: files over 100 MB)."""
+    return click.option("--progress/--no-progress", default=None,
+                        help="Show a progress bar on stderr (default: only for files over 100 MB).")(f)

@@ -1,0 +1,105 @@
+"""Output: rich tables for people, JSON for machines, one-line warnings on stderr."""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+from rich.console import Console
+from rich.filesize import decimal
+from rich.markup import escape
+from rich.table import Table
+
+__all__ = ["console", "emit_json", "json_safe", "kv_table", "number", "short", "size", "table", "warn"]
+
+
+#: Width of tables written to a pipe or file (rich's 80 columns fold tensor names).
+_PIPE_WIDTH = 120
+
+
+def console() -> Console:
+    """A console on the current stdout (tests swap it), without syntax highlighting guesses."""
+    wide = sys.stdout.isatty() or "COLUMNS" in os.environ
+    return Console(highlight=False, width=None if wide else _PIPE_WIDTH)
+
+
+def warn(message: str) -> None:
+    """One ``warning:`` line on stderr."""
+    click.echo(f"warning: {message}", err=True)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with tuples, paths, bytes, enums, numpy scalars and non-finite floats made JSON-able."""
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # "nan", "inf", "-inf": JSON has no literal for them
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def emit_json(obj: Any) -> None:
+    """Pretty, strict JSON on stdout."""
+    click.echo(json.dumps(json_safe(obj), indent=2, ensure_ascii=False, allow_nan=False))
+
+
+def size(n: int, exact: bool = False) -> str:
+    """``1234`` -> ``'1.2 kB'``, or ``'1.2 kB (1,234 bytes)'`` when ``exact``."""
+    return f"{decimal(n)} ({n:,} bytes)" if exact and n >= 1000 else decimal(n)
+
+
+def number(x: Any) -> str:
+    """A statistic for a table cell."""
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return str(x)
+
+
+def short(value: Any, width: int = 72) -> str:
+    """One line for a table cell: a nested estimator by its class, anything else as compact JSON."""
+    if isinstance(value, Mapping) and value.get("__t__") == "estimator":
+        return f"{str(value.get('class', '?')).rsplit('.', 1)[-1]}(...)"
+    text = value if isinstance(value, str) else json.dumps(json_safe(value), separators=(",", ":"),
+                                                           ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def table(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any]], *,
+          right: Iterable[str] = ()) -> Table:
+    """A table; columns named in ``right`` are right-aligned (numbers)."""
+    right = set(right)
+    t = Table(title=title, title_justify="left", title_style="bold")
+    for name in columns:
+        t.add_column(name, justify="right" if name in right else "left", overflow="fold")
+    for row in rows:
+        t.add_row(*(escape(str(cell)) for cell in row))
+    return t
+
+
+def kv_table(title: str | None, rows: Iterable[tuple[str, Any]]) -> Table:
+    """A two-column key/value table without a header."""
+    t = Table(title=title, title_justify="left", title_style="bold", show_header=False)
+    t.add_column(style="bold")
+    t.add_column(overflow="fold")
+    for key, value in rows:
+        t.add_row(escape(key), escape(str(value)))
+    return t
