@@ -63,13 +63,14 @@ def test_user_class_registration_and_duplicate_is_error() -> None:
         np.asfortranarray(np.arange(12.0).reshape(3, 4)),
         np.arange(24, dtype=np.int32).reshape(2, 3, 4)[:, ::2],
         np.array([], dtype=np.float64).reshape(0, 3),
+        np.array(2.5),
         np.arange(6, dtype=">f8"),
         (np.float64, float, int, bool, str, np.int32),
         sp.csr_matrix(np.array([[0.0, 1.0], [2.0, 0.0], [0.0, 0.0]])),
         sp.csc_array(np.array([[0, 3], [4, 0]], dtype=np.int64)),
         np.random.RandomState(7),
     ],
-    ids=["containers", "floats", "numpy-scalars", "strings", "objects", "fortran", "strided", "empty",
+    ids=["containers", "floats", "numpy-scalars", "strings", "objects", "fortran", "strided", "empty", "0-d",
          "big-endian", "types", "csr", "csc-array", "random-state"],
 )
 def test_values_roundtrip_exactly(payload) -> None:

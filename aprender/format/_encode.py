@@ -84,7 +84,8 @@ class Encoder:
         if scalar is not None:
             node["scalar"] = scalar.__name__ if scalar in (float, int, bool) else "numpy"
             array = array.reshape(1)
-        data = np.ascontiguousarray(array)
+        # np.ascontiguousarray would turn a 0-d array into shape (1,)
+        data = array if array.flags.c_contiguous else np.ascontiguousarray(array)
         if data.dtype.byteorder == ">":
             data = data.astype(data.dtype.newbyteorder("<"))
         if self.cast is not None and data.dtype.kind == "f" and data.dtype.itemsize > self.cast.itemsize:
