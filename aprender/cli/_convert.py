@@ -22,7 +22,7 @@ from aprender.cli._options import (
     progress_option,
 )
 from aprender.cli._progress import phases
-from aprender.cli._render import console, emit_json, size, table, warn
+from aprender.cli._render import console, emit_json, say, size, table, warn
 from aprender.cli._secrets import Secrets, secret_options
 from aprender.format import Compression, ModelState
 from aprender.format.quantize import QTYPES, is_quantized, quantizable_tensors, quantize
@@ -90,7 +90,7 @@ def transcode(src: Path, out: Path, fmt: str, secrets: Secrets, *, qtype: str | 
 
 
 def _print_conversion(verb: str, s: dict[str, Any]) -> None:
-    console().print(f"{verb} {escape(s['input'])} ({s['input_format']}, {size(s['input_size'])}) -> "
+    say(f"{verb} {escape(s['input'])} ({s['input_format']}, {size(s['input_size'])}) -> "
                     f"{escape(s['output'])} ({s['format']}, {size(s['output_size'])})")
 
 
@@ -173,10 +173,9 @@ def quantize_cmd(file: Path, qtype: str, output: Path, compress: str | None, sec
         ["File", f"{summary['input_size']:,}", f"{summary['output_size']:,}", f"{ratio:.2f}x"],
         [f"Quantized tensors ({len(names)})", f"{raw_bytes:,}", f"{block_bytes:,}", f"{raw_bytes / block_bytes:.2f}x"],
     ]
-    out = console()
-    out.print(f"quantized {escape(str(file))} -> {escape(str(output))} ({qtype}: {', '.join(names)})")
-    out.print(table(None, ["", "Bytes before", "Bytes after", "Smaller by"], rows,
-                    right=("Bytes before", "Bytes after", "Smaller by")))
+    say(f"quantized {escape(str(file))} -> {escape(str(output))} ({qtype}: {', '.join(names)})")
+    console().print(table(None, ["", "Bytes before", "Bytes after", "Smaller by"], rows,
+                          right=("Bytes before", "Bytes after", "Smaller by")))
     return 0
 
 
@@ -194,7 +193,7 @@ def import_(input_path: Path, output: Path, dtype: str | None, compress: str | N
     """Bring a .safetensors or .gguf file another tool wrote into an .apr of raw tensors.
 
     The .apr has model type Custom: the tensors under their own names and a 'source'
-    record (file name, format, its metadata). GGUF block-quantized tensors (Q4_K, ...)
+    record (the source format and its metadata). GGUF block-quantized tensors (Q4_K, ...)
     are dequantized to float32. Read them back with aprender.format.apr.read_state().
     """
     fmt = output_format(output, "apr")
@@ -207,7 +206,7 @@ def import_(input_path: Path, output: Path, dtype: str | None, compress: str | N
         emit_json(summary)
         return 0
     _print_conversion("imported", summary)
-    console().print(f"{summary['n_tensors']} tensors, {summary['n_parameters']:,} values, model type Custom")
+    say(f"{summary['n_tensors']} tensors, {summary['n_parameters']:,} values, model type Custom")
     if dequantized:
         warn(f"{len(dequantized)} GGML block tensors were dequantized to float32")
     return 0

@@ -20,7 +20,7 @@ from aprender.cli._options import (
     json_option,
     output_option,
 )
-from aprender.cli._render import console, emit_json, warn
+from aprender.cli._render import emit_json, say, warn
 from aprender.cli._secrets import (
     KEY_TYPES,
     Secrets,
@@ -72,7 +72,7 @@ def keygen(kind: str, output: Path, force: bool, as_json: bool) -> int:
     if as_json:
         emit_json(result)
     else:
-        console().print(f"wrote {escape(str(private))} (private, mode 0600) and {escape(str(public))}\n"
+        say(f"wrote {escape(str(private))} (private, mode 0600) and {escape(str(public))}\n"
                         f"{kind} public key: {result['public_key_hex']}")
     return 0
 
@@ -105,7 +105,7 @@ def sign(file: Path, key: Path, output: Path, secrets: Secrets, force: bool, as_
     if as_json:
         emit_json(result)
     else:
-        console().print(f"signed {escape(str(file))} -> {escape(str(output))} (Ed25519 public key "
+        say(f"signed {escape(str(file))} -> {escape(str(output))} (Ed25519 public key "
                         f"{result['public_key_hex']})")
     return 0
 
@@ -148,7 +148,7 @@ def verify(file: Path, key: Path | None, as_json: bool) -> int:
     elif result["valid"]:
         whose = ("the key given" if key is not None else
                  "the key embedded in the file; this proves it is intact, not who signed it (pass --key for that)")
-        console().print(f"[green]signature valid[/green]: {escape(str(file))} signed by {result['public_key_hex']}"
+        say(f"[green]signature valid[/green]: {escape(str(file))} signed by {result['public_key_hex']}"
                         f"\nverified against {whose}")
     if not result["valid"]:
         click.echo(f"invalid: {result['error']['message']} [{result['error']['type']}]", err=True)
@@ -183,7 +183,7 @@ def encrypt(file: Path, output: Path, password: bytes | None, recipient: Any, fo
     if as_json:
         emit_json(result)
     else:
-        console().print(f"encrypted {escape(str(file))} -> {escape(str(output))} ({result['encryption']})")
+        say(f"encrypted {escape(str(file))} -> {escape(str(output))} ({result['encryption']})")
     return 0
 
 
@@ -212,5 +212,5 @@ def decrypt(file: Path, output: Path, secrets: Secrets, force: bool, as_json: bo
     if as_json:
         emit_json(result)
     else:
-        console().print(f"decrypted {escape(str(file))} -> {escape(str(output))}")
+        say(f"decrypted {escape(str(file))} -> {escape(str(output))}")
     return 0

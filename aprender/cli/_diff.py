@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from aprender.cli._files import plain, read
 from aprender.cli._options import INPUT, Invalid, debug_option, json_option
-from aprender.cli._render import console, emit_json, json_safe, short, table
+from aprender.cli._render import console, emit_json, json_safe, say, short, table
 from aprender.cli._secrets import Secrets, secret_options
 from aprender.format import ModelState
 
@@ -127,8 +127,7 @@ def _render(result: dict[str, Any]) -> None:
     out = console()
     same = sum(t["status"] in ("equal", "close") for t in result["tensors"])
     if result["identical"]:
-        out.print(f"identical: {escape(result['a'])} and {escape(result['b'])} "
-                  f"({same} tensors, metadata equal)")
+        say(f"identical: {escape(result['a'])} and {escape(result['b'])} ({same} tensors, metadata equal)")
         return
     if result["metadata"]:
         rows = [[m["key"], "-" if m["status"] == "only_b" else short(m["a"], 40),
@@ -141,5 +140,5 @@ def _render(result: dict[str, Any]) -> None:
                 for t in changed]
         out.print(table("Tensor differences", ["Tensor", "Change", "A", "B", "Max abs diff", "NaN mismatch"], rows,
                         right=("Max abs diff", "NaN mismatch")))
-    out.print(f"{escape(result['a'])} and {escape(result['b'])} differ: {len(result['metadata'])} metadata keys, "
-              f"{len(changed)} of {len(result['tensors'])} tensors ({same} equal)")
+    say(f"{escape(result['a'])} and {escape(result['b'])} differ: {len(result['metadata'])} metadata keys, "
+        f"{len(changed)} of {len(result['tensors'])} tensors ({same} equal)")

@@ -117,7 +117,7 @@ def read(path: Path, secrets: Secrets, info: ModelInfo | None = None) -> Loaded:
     if info.format == "apr":
         state = apr.read_state(path, **keys)
     elif info.format == "safetensors" and is_foreign(info):
-        source = {"format": "safetensors", "file": path.name, "metadata": info.extra.get("other_metadata", {})}
+        source = {"format": "safetensors", "metadata": info.extra.get("other_metadata", {})}
         state = custom_state(safetensors.load_tensors(path), source)
     elif info.format == "safetensors":
         state = safetensors.read_state(path)

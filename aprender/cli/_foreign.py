@@ -111,7 +111,7 @@ def gguf_tensors(reader: BoundedReader, path: Path) -> tuple[dict[str, np.ndarra
                                   "gguf.quants cannot dequantize") from None
             dequantized[t.name] = t.tensor_type.name.lower()
         tensors[t.name] = array
-    source = {"format": "gguf", "file": path.name, "metadata": _key_values(reader)}
+    source = {"format": "gguf", "metadata": _key_values(reader)}
     if dequantized:
         source["dequantized"] = dequantized
     return tensors, source

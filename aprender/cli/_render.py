@@ -18,7 +18,7 @@ from rich.filesize import decimal
 from rich.markup import escape
 from rich.table import Table
 
-__all__ = ["console", "emit_json", "json_safe", "kv_table", "number", "short", "size", "table", "warn"]
+__all__ = ["console", "emit_json", "say", "json_safe", "kv_table", "number", "short", "size", "table", "warn"]
 
 
 #: Width of tables written to a pipe or file (rich's 80 columns fold tensor names).
@@ -29,6 +29,11 @@ def console() -> Console:
     """A console on the current stdout (tests swap it), without syntax highlighting guesses."""
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
     return Console(highlight=False, width=None if wide else _PIPE_WIDTH)
+
+
+def say(text: str) -> None:
+    """Print a line of rich markup on stdout, never wrapped (callers escape file names)."""
+    console().print(text, soft_wrap=True)
 
 
 def warn(message: str) -> None:

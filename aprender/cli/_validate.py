@@ -13,7 +13,7 @@ from aprender.cli._files import info_of, read
 from aprender.cli._foreign import gguf_tensors, open_gguf
 from aprender.cli._options import INPUT, Invalid, debug_option, json_option, progress_option
 from aprender.cli._progress import phases
-from aprender.cli._render import console, emit_json
+from aprender.cli._render import emit_json, say
 from aprender.cli._secrets import Secrets, load_public_key, secret_options
 from aprender.exceptions import AprenderError, SignatureInvalid
 from aprender.format import ModelInfo, apr, gguf, safetensors
@@ -102,10 +102,9 @@ def validate(file: Path, key: Path | None, secrets: Secrets, progress: bool | No
     if as_json:
         emit_json(result)
     elif result["valid"]:
-        out = console()
-        out.print(f"[green]valid[/green]: {escape(str(file))} ({result['format']})")
+        say(f"[green]valid[/green]: {escape(str(file))} ({result['format']})")
         for check in result["checks"]:
-            out.print(f"  - {escape(check)}")
+            say(f"  - {escape(check)}")
     if not result["valid"]:
         error = result["error"]
         click.echo(f"invalid: {error['message']} [{error['type']}]", err=True)
