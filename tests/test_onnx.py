@@ -402,6 +402,20 @@ def test_register_converter_hook_exports_a_user_estimator() -> None:
         register_converter(Shifted, _shift_shape, _shift_convert)
 
 
+def test_register_converter_refuses_an_alias_skl2onnx_already_has() -> None:
+    class Clash(Shift):
+        pass
+
+    to_onnx(Ridge().fit(*diabetes()))  # skl2onnx is set up: the clash shows at once
+    with pytest.raises(ValueError, match=r"Clash: skl2onnx already has a converter named 'SklearnLinearRegressor'"):
+        register_converter(Clash, _shift_shape, _shift_convert, alias="SklearnLinearRegressor")
+    with pytest.raises(UnsupportedExportError, match="no ONNX converter"):
+        to_onnx(Clash().fit(iris()[0]))  # not half-registered
+    register_converter(Clash, _shift_shape, _shift_convert)  # a fresh alias still works
+    np.testing.assert_allclose(run(to_onnx(Clash().fit(iris()[0])), iris()[0])["variable"], iris()[0] + 1.0,
+                               rtol=1e-6)
+
+
 def test_register_converter_checks_its_arguments() -> None:
     with pytest.raises(TypeError, match="needs a class"):
         register_converter(Shift(), _shift_shape, _shift_convert)

@@ -105,13 +105,24 @@ def register_converter(
             raise ValueError(f"an ONNX converter for {cls.__qualname__} is already registered")
         _extra[cls] = entry
         if _synced:
-            _apply(cls, entry)
+            try:
+                _apply(cls, entry)
+            except ValueError as exc:
+                del _extra[cls]
+                raise ValueError(f"cannot register the ONNX converter of {cls.__qualname__}: {exc}") from exc
 
 
 def _apply(cls: type, entry: _Converter) -> None:
     from skl2onnx import update_registered_converter
+    from skl2onnx.common._registration import get_converter
 
-    # overwrite=False: an alias that skl2onnx already knows is a duplicate, not an update.
+    # Checked first: skl2onnx maps the class onto the alias before it refuses a duplicate.
+    try:
+        get_converter(entry.alias)
+    except ValueError:
+        pass
+    else:
+        raise ValueError(f"skl2onnx already has a converter named '{entry.alias}'; pass another alias=")
     update_registered_converter(cls, entry.alias, entry.shape_calculator, entry.converter, overwrite=False,
                                 parser=entry.parser, options=entry.options)
     _done.add(cls)
@@ -143,9 +154,13 @@ def sync() -> None:
     with _lock:
         from skl2onnx._supported_operators import sklearn_operator_name_map
 
-        for cls, entry in _extra.items():
+        for cls, entry in list(_extra.items()):
             if cls not in _done:
-                _apply(cls, entry)
+                try:
+                    _apply(cls, entry)
+                except ValueError as exc:  # e.g. an alias skl2onnx already has: drop it, keep others working
+                    del _extra[cls]
+                    raise ValueError(f"cannot register the ONNX converter of {cls.__qualname__}: {exc}") from exc
         for reg in registered():
             cls = reg.cls
             if cls in _done or cls in _extra:
