@@ -239,3 +239,13 @@ def test_foreign_file_is_not_a_model(tmp_path) -> None:
     official.save_file({"w": np.ones(2)}, str(path))
     with pytest.raises(aprender.exceptions.FormatError, match="not an aprender model file"):
         aprender.load(path)
+
+
+def test_sibling_linear_models_are_not_interchangeable(tmp_path) -> None:
+    from aprender.linear_model import Lasso, Ridge
+
+    X, y = diabetes()
+    path = tmp_path / "ridge.safetensors"
+    Ridge().fit(X, y).save_safetensors(path)
+    with pytest.raises(ModelTypeMismatch, match="file contains Ridge, expected Lasso"):
+        Lasso.load_safetensors(path)

@@ -58,11 +58,17 @@ class Spec:
 
 @dataclass(frozen=True)
 class Entry:
-    """One allow-listed class: its stable key, the class itself and its spec."""
+    """One allow-listed class: its stable key, the class itself and its spec.
+
+    ``twins`` are the classes registered together with it in one schema entry
+    (an aprender estimator and its scikit-learn base): a file of one may be
+    rebuilt as the other.
+    """
 
     key: str
     cls: type
     spec: Spec
+    twins: tuple[type, ...] = ()
 
 
 _lock = threading.RLock()
@@ -81,11 +87,11 @@ def public_key(cls: type) -> str:
     return ".".join([*parts, cls.__qualname__])
 
 
-def _add(cls: type, spec: Spec, key: str | None) -> Entry:
+def _add(cls: type, spec: Spec, key: str | None, twins: tuple[type, ...] = ()) -> Entry:
     key = key or public_key(cls)
     if key in _by_key or cls in _by_cls:
         raise ValueError(f"{cls.__qualname__} (key '{key}') is already registered")
-    entry = Entry(key=key, cls=cls, spec=spec)
+    entry = Entry(key=key, cls=cls, spec=spec, twins=twins)
     _by_key[key] = entry
     _by_cls[cls] = entry
     return entry
@@ -106,7 +112,7 @@ def _ensure_builtins() -> None:
             module = importlib.import_module(f"{_schemas.__name__}.{name}")
             for classes, spec in module.SCHEMAS:
                 for cls in classes:
-                    _add(cls, spec, None)
+                    _add(cls, spec, None, tuple(classes))
         _builtins_loaded = True
 
 
@@ -180,10 +186,10 @@ def entry_for_key(key: object, path: str = "") -> Entry:
 
 
 def same_schema(a: type, b: type) -> bool:
-    """True when two classes share one schema (an aprender class and its sklearn base)."""
+    """True when two classes were registered as twins (an aprender class and its sklearn base)."""
     _ensure_builtins()
-    ea, eb = _by_cls.get(a), _by_cls.get(b)
-    return ea is not None and eb is not None and ea.spec is eb.spec
+    entry = _by_cls.get(a)
+    return entry is not None and b in entry.twins
 
 
 def registered() -> list[Entry]:
