@@ -18,7 +18,7 @@ __all__ = ["compress", "decompress"]
 #: Largest expansion each format can produce (zstd: a 4-byte RLE block per 128 KiB;
 #: LZ4: 255 bytes of match length per length byte), plus one block of slack.
 _MAX_RATIO = {"zstd": (1 << 15, 1 << 17), "lz4": (1 << 8, 1 << 16)}
-_CHUNK = 1 << 24
+_CHUNK = 1 << 22
 
 
 def compress(data: bytes | memoryview, algorithm: str, level: int) -> bytes:
@@ -34,39 +34,35 @@ def decompress(stored: memoryview, algorithm: str, size: int, where: str) -> np.
     if size > len(stored) * ratio + slack:
         raise FormatError(f"{where}: the index needs {size} data bytes, more than {len(stored)} bytes of "
                           f"{algorithm} can hold")
-    out = np.empty(size, dtype=np.uint8)
     try:
-        filled, extra = (_zstd if algorithm == "zstd" else _lz4)(stored, memoryview(out))
+        out, extra = (_zstd if algorithm == "zstd" else _lz4)(stored, size)
     except (zstandard.ZstdError, RuntimeError) as exc:
         raise FormatError(f"{where}: corrupt {algorithm} data section: {exc}") from None
-    if filled != size or extra:
+    if out is None or out.shape[0] != size or extra:
         raise FormatError(f"{where}: the {algorithm} data section does not expand to the {size} bytes the index "
                           "describes")
     return out
 
 
-def _zstd(stored: memoryview, out: memoryview) -> tuple[int, bool]:
-    # read_across_frames: trailing bytes must parse as frames too, or raise.
-    reader = zstandard.ZstdDecompressor().stream_reader(stored, read_across_frames=True)
+def _zstd(stored: memoryview, size: int) -> tuple[np.ndarray, bool]:
+    # Streams into a buffer of the checked size; read_across_frames makes trailing bytes
+    # parse as frames too (or raise), so nothing after the frame goes unnoticed.
+    out = np.empty(size, dtype=np.uint8)
+    view = memoryview(out)
+    reader = zstandard.ZstdDecompressor().stream_reader(stored, read_size=_CHUNK, read_across_frames=True)
     filled = 0
-    while filled < len(out):
-        n = reader.readinto(out[filled : filled + _CHUNK])
+    while filled < size:
+        n = reader.readinto(view[filled:])
         if n == 0:
             break
         filled += n
-    return filled, bool(reader.read(1))
+    return out[:filled], bool(reader.read(1))
 
 
-def _lz4(stored: memoryview, out: memoryview) -> tuple[int, bool]:
-    decompressor = lz4.frame.LZ4FrameDecompressor()
-    filled, data = 0, stored
-    while not decompressor.eof:
-        chunk = decompressor.decompress(data, max_length=_CHUNK)
-        data = b""
-        if filled + len(chunk) > len(out):
-            return filled + len(chunk), True
-        out[filled : filled + len(chunk)] = chunk
-        filled += len(chunk)
-        if not chunk:
-            break
-    return filled, not decompressor.eof or bool(decompressor.unused_data)
+def _lz4(stored: memoryview, size: int) -> tuple[np.ndarray | None, bool]:
+    # The one-shot decompressor allocates what the frame header declares: check it first.
+    if lz4.frame.get_frame_info(stored)["content_size"] != size:
+        return None, True
+    decompressor = lz4.frame.LZ4FrameDecompressor(return_bytearray=True)
+    out = decompressor.decompress(stored, max_length=size)  # max_length: one allocation of the checked size
+    return np.frombuffer(out, dtype=np.uint8), not decompressor.eof or bool(decompressor.unused_data)

@@ -1,0 +1,173 @@
+""".apr load time and size vs pickle and joblib (mmap_mode="r"); zstd/LZ4 vs joblib compress=3.
+
+Models: a dense LinearRegression of about 1 GB and one of about 10 MB (coef_ built
+directly), and a 200-tree random forest when the tree family is installed. Every
+format runs in the same process on the same model, files warm in the page cache, so
+the ratios compare like with like. Run from the repository root:
+
+    python benchmarks/apr.py [--quick]
+
+Prints the tables and rewrites the "apr" section of benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle  # the baseline being measured; aprender itself never imports it
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import joblib
+import numpy as np
+from _report import machine, median_seconds, write_section
+from sklearn.datasets import make_classification
+
+from aprender.format import apr
+from aprender.linear_model import LinearRegression
+
+
+def dense(n_bytes: int) -> LinearRegression:
+    """A fitted LinearRegression whose coef_ holds ``n_bytes`` of float64."""
+    model = LinearRegression().fit([[0.0], [1.0]], [0.0, 1.0])
+    model.coef_ = np.random.default_rng(0).standard_normal(n_bytes // 8)
+    model.n_features_in_ = model.coef_.shape[0]
+    return model
+
+
+def forest() -> Any:
+    from aprender.ensemble import RandomForestClassifier
+
+    X, y = make_classification(n_samples=2_000, n_features=20, random_state=0)
+    return RandomForestClassifier(n_estimators=200, random_state=0, n_jobs=1).fit(X, y)
+
+
+def _pickle_save(model: Any, path: Path) -> None:
+    with open(path, "wb") as f:
+        pickle.dump(model, f, protocol=5)
+
+
+def _pickle_load(path: Path) -> Any:
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+LOADERS_APR = ".apr (full CRC)"
+LOADERS_MMAP = ".apr mmap=True"
+
+#: name -> (suffix, save(model, path), load(path))
+LOADERS: dict[str, tuple[str, Callable[[Any, Path], None], Callable[[Path], Any]]] = {
+    "pickle": ("pkl", _pickle_save, _pickle_load),
+    "joblib mmap_mode=r": ("joblib", joblib.dump, lambda p: joblib.load(p, mmap_mode="r")),
+    LOADERS_APR: ("apr", apr.save, apr.load),
+    LOADERS_MMAP: ("apr", apr.save, lambda p: apr.load(p, mmap=True)),
+}
+
+#: name -> (suffix, save, load) for the compressed comparison
+COMPRESSED: dict[str, tuple[str, Callable[[Any, Path], None], Callable[[Path], Any]]] = {
+    "joblib compress=3": ("jz", lambda m, p: joblib.dump(m, p, compress=3), joblib.load),
+    ".apr zstd": ("zapr", lambda m, p: apr.save(m, p, compression="zstd"), apr.load),
+    ".apr zstd-max": ("zmapr", lambda m, p: apr.save(m, p, compression="zstd-max"), apr.load),
+    ".apr lz4": ("lapr", lambda m, p: apr.save(m, p, compression="lz4"), apr.load),
+}
+
+
+def _once(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def measure(model: Any, formats: dict, folder: Path, repeat: int) -> dict[str, tuple[float, float, int]]:
+    """(save seconds, median load seconds, bytes) per format; formats sharing a suffix share one file."""
+    saved: dict[str, float] = {}
+    results = {}
+    for name, (suffix, save, load) in formats.items():
+        path = folder / f"model.{suffix}"
+        if suffix not in saved:
+            saved[suffix] = _once(lambda s=save, p=path: s(model, p))
+        load_s = median_seconds(lambda ld=load, p=path: ld(p), repeat)
+        size = path.stat().st_size
+        results[name] = (saved[suffix], load_s, size)
+        print(f"  {name:22s} save {_t(saved[suffix]):>10s}  load {_t(load_s):>10s}  {_size(size)}", flush=True)
+    for path in folder.iterdir():
+        path.unlink()
+    return results
+
+
+def _t(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
+
+
+def _rows(label: str, results: dict[str, tuple[float, float, int]], base: str) -> list[str]:
+    base_load = results[base][1]
+    return [f"| {label} | {name} | {_t(save)} | {_t(load)} | {_size(size)} | {load / base_load:.2f}x |"
+            for name, (save, load, size) in results.items()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="100 MB instead of 1 GB, fewer repeats")
+    args = parser.parse_args()
+    large_bytes = 100 * 2**20 if args.quick else 2**30
+    large_label = f"LinearRegression, {_size(large_bytes)} coef_"
+    models: list[tuple[str, Callable[[], Any], int]] = [
+        (large_label, lambda: dense(large_bytes), 3 if args.quick else 5),
+        ("LinearRegression, 10 MiB coef_", lambda: dense(10 * 2**20), 21),
+    ]
+    try:
+        forest()
+        models.append(("RandomForest, 200 trees", forest, 11))
+    except ImportError as exc:
+        print(f"note: no forest row, the tree family is not installed ({exc})")
+
+    load_rows = ["| Model | Format | Save | Load | Size | Load / pickle |", "|---|---|---|---|---|---|"]
+    comp_rows = ["| Model | Format | Save | Load | Size | Load / joblib compress=3 |", "|---|---|---|---|---|---|"]
+    loads: dict[str, dict[str, tuple[float, float, int]]] = {}
+    with tempfile.TemporaryDirectory(dir=Path(__file__).parent) as tmp:
+        folder = Path(tmp)
+        for label, build, repeat in models:
+            print(label, flush=True)
+            model = build()
+            loads[label] = measure(model, LOADERS, folder, repeat)
+            load_rows += _rows(label, loads[label], "pickle")
+            if "1 GiB" not in label:  # zstd-max and zlib on a gigabyte take minutes
+                comp_rows += _rows(label, measure(model, COMPRESSED, folder, 3), "joblib compress=3")
+            del model
+
+    large, small = loads[large_label], loads["LinearRegression, 10 MiB coef_"]
+    targets = [
+        f"- .apr load / pickle load, {large_label}: **{large[LOADERS_APR][1] / large['pickle'][1]:.2f}x** "
+        "(target <= 0.5x)",
+        f"- .apr mmap=True load, {large_label}: **{_t(large[LOADERS_MMAP][1])}** (target <= 5 ms)",
+        f"- mmap load time {large_label} / 10 MiB: **{large[LOADERS_MMAP][1] / small[LOADERS_MMAP][1]:.2f}** "
+        "(target <= 3)",
+    ]
+    if "RandomForest, 200 trees" in loads:
+        rf = loads["RandomForest, 200 trees"]
+        targets.append(f"- .apr load / pickle load, RandomForest: **{rf[LOADERS_APR][1] / rf['pickle'][1]:.2f}x** "
+                       "(target <= 0.7x)")
+    else:
+        targets.append("- RandomForest: not measured, the tree family (aprender.ensemble) is not installed")
+    print("\n".join(targets))
+    write_section(
+        "apr",
+        "## .apr: load time vs pickle and joblib; compression vs joblib\n\n"
+        "`python benchmarks/apr.py`. Load means file to a ready estimator, medians of repeated runs, files warm "
+        "in the page cache. `.apr (full CRC)` is the default `load(path)`: it reads every byte into fresh memory "
+        "and checks the CRC32 of the whole file. `mmap=True` checks header CRC, metadata, index and offsets "
+        "and maps the data read-only without reading it, like joblib's `mmap_mode=\"r\"`. The dense models hold "
+        "random float64 weights, which compress poorly; the forest shows what trees give.\n\n"
+        f"Machine: {machine()}\n\n" + "\n".join(load_rows) + "\n\n" + "\n".join(comp_rows) + "\n\n"
+        "Targets:\n\n" + "\n".join(targets) + "\n",
+    )
+
+
+if __name__ == "__main__":
+    main()
