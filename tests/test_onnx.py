@@ -171,6 +171,17 @@ def test_feature_names_in_are_recorded() -> None:
     assert [i.name for i in onx.graph.input] == ["X"]  # numeric frame: one matrix input
 
 
+def test_numeric_dataframe_of_mixed_dtypes_is_one_float_matrix() -> None:
+    X, y = iris()
+    frame = pd.DataFrame(X, columns=["sl", "sw", "pl", "pw"]).assign(
+        big=X[:, 0] > 5.5, count=pd.array((X[:, 1] * 10).astype(int), dtype="Int64"))
+    model = LogisticRegression(max_iter=2000).fit(frame.astype(float), y)
+    onx = to_onnx(model, frame)
+    (inp,) = onx.graph.input
+    assert inp.name == "X" and inp.type.tensor_type.elem_type == onnx.TensorProto.FLOAT and dims(inp) == [None, 6]
+    np.testing.assert_array_equal(run(onx, frame)["label"], model.predict(frame.astype(float)))
+
+
 def test_user_metadata_must_be_json(classifier) -> None:
     with pytest.raises(TypeError, match="JSON"):
         to_onnx(classifier, metadata={"bad": object()})

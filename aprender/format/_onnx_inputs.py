@@ -83,7 +83,10 @@ def initial_types(model: Any, X: Any, dtype: np.dtype) -> list[tuple[str, Any]]:
             (str(name), _tensor_type(_kind(dt), dtype, [None, 1]))
             for name, dt in zip(X.columns, X.dtypes, strict=True)
         ]
-    sample = X.to_numpy() if _is_frame(X) else np.asarray(X)
+    if _is_frame(X):  # all columns numeric: one matrix of their common type (bool + float -> float)
+        kind = np.result_type(*(getattr(dt, "numpy_dtype", dt) for dt in X.dtypes)).kind
+        return [("X", _tensor_type(kind, dtype, [None, X.shape[1]]))]
+    sample = np.asarray(X)
     if sample.ndim == 1:  # one document (texts) or one label (LabelEncoder) per row
         return [("X", _tensor_type(sample.dtype.kind, dtype, [None, 1]))]
     if sample.ndim != 2:
