@@ -1,4 +1,4 @@
-"""Tree ensembles that save and load without pickle."""
+"""Ensembles that save and load without pickle: tree ensembles and the mixture of experts."""
 
 from aprender.ensemble._boosting import (
     GradientBoostingClassifier,
@@ -7,12 +7,18 @@ from aprender.ensemble._boosting import (
     HistGradientBoostingRegressor,
 )
 from aprender.ensemble._forest import RandomForestClassifier, RandomForestRegressor
+from aprender.ensemble._gating import SoftmaxGating
+from aprender.ensemble._moe import MixtureOfExperts, MixtureOfExpertsClassifier, MixtureOfExpertsRegressor
 
 __all__ = [
     "GradientBoostingClassifier",
     "GradientBoostingRegressor",
     "HistGradientBoostingClassifier",
     "HistGradientBoostingRegressor",
+    "MixtureOfExperts",
+    "MixtureOfExpertsClassifier",
+    "MixtureOfExpertsRegressor",
     "RandomForestClassifier",
     "RandomForestRegressor",
+    "SoftmaxGating",
 ]

@@ -123,7 +123,9 @@ class Encoder:
             if not isinstance(value, np.ndarray):
                 scalar = type(value) if type(value) in (float, int) else np.generic
             return self.tensor(np.asarray(value), join(prefix, alias), scalar=scalar)
-        return self.value(value, join(prefix, name), 1)
+        # Any other aliased value (a nested estimator, a list of them) keeps its structure
+        # and takes the alias as the prefix of its tensors: experts_ -> experts.0.coefficients
+        return self.value(value, join(prefix, alias or name), 1)
 
     def value(self, value: Any, path: str, depth: int) -> Any:
         """Encode any supported value found at ``path``."""
