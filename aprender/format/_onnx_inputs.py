@@ -26,6 +26,11 @@ FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _FEED_DTYPES = {1: np.float32, 11: np.float64, 7: np.int64, 9: np.bool_, 8: object}
 
 
+def _dense(X: Any) -> np.ndarray:
+    # a scipy.sparse sample or input: ONNX tensors are dense
+    return X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+
+
 def _is_frame(X: Any) -> bool:
     return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "iloc")
 
@@ -86,7 +91,7 @@ def initial_types(model: Any, X: Any, dtype: np.dtype) -> list[tuple[str, Any]]:
     if _is_frame(X):  # all columns numeric: one matrix of their common type (bool + float -> float)
         kind = np.result_type(*(getattr(dt, "numpy_dtype", dt) for dt in X.dtypes)).kind
         return [("X", _tensor_type(kind, dtype, [None, X.shape[1]]))]
-    sample = np.asarray(X)
+    sample = _dense(X)
     if sample.ndim == 1:  # one document (texts) or one label (LabelEncoder) per row
         return [("X", _tensor_type(sample.dtype.kind, dtype, [None, 1]))]
     if sample.ndim != 2:
@@ -97,8 +102,9 @@ def initial_types(model: Any, X: Any, dtype: np.dtype) -> list[tuple[str, Any]]:
 def input_feed(onx: Any, X: Any) -> dict[str, np.ndarray]:
     """The ``InferenceSession.run`` feed of ``X`` for an exported model.
 
-    ``X`` is what the estimator itself takes: a 2-d array, a 1-d array of texts,
-    or a DataFrame (or a mapping of column name to values) for per-column inputs.
+    ``X`` is what the estimator itself takes: a 2-d array (scipy.sparse is densified),
+    a 1-d array of texts, or a DataFrame (or a mapping of column name to values) for
+    per-column inputs.
     Values are cast to each input's element type.
 
     Examples
@@ -114,7 +120,7 @@ def input_feed(onx: Any, X: Any) -> dict[str, np.ndarray]:
     inputs = list(onx.graph.input)
     if len(inputs) == 1 and not isinstance(X, Mapping) and not (_is_frame(X) and inputs[0].name in X.columns):
         (inp,) = inputs
-        values = X.to_numpy() if _is_frame(X) else np.asarray(X)
+        values = X.to_numpy() if _is_frame(X) else _dense(X)
         if values.ndim == 1:
             values = values.reshape(-1, 1)
         return {inp.name: _cast(values, inp)}
