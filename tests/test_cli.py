@@ -7,9 +7,11 @@ Signing and encryption are in test_cli_crypto.py.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,16 +42,17 @@ class Run:
         return json.loads(self.out)
 
 
+def invoke(capsys: pytest.CaptureFixture[str], *args: Any) -> Run:
+    """Run ``main`` on ``args`` and capture its exit code and output."""
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return Run(code, captured.out, captured.err)
+
+
 @pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]):
-    """``cli(*args)`` runs ``main`` and returns its exit code and captured output."""
-
-    def run(*args: Any) -> Run:
-        code = main([str(a) for a in args])
-        captured = capsys.readouterr()
-        return Run(code, captured.out, captured.err)
-
-    return run
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
+    """``cli(*args)``: :func:`invoke` with this test's capture."""
+    return functools.partial(invoke, capsys)
 
 
 def one_error_line(run: Run) -> str:

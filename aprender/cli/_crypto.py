@@ -9,7 +9,7 @@ import click
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from rich.markup import escape
 
-from aprender.cli._files import Loaded, info_of, output_format, read, write
+from aprender.cli._files import Loaded, file_format, info_of, output_format, read, write
 from aprender.cli._options import (
     INPUT,
     CommandError,
@@ -32,7 +32,8 @@ from aprender.cli._secrets import (
     write_keypair,
 )
 from aprender.exceptions import AprenderError, SignatureInvalid
-from aprender.format import Compression, ModelInfo, apr
+from aprender.format import Compression, ModelInfo
+from aprender.format._apr_read import read_file, verify_signature
 
 __all__ = ["decrypt", "encrypt", "keygen", "sign", "verify"]
 
@@ -123,23 +124,17 @@ def verify(file: Path, key: Path | None, as_json: bool) -> int:
     that proves the file is intact, not who signed it.
     """
     verifying_key = load_public_key(key, Ed25519PublicKey, "--key") if key is not None else None
-    result: dict[str, Any] = {"file": str(file), "signed": False, "valid": False,
-                              "key": "given" if key is not None else "embedded", "public_key_hex": None,
-                              "error": None}
+    result: dict[str, Any] = {"file": str(file), "valid": False, "key": "given" if key is not None else "embedded",
+                              "public_key_hex": None, "error": None}
     try:
-        info = info_of(file)
-        if info.format != "apr":
-            raise SignatureInvalid(f"'{file}': {info.format} files carry no signature; only .apr files are signed")
-        if not info.signed:
-            raise SignatureInvalid(f"'{file}' is not signed")
-        result["signed"] = True
-        result["public_key_hex"] = public_hex(verifying_key) if verifying_key is not None else (
-            info.embedded_public_key or b"").hex()
-        if info.encrypted:
-            apr.validate_file(file, verifying_key=verifying_key)  # stops at the ciphertext, which is signed
-        else:
-            apr.read_state(file, verifying_key=verifying_key if verifying_key is not None
-                           else info.embedded_public_key)
+        fmt = file_format(file)
+        if fmt != "apr":
+            raise SignatureInvalid(f"'{file}': {fmt} files carry no signature; only .apr files are signed")
+        # the signature is checked before any header field or metadata is trusted
+        buffer, _, where = read_file(file)
+        verify_signature(buffer, buffer.shape[0], verifying_key, where)
+        signer = verifying_key if verifying_key is not None else info_of(file).embedded_public_key
+        result["public_key_hex"] = signer.hex() if isinstance(signer, bytes) else public_hex(signer)
         result["valid"] = True
     except AprenderError as exc:
         result["error"] = {"type": type(exc).__name__, "message": str(exc)}

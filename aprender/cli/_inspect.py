@@ -107,7 +107,7 @@ def _tensor_stats(path: Path, info: ModelInfo, secrets: Secrets) -> tuple[dict[s
     if info.format == "onnx":
         return {name: _stats(a) for name, a in _onnx_arrays(path).items()}, None
     if info.encrypted and not secrets.keys_for(info, required=False):
-        return None, ("the data is encrypted: statistics need --password-file, --password-env or --secret-key "
+        return {}, ("the data is encrypted: statistics need --password-file, --password-env or --secret-key "
                       "(the table above needs no key)")
     loaded: Loaded = read(path, secrets, info)
     return {name: _stats(a) for name, a in plain(loaded.state).tensors.items()}, None
