@@ -105,27 +105,28 @@ def register_converter(
             raise ValueError(f"an ONNX converter for {cls.__qualname__} is already registered")
         _extra[cls] = entry
         if _synced:
-            try:
-                _apply(cls, entry)
-            except ValueError as exc:
-                del _extra[cls]
-                raise ValueError(f"cannot register the ONNX converter of {cls.__qualname__}: {exc}") from exc
+            _apply(cls, entry)
 
 
 def _apply(cls: type, entry: _Converter) -> None:
+    """Hand ``entry`` to skl2onnx; a refused registration is forgotten so other exports still work."""
     from skl2onnx import update_registered_converter
     from skl2onnx.common._registration import get_converter
 
-    # Checked first: skl2onnx maps the class onto the alias before it refuses a duplicate.
     try:
         get_converter(entry.alias)
-    except ValueError:
-        pass
-    else:
-        raise ValueError(f"skl2onnx already has a converter named '{entry.alias}'; pass another alias=")
-    update_registered_converter(cls, entry.alias, entry.shape_calculator, entry.converter, overwrite=False,
-                                parser=entry.parser, options=entry.options)
-    _done.add(cls)
+    except ValueError:  # the alias is free
+        # overwrite=False: skl2onnx itself refuses to replace an existing converter.
+        update_registered_converter(cls, entry.alias, entry.shape_calculator, entry.converter, overwrite=False,
+                                    parser=entry.parser, options=entry.options)
+        _done.add(cls)
+        return
+    # Checked before registering: skl2onnx maps the class onto the alias before refusing it.
+    del _extra[cls]
+    raise ValueError(
+        f"cannot register the ONNX converter of {cls.__qualname__}: skl2onnx already has a converter named "
+        f"'{entry.alias}'; pass another alias="
+    )
 
 
 def _inherit(cls: type) -> None:
@@ -156,11 +157,7 @@ def sync() -> None:
 
         for cls, entry in list(_extra.items()):
             if cls not in _done:
-                try:
-                    _apply(cls, entry)
-                except ValueError as exc:  # e.g. an alias skl2onnx already has: drop it, keep others working
-                    del _extra[cls]
-                    raise ValueError(f"cannot register the ONNX converter of {cls.__qualname__}: {exc}") from exc
+                _apply(cls, entry)
         for reg in registered():
             cls = reg.cls
             if cls in _done or cls in _extra:
