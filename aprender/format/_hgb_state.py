@@ -144,7 +144,7 @@ def _check_categorical_splits(layout: Layout, categorical: np.ndarray, feature: 
         i = int(np.argmax(not_cat))
         raise fail(path, f"{layout.node(i)}: categorical split on feature {feature[i]}, "
                          "which the bin mapper does not mark categorical")
-    owned = np.diff(bit_offsets)[layout.tree]
+    owned = layout.per_node(np.diff(bit_offsets))
     outside = categorical & (bitset_idx >= owned)
     if outside.any():
         i = int(np.argmax(outside))

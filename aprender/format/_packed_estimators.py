@@ -18,6 +18,7 @@ The number of tensors does not depend on the number of trees.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,7 +49,10 @@ def _same(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, np.ndarray):
-        return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        # Bit-identical contents; object arrays (labels) compare their items.
+        return np.array_equal(a, b) if a.dtype.kind == "O" else a.tobytes() == b.tobytes()
     if isinstance(a, (list, tuple)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
@@ -69,7 +73,7 @@ def pack_estimators(estimators: list | np.ndarray, owner: Mapping[str, Any], pat
     if not issubclass(cls, BaseDecisionTree) or any(type(e) is not cls for e in flat):
         raise UnsupportedTypeError(path, cls.__name__, "only ensembles of decision trees of one class are packed")
     states = [vars(e) for e in flat]
-    param_names = set(cls._get_param_names())
+    param_names = _param_names(cls)
     params, per_tree, shared, attrs = {}, {}, {}, {}
     for name, first in states[0].items():
         if name == "tree_":
@@ -96,6 +100,12 @@ def pack_estimators(estimators: list | np.ndarray, owner: Mapping[str, Any], pat
         "attrs": attrs,
         "tree_": pack_trees([s["tree_"] for s in states], path),
     }
+
+
+@functools.cache
+def _param_names(cls: type) -> frozenset[str]:
+    """``cls``'s hyperparameter names (scikit-learn reads them from the signature on every call)."""
+    return frozenset(cls._get_param_names())
 
 
 def _owner_attribute(value: Any, owner: Mapping[str, Any]) -> str | None:
@@ -132,7 +142,7 @@ def read_packed(node: object, owner: Mapping[str, Any], path: str, ndim: int) ->
     params, per_tree, shared, attrs = node["params"], node["per_tree"], node["shared"], node["attrs"]
     if not all(isinstance(d, dict) for d in (params, per_tree, shared, attrs, node["tree_"])):
         raise fail(path, "'params', 'per_tree', 'shared', 'attrs' and 'tree_' must be objects")
-    names = set(entry.cls._get_param_names())
+    names = _param_names(entry.cls)
     n_trees = math.prod(shape)
     for name, values in per_tree.items():
         if name not in names or name in params or name in shared:
@@ -170,17 +180,18 @@ def unpack_estimators(packed: Packed, path: str) -> list | np.ndarray:
     # so checking the smallest and largest value of each per-tree int covers every tree.
     for pick in (min, max) if varying else (min,):
         template = _template(packed, {**params, **{k: pick(v) for k, v in varying.items()}}, path)
-    common = vars(template)
+    # Every tree starts from the template's hyperparameters plus the shared, read-only
+    # fitted values (n_features_in_, classes_, ...), then gets its own ints and nodes.
+    common = {**vars(template), **packed.attrs}
+    cls, new = packed.cls, packed.cls.__new__
     estimators = []
     for i, tree in enumerate(build_trees(packed.trees)):
-        est = packed.cls.__new__(packed.cls)
-        state = est.__dict__
-        state.update(common)
+        est = new(cls)
+        state = common.copy()
         for name, values in varying.items():
             state[name] = values[i]
-        for name, value in packed.attrs.items():
-            state[name] = _copy(value)
         state["tree_"] = tree
+        est.__dict__.update(state)
         estimators.append(est)
     if len(packed.shape) == 1:
         return estimators
@@ -189,19 +200,22 @@ def unpack_estimators(packed: Packed, path: str) -> list | np.ndarray:
     return grid.reshape(packed.shape)
 
 
+#: (class, scalar hyperparameters) already validated: the check is pure and costs more than
+#: building every tree's estimator object.
+_VALIDATED: set[tuple] = set()
+_JSON_SCALARS = (type(None), bool, int, float, str)
+
+
 def _template(packed: Packed, params: dict[str, Any], path: str) -> Any:
+    key = None
+    if all(type(v) in _JSON_SCALARS for v in params.values()):
+        key = (packed.cls, tuple(sorted((k, type(v).__name__, v) for k, v in params.items())))
     try:
         est = packed.cls(**params)
-        est._validate_params()
+        if key not in _VALIDATED:
+            est._validate_params()
     except Exception as exc:  # hostile hyperparameters must surface as a format error
         raise fail(path, f"invalid hyperparameters for {packed.key}: {type(exc).__name__}: {exc}") from None
+    if key is not None and len(_VALIDATED) < 1024:
+        _VALIDATED.add(key)
     return est
-
-
-def _copy(value: Any) -> Any:
-    """Each tree gets its own fitted arrays, as after unpickling."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value

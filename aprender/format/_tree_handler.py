@@ -50,7 +50,8 @@ def pack_trees(trees: Sequence[Tree], path: str) -> dict[str, Any]:
             raise UnsupportedTypeError(f"{path}.{i}", "sklearn.tree._tree.Tree",
                                        "the trees differ in n_features, n_outputs or n_classes and cannot be packed")
         states.append(tree.__getstate__())
-    nodes = np.concatenate([s["nodes"] for s in states])
+    # Concatenated as raw bytes: numpy copies structured arrays with padding field by field.
+    nodes = np.concatenate([s["nodes"].view(np.uint8) for s in states]).view(NODE_DTYPE)
     counts = np.fromiter((s["node_count"] for s in states), dtype=np.int64, count=len(states))
     packed: dict[str, Any] = {"n_features": features, "n_outputs": outputs, "n_classes": classes}
     packed["node_offsets"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -100,9 +101,8 @@ def check_tree_arrays(packed: Mapping[str, Any], shape: Sequence[int], path: str
     layout = Layout(offsets, shape)
     left, right, feature = fields["left_child"], fields["right_child"], fields["feature"]
     leaf = left == TREE_LEAF
-    half = leaf != (right == TREE_LEAF)
-    if half.any():
-        i = int(np.argmax(half))
+    if not np.array_equal(leaf, right == TREE_LEAF):
+        i = int(np.argmax(leaf != (right == TREE_LEAF)))
         raise fail(path, f"{layout.node(i)}: left_child {left[i]} and right_child {right[i]} disagree on "
                          f"whether it is a leaf (a leaf has both set to {TREE_LEAF})")
     marked = leaf & (feature != TREE_UNDEFINED)
@@ -110,7 +110,7 @@ def check_tree_arrays(packed: Mapping[str, Any], shape: Sequence[int], path: str
         i = int(np.argmax(marked))
         raise fail(path, f"{layout.node(i)} is a leaf but has feature {feature[i]} (leaves have {TREE_UNDEFINED})")
     internal = ~leaf
-    outside = internal & ((feature < 0) | (feature >= features))
+    outside = internal & (feature.view(np.uint64) >= features)  # negatives wrap to huge values
     if outside.any():
         i = int(np.argmax(outside))
         raise fail(path, f"{layout.node(i)}: feature index {feature[i]} is outside [0, {features})")

@@ -23,7 +23,7 @@ __all__ = ["Layout", "check_children", "check_offsets", "max_per_tree", "node_de
 
 
 class Layout:
-    """Where each packed node lives: its tree, its index inside the tree, the tree's size.
+    """Where each packed node lives: its tree's first node and its index inside the tree.
 
     Parameters
     ----------
@@ -40,11 +40,14 @@ class Layout:
         self.offsets = offsets
         self.shape = tuple(shape)
         self.kind = kind
-        sizes = np.diff(offsets)
-        self.tree = np.repeat(np.arange(sizes.shape[0]), sizes)
-        self.base = offsets[:-1][self.tree]
-        self.local = np.arange(offsets[-1], dtype=np.int64) - self.base
-        self.size = sizes[self.tree]
+        self.sizes = np.diff(offsets)
+        self.base = np.repeat(offsets[:-1], self.sizes)
+        self.local = np.arange(offsets[-1], dtype=np.int64)
+        self.local -= self.base
+
+    def per_node(self, per_tree: np.ndarray) -> np.ndarray:
+        """Spread one value per tree to every node of that tree."""
+        return np.repeat(per_tree, self.sizes)
 
     def name(self, t: int) -> str:
         """Human name of tree ``t``: ``tree 3``, or ``tree (2, 1)`` in a grid."""
@@ -53,7 +56,8 @@ class Layout:
 
     def node(self, i: int) -> str:
         """Human name of packed node ``i``: ``tree 3 node 17``."""
-        return f"{self.name(int(self.tree[i]))} node {int(self.local[i])}"
+        t = int(np.searchsorted(self.offsets, i, side="right")) - 1
+        return f"{self.name(t)} node {int(self.local[i])}"
 
 
 def check_offsets(offsets: object, n_trees: int, n_items: int, path: str, name: str, *, empty_ok: bool) -> np.ndarray:
@@ -75,52 +79,60 @@ def check_offsets(offsets: object, n_trees: int, n_items: int, path: str, name: 
     return offsets
 
 
-def check_children(layout: Layout, internal: np.ndarray, children: dict[str, np.ndarray], path: str) -> np.ndarray:
-    """Check the child indices of every internal node; return the global index of each child.
+def check_children(layout: Layout, internal: np.ndarray, children: dict[str, np.ndarray], path: str) -> None:
+    """Check the child indices of every internal node: each tree must be a proper tree rooted at 0.
 
     ``children`` maps a field name ("left_child") to local child indices (any int
     dtype); only entries where ``internal`` is true are read.
     """
-    globals_ = []
+    nodes = np.flatnonzero(internal)
+    local, base = layout.local[nodes], layout.base[nodes]
+    after = layout.per_node(layout.sizes)[nodes] - local - 1  # nodes after each parent in its tree
+    n_nodes = layout.local.shape[0]
+    has_parent = np.zeros(n_nodes, dtype=bool)
+    targets = []
     for name, child in children.items():
-        child = child.astype(np.int64, copy=False)
-        backwards = internal & (child <= layout.local)
-        outside = internal & (child >= layout.size)
-        if backwards.any():
-            i = int(np.argmax(backwards))
-            raise fail(path, f"{layout.node(i)}: {name} {int(child[i])} does not come after its parent "
-                             "(children must have larger indices; this would allow a cycle)")
-        if outside.any():
-            i = int(np.argmax(outside))
-            raise fail(path, f"{layout.node(i)}: {name} {int(child[i])} is outside the tree's "
-                             f"{int(layout.size[i])} nodes")
-        globals_.append(child[internal] + layout.base[internal])
-    targets = np.concatenate(globals_)
-    parents = np.bincount(targets, minlength=layout.local.shape[0])
+        child = child[nodes].astype(np.int64, copy=False)
+        # A child lies after its parent and inside the tree: 0 <= child - local - 1 < after.
+        bad = (child - local - 1).view(np.uint64) >= after.view(np.uint64)
+        if bad.any():
+            k = int(np.argmax(bad))
+            where = layout.node(int(nodes[k]))
+            if child[k] <= local[k]:
+                raise fail(path, f"{where}: {name} {child[k]} does not come after its parent "
+                                 "(children must have larger indices; this would allow a cycle)")
+            raise fail(path, f"{where}: {name} {child[k]} is outside the tree's {local[k] + after[k] + 1} nodes")
+        target = child + base
+        has_parent[target] = True
+        targets.append(target)
+    # Children are distinct non-root nodes, as many as there are non-root nodes: then
+    # every node but the root has exactly one parent. Anything else is found and named.
+    n_children = sum(t.shape[0] for t in targets)
+    if n_children == n_nodes - layout.sizes.shape[0] and int(np.count_nonzero(has_parent)) == n_children:
+        return
+    parents = np.bincount(np.concatenate(targets), minlength=n_nodes)
     shared = parents > 1
     if shared.any():
         i = int(np.argmax(shared))
         raise fail(path, f"{layout.node(i)} has {int(parents[i])} parents: the nodes do not form a tree")
-    orphan = (parents == 0) & (layout.local != 0)
-    if orphan.any():
-        i = int(np.argmax(orphan))
-        raise fail(path, f"{layout.node(i)} is not reachable from the root: no node points to it")
-    return targets
+    i = int(np.argmax((parents == 0) & (layout.local != 0)))
+    raise fail(path, f"{layout.node(i)} is not reachable from the root: no node points to it")
 
 
 def node_depths(layout: Layout, internal: np.ndarray, children: Sequence[np.ndarray]) -> np.ndarray:
-    """Depth of every node (roots are 0), level by level over all trees at once.
+    """Depth of every node (roots are 0), one level of all trees at a time.
 
-    Only call this after :func:`check_children` accepted the trees, so each level
-    only holds nodes deeper than the last and the loop ends after the deepest leaf.
+    Only call this after :func:`check_children` accepted the trees: then each level
+    holds new, deeper nodes and the loop ends after the deepest leaf.
     """
-    depth = np.zeros(layout.local.shape[0], dtype=np.int64)
-    level = layout.offsets[:-1].copy()
+    depth = np.empty(layout.local.shape[0], dtype=np.int64)
+    targets = [child + layout.base for child in children]  # global indices (garbage for leaves, never read)
+    level = layout.offsets[:-1]
     d = 0
     while level.size:
         depth[level] = d
         inner = level[internal[level]]
-        level = np.concatenate([child[inner].astype(np.int64) + layout.base[inner] for child in children])
+        level = np.concatenate([target[inner] for target in targets])
         d += 1
     return depth
 
