@@ -243,9 +243,11 @@ def exact_labels(model: Any) -> bool:
     Elsewhere a row may sit on a float32 decision threshold (a tree split, an MLP's
     equal logits) where rounding the input to float32 flips the label.
     """
+    from sklearn import svm
+
     final = list(parts(model))[-1]
     linear = any(base.__module__.startswith("sklearn.linear_model") for base in type(final).__mro__)
-    return linear or type(final).__name__.startswith("KNeighbors")
+    return linear or isinstance(final, svm.LinearSVC) or type(final).__name__.startswith("KNeighbors")
 
 
 def assert_labels(model: Any, expected: np.ndarray, actual: np.ndarray, explained: np.ndarray) -> None:
