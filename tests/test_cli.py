@@ -126,6 +126,12 @@ def test_every_command_has_help(cli, command: str) -> None:
     assert "--json" in run.out
 
 
+def test_bare_command_shows_help_and_exits_2(cli) -> None:
+    run = cli()
+    assert run.code == 2
+    assert run.err.startswith("Usage: aprender [OPTIONS] COMMAND [ARGS]...")
+
+
 def test_unknown_option_is_a_usage_error(cli, files) -> None:
     run = cli("inspect", files["apr"], "--bogus")
     assert run.code == 2
@@ -404,6 +410,10 @@ def test_errors_are_one_line_unless_debug(cli, files, tmp_path: Path) -> None:
     assert run.err.strip().splitlines()[-1] == one_error_line(cli("convert", bad, "-o", tmp_path / "x.gguf"))
     assert "Traceback" in cli("convert", bad, "-o", tmp_path / "x.gguf", "--debug").err
     assert not (tmp_path / "x.gguf").exists()
+    # validate reports a bad file itself; --debug still shows where it failed
+    assert "Traceback" not in cli("validate", bad).err
+    run = cli("validate", bad, "--debug")
+    assert run.code == 1 and run.err.startswith("Traceback (most recent call last):")
 
 
 # -- quantize -------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from aprender.cli._validate import validate
 
 __all__ = ["cli", "main"]
 
+#: click >= 8.2 raises this for a group called without a command (older versions print help and exit 0).
+_NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())
 #: Exit status of an interrupted command (128 + SIGINT), as shells report it.
 _INTERRUPTED = 130
 
@@ -109,6 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = result if isinstance(result, int) else 0
         except Invalid as exc:
             code = exc.exit_code  # the command already said why on stderr
+        except _NO_ARGS as exc:  # bare ``apr``: the help, as click itself shows it
+            click.echo(exc.format_message(), err=True)
+            code = exc.exit_code
         except click.Abort:
             failure, code = None, _INTERRUPTED
             click.echo("error: interrupted", err=True)

@@ -19,6 +19,7 @@ from aprender.cli._options import (
     force_option,
     json_option,
     output_option,
+    report_caught,
 )
 from aprender.cli._render import emit_json, say, warn
 from aprender.cli._secrets import (
@@ -138,6 +139,7 @@ def verify(file: Path, key: Path | None, as_json: bool) -> int:
         result["valid"] = True
     except AprenderError as exc:
         result["error"] = {"type": type(exc).__name__, "message": str(exc)}
+        report_caught(exc)
     if as_json:
         emit_json(result)
     elif result["valid"]:

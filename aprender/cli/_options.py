@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,6 +22,7 @@ __all__ = [
     "json_option",
     "output_option",
     "progress_option",
+    "report_caught",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -63,6 +66,13 @@ def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> bool
     if value and isinstance(ctx.find_root().obj, dict):
         ctx.find_root().obj["debug"] = True
     return value
+
+
+def report_caught(exc: BaseException) -> None:
+    """Print the traceback of an error a command handles itself, when --debug was given."""
+    root = click.get_current_context().find_root().obj
+    if isinstance(root, dict) and root.get("debug"):
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
 def debug_option(f: F) -> F:

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from aprender.cli._files import info_of, read
 from aprender.cli._foreign import gguf_tensors, open_gguf
-from aprender.cli._options import INPUT, Invalid, debug_option, json_option, progress_option
+from aprender.cli._options import INPUT, Invalid, debug_option, json_option, progress_option, report_caught
 from aprender.cli._progress import phases
 from aprender.cli._render import emit_json, say
 from aprender.cli._secrets import Secrets, load_public_key, secret_options
@@ -99,6 +99,7 @@ def validate(file: Path, key: Path | None, secrets: Secrets, progress: bool | No
         result["valid"] = True
     except AprenderError as exc:
         result["error"] = {"type": type(exc).__name__, "message": str(exc)}
+        report_caught(exc)
     if as_json:
         emit_json(result)
     elif result["valid"]:
