@@ -18,6 +18,7 @@ import numpy as np
 from aprender.ensemble import MixtureOfExpertsClassifier, MixtureOfExpertsRegressor, SoftmaxGating
 from aprender.format._encode import join
 from aprender.format._model_type import ModelType
+from aprender.format._onnx_moe import register as register_onnx_converters
 from aprender.format._registry import Spec
 from aprender.format._schemas._checks import array, fail, n_features
 from aprender.format._schemas._model_checks import class_labels
@@ -93,3 +94,6 @@ SCHEMAS = [
     ((MixtureOfExpertsRegressor,), Spec(ModelType.MIXTURE_OF_EXPERTS, MOE_ALIASES, validate=check_regressor)),
     ((MixtureOfExpertsClassifier,), Spec(ModelType.MIXTURE_OF_EXPERTS, MOE_ALIASES, validate=check_classifier)),
 ]
+
+# The mixture's ONNX converters join the registry with its schema (skl2onnx is imported only on export).
+register_onnx_converters()
