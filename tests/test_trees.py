@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from cases_trees import CASES
 from sklearn import ensemble as sk_ensemble
@@ -255,6 +256,32 @@ def test_hist_gradient_boosting_internals_are_named() -> None:
     for row_a, row_b in zip(model._predictors, loaded._predictors, strict=True):
         for a, b in zip(row_a, row_b, strict=True):
             assert a.nodes.tobytes() == b.nodes.tobytes()
+
+
+def _categorical_frames():
+    X, y = diabetes()
+    codes = (X[:, 1] > 0) * 2.0 + (X[:, 0] > 0)
+    numeric = np.c_[X[:, 2:6], codes]
+    numeric[::9, 4] = np.nan
+    labels = np.array(["low", "mid", "high", "top"], dtype=object)[codes.astype(int)]
+    labels[::11] = None
+    frame = pd.DataFrame({"bmi": X[:, 2], "bp": X[:, 3], "group": pd.Categorical(labels)})
+    named = frame.assign(group=frame["group"].astype(object))
+    return [(numeric, {"categorical_features": [4]}), (frame, {}), (named, {"categorical_features": ["group"]})], y
+
+
+@pytest.mark.parametrize("index", [0, 1, 2], ids=["ndarray-codes", "frame-from-dtype", "frame-by-name"])
+def test_hist_gradient_boosting_with_categorical_features(index) -> None:
+    """The fitted preprocessor is rebuilt from the stored categories and transforms identically."""
+    frames, y = _categorical_frames()
+    X, options = frames[index]
+    model = HistGradientBoostingClassifier(max_iter=6, random_state=0, **options).fit(X, y > 140)
+    assert len(model._predictors[0][0].raw_left_cat_bitsets)  # a categorical split exists
+    loaded = _roundtrip(model)
+    assert_identical_outputs(model, loaded, X)
+    a, b = model._preprocessor.transform(X), loaded._preprocessor.transform(X)
+    assert np.array_equal(a, b, equal_nan=True)
+    assert list(getattr(loaded, "feature_names_in_", [])) == list(getattr(model, "feature_names_in_", []))
 
 
 def test_downcast_rounds_thresholds_and_values_only() -> None:

@@ -491,3 +491,37 @@ def test_hist_generator_state_is_validated(hist) -> None:
         meta["model"]["attrs"]["_feature_subsample_rng"]["state"] = "not hex"
 
     assert "two 32-digit hex words" in _error(hist, edit)
+
+
+@pytest.fixture(scope="module")
+def categorical():
+    X, y = diabetes()
+    X = np.c_[X[:, :4], (X[:, 1] > 0) * 2.0 + (X[:, 0] > 0)]
+    with threadpool_limits(1, user_api="openmp"):
+        return HistGradientBoostingRegressor(max_iter=4, categorical_features=[4], random_state=0).fit(X, y)
+
+
+def _categories(meta: dict) -> list:
+    return _item(meta["model"]["attrs"]["_preprocessor"], "categories")[1]
+
+
+def test_hist_preprocessor_categories_must_match_the_bins(categorical) -> None:
+    def edit(meta, tensors):
+        tensors["_preprocessor.categories.0"] = tensors["_preprocessor.categories.0"][:3].copy()
+
+    assert "categories 0 lists 3 categories, the bin mapper 4" in _error(categorical, edit)
+
+
+def test_hist_preprocessor_categories_must_rebuild_the_encoder(categorical) -> None:
+    def edit(meta, tensors):  # unsorted: an OrdinalEncoder never learns these
+        tensors["_preprocessor.categories.0"] = tensors["_preprocessor.categories.0"][::-1].copy()
+
+    assert "do not rebuild the same categorical preprocessor" in _error(categorical, edit)
+
+
+def test_hist_preprocessor_needs_every_categorical_feature(categorical) -> None:
+    def edit(meta, tensors):
+        _categories(meta).clear()
+        del tensors["_preprocessor.categories.0"]
+
+    assert "needs the categories of the 1 categorical features" in _error(categorical, edit)

@@ -15,9 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from sklearn.compose import ColumnTransformer
 from sklearn.ensemble._hist_gradient_boosting.binning import _BinMapper
 from sklearn.ensemble._hist_gradient_boosting.common import PREDICTOR_RECORD_DTYPE
 from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
+from sklearn.preprocessing import OrdinalEncoder
 
 from aprender.exceptions import UnsupportedTypeError
 from aprender.format._schemas._checks import fail
@@ -27,10 +29,13 @@ __all__ = [
     "BinInfo",
     "build_bin_mapper",
     "build_predictors",
+    "build_preprocessor",
     "check_bin_mapper",
     "check_predictors",
+    "check_preprocessor",
     "pack_bin_mapper",
     "pack_predictors",
+    "pack_preprocessor",
 ]
 
 #: The node-record fields of a TreePredictor, each stored as one tensor.
@@ -295,3 +300,90 @@ def build_bin_mapper(packed: Mapping[str, Any]) -> _BinMapper:
     mapper.bin_thresholds_ = thresholds
     mapper.n_bins_non_missing_ = packed["n_bins_non_missing_"]
     return mapper
+
+
+# -- the categorical preprocessor -------------------------------------------------------
+
+#: Most categories a feature can have: max_bins (<= 255) plus missing values.
+_MAX_CATEGORIES = 256
+
+
+def pack_preprocessor(preprocessor: object, path: str) -> dict[str, Any]:
+    """The categories of HistGradientBoosting's ``_preprocessor``, the only data it was fitted on.
+
+    ``fit`` builds a ColumnTransformer of an OrdinalEncoder (categorical columns) and a
+    FunctionTransformer wrapping ``check_array`` (the rest): a function, which is never
+    stored. Its fitted state is determined by the columns and the categories each
+    categorical column held, so the categories are what is stored.
+    """
+    names = [name for name, *_ in getattr(preprocessor, "transformers_", [])]
+    encoder = getattr(preprocessor, "named_transformers_", {}).get("encoder")
+    if type(preprocessor) is not ColumnTransformer or names[:2] != ["encoder", "numerical"] or (
+            type(encoder) is not OrdinalEncoder):
+        raise UnsupportedTypeError(path, type(preprocessor).__name__, "not HistGradientBoosting's own preprocessor")
+    return {"categories": list(encoder.categories_)}
+
+
+def check_preprocessor(packed: object, attrs: Mapping[str, Any], bins: BinInfo, path: str) -> None:
+    """The stored categories fit the categorical features and their bins."""
+    categories = packed.get("categories") if isinstance(packed, dict) and packed.keys() == {"categories"} else None
+    is_cat, remapped = attrs.get("is_categorical_"), attrs.get("_is_categorical_remapped")
+    n = attrs.get("n_features_in_")
+    for name, mask in (("is_categorical_", is_cat), ("_is_categorical_remapped", remapped)):
+        if not isinstance(mask, np.ndarray) or mask.dtype != bool or mask.shape != (n,):
+            raise fail(path, f"{name} must be a bool array of shape ({n},) when there is a preprocessor")
+    if not isinstance(categories, list) or len(categories) != int(is_cat.sum()):
+        raise fail(path, f"the preprocessor needs the categories of the {int(is_cat.sum())} categorical features")
+    if not np.array_equal(remapped, bins.is_categorical == 1):
+        raise fail(path, "_is_categorical_remapped does not match the bin mapper's categorical features")
+    for j, (values, f) in enumerate(zip(categories, np.flatnonzero(remapped), strict=True)):
+        if not isinstance(values, np.ndarray) or values.ndim != 1 or values.dtype.kind not in "biufO" or not (
+                0 < values.shape[0] <= _MAX_CATEGORIES):
+            raise fail(path, f"categories {j} must be a 1-d array of 1 to {_MAX_CATEGORIES} values")
+        known = values.shape[0] - int(_is_nan(values[-1]))  # a trailing NaN category is "missing"
+        if known != bins.n_bins_non_missing[f]:
+            raise fail(path, f"categories {j} lists {known} categories, the bin mapper {bins.n_bins_non_missing[f]}")
+
+
+def _is_nan(value: object) -> bool:
+    return isinstance(value, float) and value != value
+
+
+def _same_categories(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and all(
+        x == y or (_is_nan(x) and _is_nan(y)) for x, y in zip(a.tolist(), b.tolist(), strict=True))
+
+
+def build_preprocessor(cls: type, params: Mapping[str, Any], attrs: Mapping[str, Any], packed: Mapping[str, Any],
+                       path: str) -> ColumnTransformer:
+    """Refit scikit-learn's own preprocessor on rows that cycle through the stored categories.
+
+    The OrdinalEncoder learns exactly the stored categories (they are sorted, NaN last),
+    so the refit preprocessor transforms like the original; the result is checked.
+    """
+    categories = packed["categories"]
+    is_cat, names = attrs["is_categorical_"], attrs.get("feature_names_in_")
+    rows = max(values.shape[0] for values in categories)
+    columns, it = [], iter(categories)
+    for categorical in is_cat:
+        columns.append(np.resize(next(it), rows) if categorical else np.zeros(rows))
+    if names is None:
+        X = np.empty((rows, is_cat.shape[0]), dtype=np.result_type(*columns))
+        for f, column in enumerate(columns):
+            X[:, f] = column
+    else:
+        import pandas as pd
+
+        from_dtype = params.get("categorical_features") == "from_dtype"
+        X = pd.DataFrame({name: pd.Categorical(column) if from_dtype and categorical else column
+                          for name, column, categorical in zip(names, columns, is_cat, strict=True)})
+    scratch = cls(**params)
+    try:
+        scratch._preprocess_X(X, reset=True)
+    except (TypeError, ValueError) as exc:
+        raise fail(path, f"the categorical preprocessor cannot be rebuilt: {exc}") from None
+    rebuilt = scratch._preprocessor.named_transformers_["encoder"].categories_
+    same = len(rebuilt) == len(categories) and all(map(_same_categories, rebuilt, categories))
+    if not same or not np.array_equal(scratch._is_categorical_remapped, attrs["_is_categorical_remapped"]):
+        raise fail(path, "the stored categories do not rebuild the same categorical preprocessor")
+    return scratch._preprocessor

@@ -32,10 +32,13 @@ from aprender.format._encode import join
 from aprender.format._hgb_state import (
     build_bin_mapper,
     build_predictors,
+    build_preprocessor,
     check_bin_mapper,
     check_predictors,
+    check_preprocessor,
     pack_bin_mapper,
     pack_predictors,
+    pack_preprocessor,
 )
 from aprender.format._model_type import ModelType
 from aprender.format._packed_estimators import check_packed, pack_estimators, read_packed, unpack_estimators
@@ -162,6 +165,8 @@ def _pack_hgb(attrs: dict[str, Any]) -> dict[str, Any]:
     attrs = dict(attrs)
     attrs["_predictors"] = pack_predictors(attrs["_predictors"], attrs["n_trees_per_iteration_"], "_predictors")
     attrs["_bin_mapper"] = pack_bin_mapper(attrs["_bin_mapper"], "_bin_mapper")
+    if attrs.get("_preprocessor") is not None:
+        attrs["_preprocessor"] = pack_preprocessor(attrs["_preprocessor"], "_preprocessor")
     encoder = attrs.get("_label_encoder")
     if type(encoder) is LabelEncoder and vars(encoder).keys() == {"classes_"} and (
             encoder.classes_ is attrs.get("classes_")):
@@ -195,6 +200,8 @@ def _hgb_validator(classifier: bool) -> Validator:
             raise fail(path, f"n_features_in_ is {n} but the bin mapper has {bins.n_features} features "
                              f"and _n_features is {attrs.get('_n_features')!r}")
         check_predictors(attrs.get("_predictors"), per_iteration, bins, join(path, "_predictors"))
+        if attrs.get("_preprocessor") is not None:
+            check_preprocessor(attrs["_preprocessor"], attrs, bins, join(path, "_preprocessor"))
         encoder = attrs.get("_label_encoder", _LABELS_FROM)
         if encoder != _LABELS_FROM and not isinstance(encoder, LabelEncoder):
             raise fail(path, f"_label_encoder must be {_LABELS_FROM!r} or a LabelEncoder")
@@ -214,6 +221,9 @@ def _hgb_unpack(cls: type) -> Callable[[dict[str, Any], Mapping[str, Any], str],
         attrs = dict(attrs)
         attrs["_predictors"] = build_predictors(attrs["_predictors"])
         attrs["_bin_mapper"] = build_bin_mapper(attrs["_bin_mapper"])
+        if attrs.get("_preprocessor") is not None:
+            attrs["_preprocessor"] = build_preprocessor(cls, params, attrs, attrs["_preprocessor"],
+                                                        join(path, "_preprocessor"))
         if attrs.get("_label_encoder") == _LABELS_FROM:
             encoder = LabelEncoder()
             encoder.classes_ = attrs["classes_"]
