@@ -246,8 +246,11 @@ def check_dummy_classifier(params: Mapping[str, Any], attrs: Mapping[str, Any], 
     outputs = attrs.get("n_outputs_")
     if type(outputs) is not int or outputs < 1:
         raise fail(path, f"n_outputs_ must be a positive int, found {outputs!r}")
+    labels = attrs.get("classes_")
     if outputs == 1:
-        array(attrs, "class_prior_", path, ndim=(1,), shape={0: _classes(attrs, path)})
+        if not isinstance(labels, np.ndarray) or labels.ndim != 1:
+            raise fail(path, "'classes_' must be a 1-d array of labels")
+        array(attrs, "class_prior_", path, ndim=(1,), shape={0: labels.shape[0]})
 
 
 def check_dummy_regressor(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
