@@ -525,3 +525,11 @@ def test_hist_preprocessor_needs_every_categorical_feature(categorical) -> None:
         del tensors["_preprocessor.categories.0"]
 
     assert "needs the categories of the 1 categorical features" in _error(categorical, edit)
+
+
+def test_hist_bin_mapper_thread_count_is_bounded(hist) -> None:
+    def edit(meta, tensors):
+        params = _item(meta["model"]["attrs"]["_bin_mapper"], "params")[1]
+        _item(params, "n_threads")[1] = 10**9
+
+    assert "n_threads must be null or an int in [1, 4096], found 1000000000" in _error(hist, edit)

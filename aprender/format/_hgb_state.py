@@ -46,6 +46,8 @@ _PREDICTOR_KEYS = frozenset(["shape", "node_offsets", "bitset_offsets", *PREDICT
 _BIN_MAPPER_PARAMS = ("n_bins", "subsample", "is_categorical", "known_categories", "random_state", "n_threads")
 _BIN_MAPPER_FITTED = ("is_categorical_", "missing_values_bin_idx_", "n_bins_non_missing_", "bin_thresholds_")
 _BIN_MAPPER_KEYS = frozenset(["params", *_BIN_MAPPER_FITTED, "bin_threshold_offsets"])
+#: Most OpenMP threads a stored bin mapper may ask for.
+_MAX_THREADS = 4096
 #: ``known_categories`` that are exactly the categorical features' bin thresholds (as after fit).
 SAME_AS_THRESHOLDS = "bin_thresholds_"
 
@@ -250,6 +252,12 @@ def check_bin_mapper(packed: object, path: str) -> BinInfo:
     n_bins = params["n_bins"]
     if type(n_bins) is not int or not 3 <= n_bins <= 256:
         raise fail(path, f"n_bins must be an int in [3, 256], found {n_bins!r}")
+    threads, subsample = params["n_threads"], params["subsample"]
+    # OpenMP would try to start that many threads when a warm start re-bins data.
+    if threads is not None and (type(threads) is not int or not 1 <= threads <= _MAX_THREADS):
+        raise fail(path, f"n_threads must be null or an int in [1, {_MAX_THREADS}], found {threads!r}")
+    if subsample is not None and (type(subsample) is not int or subsample < 1):
+        raise fail(path, f"subsample must be null or a positive int, found {subsample!r}")
     if packed["missing_values_bin_idx_"] != n_bins - 1:
         raise fail(path, f"missing_values_bin_idx_ must be n_bins - 1 = {n_bins - 1}")
     is_cat = packed["is_categorical_"]

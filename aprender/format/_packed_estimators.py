@@ -39,7 +39,6 @@ __all__ = ["Packed", "check_packed", "pack_estimators", "read_packed", "unpack_e
 
 _KEYS = frozenset(["class", "shape", "params", "per_tree", "shared", "attrs", "tree_"])
 _IMMUTABLE = (type(None), bool, int, float, str, tuple, np.generic)
-_missing = object()
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -73,12 +72,14 @@ def pack_estimators(estimators: list | np.ndarray, owner: Mapping[str, Any], pat
     if not issubclass(cls, BaseDecisionTree) or any(type(e) is not cls for e in flat):
         raise UnsupportedTypeError(path, cls.__name__, "only ensembles of decision trees of one class are packed")
     states = [vars(e) for e in flat]
+    if any(s.keys() != states[0].keys() for s in states):
+        raise UnsupportedTypeError(path, cls.__name__, "the trees have different attributes")
     param_names = _param_names(cls)
     params, per_tree, shared, attrs = {}, {}, {}, {}
     for name, first in states[0].items():
         if name == "tree_":
             continue
-        values = [s.get(name, _missing) for s in states]
+        values = [s[name] for s in states]
         if all(_same(first, v) for v in values):
             owner_name = _owner_attribute(first, owner)
             if name in param_names and owner_name is not None:
@@ -89,8 +90,6 @@ def pack_estimators(estimators: list | np.ndarray, owner: Mapping[str, Any], pat
             per_tree[name] = np.array(values, dtype=np.int64)
         else:
             raise UnsupportedTypeError(join(path, name), type(first).__name__, "differs between the trees")
-    if any(s.keys() != states[0].keys() for s in states):
-        raise UnsupportedTypeError(path, cls.__name__, "the trees have different attributes")
     return {
         "class": entry.key,
         "shape": list(grid.shape),
