@@ -201,7 +201,7 @@ def test_password_prompt_on_a_terminal(setup, tmp_path: Path, monkeypatch) -> No
 def test_encrypt_for_a_recipient(cli, setup, tmp_path: Path) -> None:
     sealed, out = tmp_path / "for-bob.apr", tmp_path / "bob.apr"
     run = cli("encrypt", setup["st"], "-o", sealed, "--recipient", setup["bob.pub"], "--json")
-    assert run.code == 0 and run.json["encryption"] == "x25519 recipient"
+    assert run.code == 0 and run.json["encryption"] == "x25519-hkdf-sha256"
     run = cli("decrypt", sealed, "-o", out, "--secret-key", setup["eve"])
     assert run.code == 1 and "decryption failed" in one_error_line(run)
     run = cli("decrypt", sealed, "-o", out, "--secret-key", setup["signer"])

@@ -176,11 +176,12 @@ def encrypt(file: Path, output: Path, password: bytes | None, recipient: Any, fo
     loaded = read(file, Secrets(), info)
     _drop_signature(info)
     result = _rewrite(loaded, output, password=password, recipient_public_key=recipient)
-    result["encryption"] = "password (argon2id)" if password is not None else "x25519 recipient"
+    result["encryption"] = "argon2id" if password is not None else "x25519-hkdf-sha256"  # as inspect names it
     if as_json:
         emit_json(result)
     else:
-        say(f"encrypted {escape(str(file))} -> {escape(str(output))} ({result['encryption']})")
+        whom = "a password (Argon2id)" if password is not None else "an X25519 recipient"
+        say(f"encrypted {escape(str(file))} -> {escape(str(output))} for {whom}")
     return 0
 
 
