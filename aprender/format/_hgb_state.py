@@ -73,7 +73,9 @@ def pack_predictors(predictors: list, per_iteration: int, path: str) -> dict[str
             if type(p) is not TreePredictor or vars(p).keys() != {"nodes", *_BITSETS}:
                 raise UnsupportedTypeError(f"{path}.{i}", type(p).__name__, "not a plain TreePredictor")
         flat.extend(row)
-    nodes = _concat([p.nodes for p in flat], np.zeros(0, PREDICTOR_RECORD_DTYPE))
+    # Concatenated as raw bytes: numpy copies structured arrays field by field, slowly.
+    records = [np.ascontiguousarray(p.nodes.astype(PREDICTOR_RECORD_DTYPE, copy=False)).view(np.uint8) for p in flat]
+    nodes = _concat(records, np.zeros(0, np.uint8)).view(PREDICTOR_RECORD_DTYPE)
     packed: dict[str, Any] = {
         "shape": [len(predictors), per_iteration],
         "node_offsets": _offsets([p.nodes.shape[0] for p in flat]),
