@@ -210,6 +210,10 @@ def test_encrypt_for_a_recipient(cli, setup, tmp_path: Path) -> None:
     assert run.code == 2 and "pass --secret-key" in one_error_line(run)
     assert cli("decrypt", sealed, "-o", out, "--secret-key", setup["bob"]).code == 0
     assert cli("diff", setup["st"], out).code == 0
+    run = cli("convert", sealed, "-o", tmp_path / "bob.gguf", "--secret-key", setup["bob"])
+    assert run.code == 0
+    assert run.err == f"warning: '{tmp_path / 'bob.gguf'}' is not encrypted (its source was); seal it with 'encrypt'\n"
+    assert cli("diff", sealed, tmp_path / "bob.gguf", "--secret-key", setup["bob"]).code == 0
     run = cli("encrypt", sealed, "-o", tmp_path / "twice.apr", "--recipient", setup["bob.pub"])
     assert run.code == 1 and "is already encrypted" in one_error_line(run)
     run = cli("decrypt", setup["st"], "-o", tmp_path / "x.apr", "--secret-key", setup["bob"])

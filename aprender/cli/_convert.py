@@ -73,6 +73,10 @@ def transcode(src: Path, out: Path, fmt: str, secrets: Secrets, *, qtype: str | 
                  "written dequantized")
         start(f"writing {out.name}")
         write(state, out, fmt, compression=compress, onnx_dtype=dtype)
+    if info.encrypted:
+        warn(f"'{out}' is not encrypted (its source was); seal it with 'encrypt'")
+    if info.signed:
+        warn(f"'{out}' is not signed (its source was); sign it with 'sign'")
     summary = {
         "input": str(src),
         "input_format": info.format,

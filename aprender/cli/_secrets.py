@@ -204,7 +204,7 @@ def _write_new(path: Path, data: bytes, mode: int, force: bool) -> None:
     flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
     fd = os.open(path, flags, mode)
     with os.fdopen(fd, "wb") as f:
-        os.fchmod(f.fileno(), mode)  # an existing (forced) file keeps no looser mode
+        os.chmod(path, mode)  # an existing (forced) file keeps no looser mode
         f.write(data)
 
 
