@@ -93,16 +93,6 @@ class Loaded:
     #: The ``password=`` / ``secret_key=`` that opened an encrypted .apr.
     keys: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def raw(self) -> bool:
-        """Tensors only: no estimator to rebuild (imported or foreign)."""
-        return is_raw(self.state)
-
-    @property
-    def foreign(self) -> bool:
-        """No aprender metadata at all: another tool wrote the file."""
-        return is_foreign(self.info)
-
 
 def read(path: Path, secrets: Secrets, info: ModelInfo | None = None) -> Loaded:
     """The ModelState of any model file (quantized tensors stay quantized).
