@@ -16,7 +16,6 @@ import pytest
 from gguf import GGMLQuantizationType, GGUFReader
 from gguf import quants as ggml_quants
 from sklearn.base import BaseEstimator
-from test_quantize import _fitted  # zoo models fitted once per session, shared with the quantization tests
 from zoo import assert_identical_outputs, diabetes, iris, outputs
 
 import aprender
@@ -70,7 +69,7 @@ def _logreg() -> LogisticRegression:
 
 
 def test_zoo_roundtrip_is_bit_identical_and_deterministic(case, tmp_path) -> None:
-    model, X = _fitted(case)
+    model, X = case.make()
     path = tmp_path / "model.gguf"
     gguf.save_file(model, path, metadata={"name": "m"})
     assert_identical_outputs(model, gguf.load_file(path), X)
@@ -81,7 +80,7 @@ def test_zoo_roundtrip_is_bit_identical_and_deterministic(case, tmp_path) -> Non
 
 
 def test_zoo_quantized_files_load_and_predict(case, tmp_path) -> None:
-    model, X = _fitted(case)
+    model, X = case.make()
     path = tmp_path / "q.gguf"
     state = to_state(model)
     # Without quantizable tensors every qtype stores the same unquantized file: try one.
@@ -149,7 +148,7 @@ def test_inspect_reports_true_names_dtypes_and_shapes(tmp_path) -> None:
     state = to_state(odd)
     assert set(rows) == set(state.tensors)
     for name, array in state.tensors.items():
-        quantized = name in {"cube_", LONG, "point_"}
+        quantized = name in {"cube_", LONG}  # point_ is 0-d: scalars are never quantized
         assert rows[name].dtype == ("q8_0" if quantized else array.dtype.name), name
         assert rows[name].shape == array.shape and rows[name].quantization == ("q8_0" if quantized else None)
     assert rows["cube_"].nbytes == 2 * 3 * 2 * 2 * 34 and rows["u64_"].nbytes == 8
@@ -162,7 +161,7 @@ def test_awkward_tensors_quantized(tmp_path) -> None:
     path = tmp_path / "odd-q.gguf"
     gguf.save_file(odd, path, quantize="q4_1")
     state = to_state(odd)
-    assert quantizable_tensors(state) == sorted(["cube_", LONG, "point_"])
+    assert quantizable_tensors(state) == sorted(["cube_", LONG])  # point_ is 0-d: never quantized
     _assert_same_state(gguf.read_state(path), quantize(state, "q4_1"))
     loaded = gguf.load_file(path)
     assert loaded.cube_.shape == (2, 3, 2, 2, 3) and loaded.cube_.dtype == np.float64
@@ -265,7 +264,7 @@ def test_gguf_dump_lists_tensors_and_keys(tmp_path) -> None:
     rows = [[c.strip() for c in line.split("|")] for line in out.split("Dumping 10 tensor(s)")[1].splitlines()[1:]]
     types = {cols[-1]: cols[-2] for cols in rows if len(cols) == 4}
     assert types["cube_"] == "Q8_0" and types["mask_"] == "I8" and types["u64_"] == "I64"
-    assert types["cube_"] == "Q8_0" and types["empty_"] == "F64" and types["point_"] == "Q8_0"
+    assert types["cube_"] == "Q8_0" and types["empty_"] == "F64" and types["point_"] == "F64"
     assert len(types) == len(to_state(Odd().fit()).tensors)
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType
@@ -109,15 +107,12 @@ def _names(node) -> set[str]:
     return set().union(*(_names(v) for v in values)) if values else set()
 
 
-#: Fitting dominates the cost of these tests: fit each zoo model once per session.
-_fitted = functools.cache(lambda case: case.make())
-
 #: Structural arrays that must never be quantized, whatever a Spec says.
 STRUCTURAL = {"threshold", "feature", "children_left", "children_right", "n_node_samples", "indices", "indptr"}
 
 
 def test_only_declared_quantizable_tensors_change(case) -> None:
-    model, X = _fitted(case)
+    model, X = case.make()
     state = to_state(model)
     names = quantizable_tensors(state)
     assert set(names) <= _declared(state.meta["model"], set())

@@ -40,10 +40,23 @@ class Case:
     """A named recipe for a fitted estimator and its inference rows."""
 
     id: str
-    make: Callable[[], tuple[Any, Any]]
+    build: Callable[[], tuple[Any, Any]]
+
+    def make(self) -> tuple[Any, Any]:
+        """The fitted estimator and its rows, fitted once per test process: treat as read-only."""
+        return _fitted(self)
+
+    def fresh(self) -> tuple[Any, Any]:
+        """A newly fitted estimator, for tests that change it or compare two fits."""
+        return self.build()
 
     def __repr__(self) -> str:
         return self.id
+
+
+@cache
+def _fitted(case: Case) -> tuple[Any, Any]:
+    return case.build()
 
 
 @cache
