@@ -39,7 +39,7 @@ from aprender.format._state import ModelState, parse_json
 __all__ = ["Keys", "Parsed", "check", "map_file", "parse", "read_file", "read_prefix", "state_of", "verify_signature"]
 
 #: Read size of the default load; the CRC of one chunk runs while the next is read.
-_CHUNK = 1 << 22
+_CHUNK = 1 << 23
 _COMPRESSION = {Flags.ZSTD: "zstd", Flags.LZ4: "lz4"}
 
 
