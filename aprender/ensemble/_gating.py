@@ -31,12 +31,15 @@ _threadpools: list[ThreadpoolController] = []
 
 
 def _single_threaded_blas() -> Any:
-    """A context with BLAS limited to one thread, for L-BFGS on the gate's few parameters.
+    """A context with BLAS limited to one thread, for many small sequential solves.
 
-    Those small vector operations gain nothing from threads, while thread hand-offs
-    dominate when other processes compete for the cores (milliseconds per L-BFGS
-    iteration instead of microseconds). The controller is built once: building one
-    scans the loaded libraries.
+    The gate's L-BFGS iterations and the mixture's EM (every expert refitted on every
+    iteration) run many small vector and matrix operations one after the other: BLAS
+    threads gain nothing there, while their hand-offs dominate when other processes
+    compete for the cores (measured: a LogisticRegression expert fit 20x slower, an
+    L-BFGS iteration milliseconds instead of microseconds). scikit-learn's KMeans limits
+    BLAS the same way around its Lloyd iterations. The controller is built once:
+    building one scans the loaded libraries.
     """
     if not _threadpools:
         _threadpools.append(ThreadpoolController())

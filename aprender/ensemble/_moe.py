@@ -31,7 +31,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter, validate_data
 
 from aprender.base import SerializableMixin
-from aprender.ensemble._gating import SoftmaxGating
+from aprender.ensemble._gating import SoftmaxGating, _single_threaded_blas
 
 __all__ = ["MixtureOfExperts", "MixtureOfExpertsClassifier", "MixtureOfExpertsRegressor", "route"]
 
@@ -253,17 +253,56 @@ class _BaseMixtureOfExperts(BaseEstimator):
         Returns
         -------
         self
+
+        Notes
+        -----
+        BLAS runs on one thread during fit: EM refits every expert on each iteration,
+        and on such repeated solves BLAS threads cost more in hand-offs than they save.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_diabetes
+        >>> from aprender.ensemble import MixtureOfExpertsRegressor
+        >>> X, y = load_diabetes(return_X_y=True)
+        >>> moe = MixtureOfExpertsRegressor(n_experts=2, tol=1e-2, random_state=0).fit(X, y)
+        >>> moe.n_iter_ == len(moe.loss_curve_)
+        True
         """
         X, target = self._validate_target(X, y)
         prototypes = self._prototypes()
         n_experts = len(prototypes)
         if self.top_k > n_experts:
             raise ValueError(f"top_k={self.top_k} exceeds the number of experts ({n_experts})")
+        gate = clone(self.gating) if self.gating is not None else SoftmaxGating()
+        gate._validate_params()
+        with _single_threaded_blas():
+            experts, losses, fitted = self._expectation_maximisation(X, target, prototypes, gate)
+        self.converged_ = len(losses) > 1 and losses[-2] - losses[-1] < self.tol
+        if not self.converged_ and self.max_iter > 1:
+            warnings.warn(
+                f"{type(self).__name__}: EM did not converge in {self.max_iter} iterations "
+                f"(last improvement {losses[-2] - losses[-1]:.3g} >= tol={self.tol}); increase max_iter or tol",
+                ConvergenceWarning, stacklevel=3,
+            )
+        self.experts_ = experts
+        self.gating_ = gate
+        self.n_iter_ = len(losses)
+        self.loss_curve_ = losses
+        for name, value in fitted.items():
+            setattr(self, name, value)
+        return self
+
+    def _expectation_maximisation(
+        self, X: np.ndarray, target: np.ndarray, prototypes: list, gate: SoftmaxGating
+    ) -> tuple[list, list[float], dict[str, Any]]:
+        """Run EM; returns the fitted experts, the loss after each iteration and the M-step's attributes.
+
+        ``gate`` is fitted in place.
+        """
+        n_experts = len(prototypes)
         rng = check_random_state(self.random_state)
         resp = self._initial_responsibilities(X, n_experts, rng)
         seeds = rng.randint(np.iinfo(np.int32).max, size=n_experts)
-        gate = clone(self.gating) if self.gating is not None else SoftmaxGating()
-        gate._validate_params()
         usage = resp.mean(axis=0)
         losses: list[float] = []
         for iteration in range(self.max_iter):
@@ -281,20 +320,7 @@ class _BaseMixtureOfExperts(BaseEstimator):
             losses.append(float(-log_evidence.mean() + self.load_balance_weight * balance_loss))
             if len(losses) > 1 and losses[-2] - losses[-1] < self.tol:
                 break
-        self.converged_ = len(losses) > 1 and losses[-2] - losses[-1] < self.tol
-        if not self.converged_ and self.max_iter > 1:
-            warnings.warn(
-                f"{type(self).__name__}: EM did not converge in {self.max_iter} iterations "
-                f"(last improvement {losses[-2] - losses[-1]:.3g} >= tol={self.tol}); increase max_iter or tol",
-                ConvergenceWarning, stacklevel=2,
-            )
-        self.experts_ = experts
-        self.gating_ = gate
-        self.n_iter_ = len(losses)
-        self.loss_curve_ = losses
-        for name, value in fitted.items():
-            setattr(self, name, value)
-        return self
+        return experts, losses, fitted
 
     # -- inference -------------------------------------------------------------------
 
