@@ -5,7 +5,6 @@ Hostile and tampered files are in test_apr_hostile.py.
 
 from __future__ import annotations
 
-import functools
 import mmap
 import sys
 import warnings
@@ -33,12 +32,6 @@ GOLDEN = DATA / "golden_linear.apr"
 
 SIGNING_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 RECIPIENT = X25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
-
-
-@functools.cache
-def fitted(case: Case) -> tuple[Any, Any]:
-    """Fit each zoo model once for all options."""
-    return case.make()
 
 
 def _small_model() -> LinearRegression:
@@ -86,7 +79,7 @@ def test_roundtrip_every_model(case: Case, option: str, folder: Path, cheap_argo
                                request: pytest.FixtureRequest) -> None:
     if option == "mmap" and case.id in NEEDS_WRITABLE:
         request.applymarker(pytest.mark.xfail(reason=NEEDS_WRITABLE[case.id], raises=ValueError, strict=True))
-    model, X = fitted(case)
+    model, X = case.make()  # fitted once per process: only read here
     save_kw, load_kw = OPTIONS[option]
     if option in ("plain", "mmap"):  # the two file paths; the other options share load_from_bytes' code
         path = folder / f"{case.id}.apr"
