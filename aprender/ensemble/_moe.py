@@ -341,6 +341,15 @@ class _BaseMixtureOfExperts(BaseEstimator):
         -------
         ndarray of shape (n_samples, n_experts)
             Rows sum to one; zero for the experts a row is not routed to.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from aprender.ensemble import MixtureOfExpertsRegressor
+        >>> X = np.linspace(-2, 2, 40).reshape(-1, 1)
+        >>> moe = MixtureOfExpertsRegressor(n_experts=2, random_state=0).fit(X, np.abs(X).ravel())
+        >>> moe.routing_weights([[-1.5], [1.5]]).round(6).tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
         """
         check_is_fitted(self)
         return self._routed(X)[1]
@@ -354,6 +363,15 @@ class _BaseMixtureOfExperts(BaseEstimator):
         Returns
         -------
         ndarray of shape (n_experts,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from aprender.ensemble import MixtureOfExpertsRegressor
+        >>> X = np.linspace(-2, 2, 40).reshape(-1, 1)
+        >>> moe = MixtureOfExpertsRegressor(n_experts=2, random_state=0).fit(X, np.abs(X).ravel())
+        >>> moe.expert_usage(X)
+        array([0.5, 0.5])
         """
         check_is_fitted(self)
         return (self.routing_weights(X) > 0).mean(axis=0)
@@ -368,6 +386,15 @@ class _BaseMixtureOfExperts(BaseEstimator):
         Returns
         -------
         float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from aprender.ensemble import MixtureOfExpertsRegressor
+        >>> X = np.linspace(-2, 2, 40).reshape(-1, 1)
+        >>> moe = MixtureOfExpertsRegressor(n_experts=2, random_state=0).fit(X, np.abs(X).ravel())
+        >>> round(moe.load_balance_loss(X), 2)
+        1.0
         """
         check_is_fitted(self)
         X, weights = self._routed(X)
@@ -474,6 +501,15 @@ class MixtureOfExpertsRegressor(SerializableMixin, RegressorMixin, _BaseMixtureO
         Returns
         -------
         ndarray of shape (n_samples,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from aprender.ensemble import MixtureOfExpertsRegressor
+        >>> X = np.linspace(-2, 2, 40).reshape(-1, 1)
+        >>> moe = MixtureOfExpertsRegressor(n_experts=2, random_state=0).fit(X, np.abs(X).ravel())
+        >>> moe.predict([[-1.5], [1.5]]).round(6).tolist()
+        [1.5, 1.5]
         """
         check_is_fitted(self)
         X, weights = self._routed(X)
@@ -575,6 +611,15 @@ class MixtureOfExpertsClassifier(SerializableMixin, ClassifierMixin, _BaseMixtur
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from aprender.ensemble import MixtureOfExpertsClassifier
+        >>> X, y = load_iris(return_X_y=True)
+        >>> clf = MixtureOfExpertsClassifier(n_experts=2, tol=1e-2, random_state=0).fit(X, y)
+        >>> clf.predict_proba(X[:1]).sum().round(12)
+        np.float64(1.0)
         """
         check_is_fitted(self)
         X, weights = self._routed(X)
@@ -591,6 +636,15 @@ class MixtureOfExpertsClassifier(SerializableMixin, ClassifierMixin, _BaseMixtur
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from aprender.ensemble import MixtureOfExpertsClassifier
+        >>> X, y = load_iris(return_X_y=True)
+        >>> clf = MixtureOfExpertsClassifier(n_experts=2, tol=1e-2, random_state=0).fit(X, y)
+        >>> bool((clf.predict_log_proba(X[:1]) <= 0).all())
+        True
         """
         check_is_fitted(self)
         with np.errstate(divide="ignore"):
@@ -602,6 +656,15 @@ class MixtureOfExpertsClassifier(SerializableMixin, ClassifierMixin, _BaseMixtur
         Returns
         -------
         ndarray of shape (n_samples,)
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_iris
+        >>> from aprender.ensemble import MixtureOfExpertsClassifier
+        >>> X, y = load_iris(return_X_y=True)
+        >>> clf = MixtureOfExpertsClassifier(n_experts=2, tol=1e-2, random_state=0).fit(X, y)
+        >>> clf.predict(X[[0, 149]])
+        array([0, 2])
         """
         check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
