@@ -1,4 +1,4 @@
-"""Zoo cases of the mixture of experts: every format's generic roundtrip tests cover them.
+"""Zoo cases of the mixture of experts and its gate: every format's generic roundtrip tests cover them.
 
 Small and fast: a few experts and a loose tol (a few EM iterations) on diabetes and iris.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from zoo import Case, diabetes, iris
 
-from aprender.ensemble import MixtureOfExpertsClassifier, MixtureOfExpertsRegressor
+from aprender.ensemble import MixtureOfExpertsClassifier, MixtureOfExpertsRegressor, SoftmaxGating
 from aprender.linear_model import LinearRegression, Ridge
 
 _NAMES = np.array(["setosa", "versicolor", "virginica"])
@@ -27,6 +27,7 @@ def _classifier():
 
 
 CASES = [
+    Case("SoftmaxGating", lambda: (SoftmaxGating(temperature=0.5).fit(*iris()), iris()[0])),
     Case("MixtureOfExpertsRegressor-top2", _regressor),
     Case("MixtureOfExpertsClassifier-strings", _classifier),
 ]

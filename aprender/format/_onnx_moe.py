@@ -1,4 +1,4 @@
-"""ONNX converters of the mixture of experts (registered through aprender.format.onnx's hook).
+"""ONNX converters of the mixture of experts and of its gate (registered through aprender.format.onnx's hook).
 
 The graph is the inference algorithm of docs/schema/moe.md, with every expert's own
 skl2onnx graph embedded (``OnnxSubEstimator``):
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from aprender.ensemble import MixtureOfExpertsClassifier, MixtureOfExpertsRegressor
+from aprender.ensemble import MixtureOfExpertsClassifier, MixtureOfExpertsRegressor, SoftmaxGating
 from aprender.exceptions import UnsupportedExportError
 from aprender.format._onnx_registry import register_converter
 
@@ -39,12 +39,20 @@ def _refuse_capacity(moe: Any) -> None:
         )
 
 
+def _logits(gate: Any, X: Any, dtype: np.dtype, opv: int) -> Any:
+    """(X @ weights + bias) / temperature."""
+    from skl2onnx.algebra.onnx_ops import OnnxAdd, OnnxDiv, OnnxMatMul
+
+    return OnnxDiv(
+        OnnxAdd(OnnxMatMul(X, gate.weights_.astype(dtype), op_version=opv), gate.bias_.astype(dtype), op_version=opv),
+        np.array([gate.temperature], dtype=dtype), op_version=opv,
+    )
+
+
 def _dense_weights(moe: Any, X: Any, dtype: np.dtype, opv: int) -> Any:
     """The [N, K] combination weights: gate softmax, top-k, renormalised, zero elsewhere."""
     from skl2onnx.algebra.onnx_ops import (
-        OnnxAdd,
         OnnxDiv,
-        OnnxMatMul,
         OnnxMul,
         OnnxReduceSumApi11,
         OnnxScatterElements,
@@ -52,12 +60,7 @@ def _dense_weights(moe: Any, X: Any, dtype: np.dtype, opv: int) -> Any:
         OnnxTopK,
     )
 
-    gate = moe.gating_
-    logits = OnnxDiv(
-        OnnxAdd(OnnxMatMul(X, gate.weights_.astype(dtype), op_version=opv), gate.bias_.astype(dtype), op_version=opv),
-        np.array([gate.temperature], dtype=dtype), op_version=opv,
-    )
-    gates = OnnxSoftmax(logits, axis=1, op_version=opv)
+    gates = OnnxSoftmax(_logits(moe.gating_, X, dtype, opv), axis=1, op_version=opv)
     top = OnnxTopK(gates, np.array([moe.top_k], dtype=np.int64), axis=1, largest=1, sorted=1, op_version=opv)
     kept = OnnxDiv(top[0], OnnxReduceSumApi11(top[0], axes=[1], keepdims=1, op_version=opv), op_version=opv)
     zeros = OnnxMul(gates, np.array([0], dtype=dtype), op_version=opv)
@@ -81,38 +84,51 @@ def convert_regressor(scope: Any, operator: Any, container: Any) -> None:
     OnnxIdentity(total, op_version=opv, output_names=operator.outputs[:1]).add_to(scope, container)
 
 
-def _label_values(classes: np.ndarray) -> np.ndarray:
+def _label_values(model: Any) -> np.ndarray:
     """classes_ as skl2onnx writes labels: strings, or int64 for integer (and bool) labels."""
+    classes = model.classes_
     if all(isinstance(c, str) for c in classes):
         return classes.astype(str)
     if all(isinstance(c, (numbers.Integral, bool, np.bool_)) for c in classes.tolist()):
         return classes.astype(np.int64)
     raise UnsupportedExportError(
-        f"MixtureOfExpertsClassifier with classes {classes.tolist()[:5]} cannot be exported to ONNX: "
+        f"{type(model).__name__} with classes {classes.tolist()[:5]} cannot be exported to ONNX: "
         "ONNX labels are integers or strings"
     )
+
+
+def _write_classifier_outputs(scope: Any, operator: Any, container: Any, scores: Any, proba: Any) -> None:
+    """label = classes_[ArgMax(scores)] (first maximum on ties) and the probabilities."""
+    from skl2onnx.algebra.onnx_ops import OnnxArgMax, OnnxGather, OnnxIdentity
+
+    opv = container.target_opset
+    labels = _label_values(operator.raw_operator)
+    label = OnnxGather(labels, OnnxArgMax(scores, axis=1, keepdims=0, op_version=opv), axis=0, op_version=opv)
+    OnnxIdentity(label, op_version=opv, output_names=operator.outputs[:1]).add_to(scope, container)
+    OnnxIdentity(proba, op_version=opv, output_names=operator.outputs[1:2]).add_to(scope, container)
+
+
+def convert_gating(scope: Any, operator: Any, container: Any) -> None:
+    """skl2onnx converter of a standalone :class:`SoftmaxGating` (label and probabilities)."""
+    from skl2onnx.algebra.onnx_ops import OnnxSoftmax
+    from skl2onnx.common.data_types import guess_numpy_type
+
+    X, opv = operator.inputs[0], container.target_opset
+    logits = _logits(operator.raw_operator, X, guess_numpy_type(X.type), opv)
+    # predict() takes the arg-max of the logits, as here
+    _write_classifier_outputs(scope, operator, container, logits, OnnxSoftmax(logits, axis=1, op_version=opv))
 
 
 def convert_classifier(scope: Any, operator: Any, container: Any) -> None:
     """skl2onnx converter of :class:`MixtureOfExpertsClassifier` (outputs label and probabilities)."""
     from skl2onnx.algebra.onnx_operator import OnnxSubEstimator
-    from skl2onnx.algebra.onnx_ops import (
-        OnnxArgMax,
-        OnnxConcat,
-        OnnxGather,
-        OnnxIdentity,
-        OnnxMatMul,
-        OnnxMul,
-        OnnxReduceSumApi11,
-        OnnxUnsqueezeApi11,
-    )
+    from skl2onnx.algebra.onnx_ops import OnnxConcat, OnnxMatMul, OnnxMul, OnnxReduceSumApi11, OnnxUnsqueezeApi11
     from skl2onnx.common.data_types import guess_numpy_type
 
     moe, opv = operator.raw_operator, container.target_opset
     _refuse_capacity(moe)
     X = operator.inputs[0]
     dtype = guess_numpy_type(X.type)
-    labels = _label_values(moe.classes_)
     n_classes = moe.classes_.shape[0]
     weights = OnnxUnsqueezeApi11(_dense_weights(moe, X, dtype, opv), axes=[2], op_version=opv)
     aligned = []
@@ -124,9 +140,7 @@ def convert_classifier(scope: Any, operator: Any, container: Any) -> None:
         aligned.append(OnnxUnsqueezeApi11(OnnxMatMul(proba, placement, op_version=opv), axes=[1], op_version=opv))
     stacked = OnnxConcat(*aligned, axis=1, op_version=opv) if len(aligned) > 1 else aligned[0]
     proba = OnnxReduceSumApi11(OnnxMul(stacked, weights, op_version=opv), axes=[1], keepdims=0, op_version=opv)
-    label = OnnxGather(labels, OnnxArgMax(proba, axis=1, keepdims=0, op_version=opv), axis=0, op_version=opv)
-    OnnxIdentity(label, op_version=opv, output_names=operator.outputs[:1]).add_to(scope, container)
-    OnnxIdentity(proba, op_version=opv, output_names=operator.outputs[1:2]).add_to(scope, container)
+    _write_classifier_outputs(scope, operator, container, proba, proba)
 
 
 def _regressor_shape(operator: Any) -> None:
@@ -142,8 +156,9 @@ def _classifier_shape(operator: Any) -> None:
 
 
 def register() -> None:
-    """Hand both converters to :func:`aprender.format.onnx.register_converter` (no skl2onnx import)."""
+    """Hand the converters to :func:`aprender.format.onnx.register_converter` (no skl2onnx import)."""
     register_converter(MixtureOfExpertsRegressor, _regressor_shape, convert_regressor)
     # nocl: skl2onnx's classifier shape calculator asks for it; labels are always classes_.
-    register_converter(MixtureOfExpertsClassifier, _classifier_shape, convert_classifier,
-                       options={"zipmap": [False, True], "nocl": [False]})
+    classifier_options = {"zipmap": [False, True], "nocl": [False]}
+    register_converter(MixtureOfExpertsClassifier, _classifier_shape, convert_classifier, options=classifier_options)
+    register_converter(SoftmaxGating, _classifier_shape, convert_gating, options=classifier_options)
