@@ -297,6 +297,14 @@ def test_gate_of_another_kind_is_a_format_error(regressor, tmp_path) -> None:
     assert "'gating_' must be a fitted SoftmaxGating, found LinearRegression" in str(hostile(regressor, edit, tmp_path))
 
 
+def test_unfitted_expert_is_a_format_error(regressor, tmp_path) -> None:
+    def edit(meta, tensors):
+        _mixture(meta)["attrs"]["experts_"][1]["attrs"] = {}
+        for name in [n for n in tensors if n.startswith("experts.1.")]:
+            del tensors[name]
+    assert "expert Ridge is not fitted" in str(hostile(regressor, edit, tmp_path))
+
+
 def test_expert_classes_outside_the_mixture_classes_are_a_format_error(classifier, tmp_path) -> None:
     clf, _ = classifier
 

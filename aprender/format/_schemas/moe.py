@@ -42,6 +42,8 @@ def _experts(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str, n: 
     for i, expert in enumerate(experts):
         if not hasattr(expert, method):
             raise fail(join(path, f"experts.{i}"), f"{type(expert).__name__} has no {method}()")
+        if not any(k.endswith("_") and not k.startswith("__") for k in vars(expert)):
+            raise fail(join(path, f"experts.{i}"), f"expert {type(expert).__name__} is not fitted")
         if getattr(expert, "n_features_in_", n) != n:
             raise fail(join(path, f"experts.{i}"), f"expert expects {expert.n_features_in_} features, the mixture {n}")
     declared = params.get("experts")
