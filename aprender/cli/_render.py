@@ -92,11 +92,15 @@ def table(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any
           right: Iterable[str] = ()) -> Table:
     """A table; columns named in ``right`` are right-aligned (numbers)."""
     right = set(right)
+    cells = [[escape(str(cell)) for cell in row] for row in rows]
     t = Table(title=title, title_justify="left", title_style="bold")
-    for name in columns:
-        t.add_column(name, justify="right" if name in right else "left", overflow="fold")
-    for row in rows:
-        t.add_row(*(escape(str(cell)) for cell in row))
+    for i, name in enumerate(columns):
+        # The first column names things (keys, tensors): keep it whole so it can be searched for.
+        first = max((len(row[0]) for row in cells), default=0) if i == 0 else None
+        t.add_column(name, justify="right" if name in right else "left", overflow="fold",
+                     min_width=min(first, 64) if first else None)
+    for row in cells:
+        t.add_row(*row)
     return t
 
 
