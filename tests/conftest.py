@@ -6,6 +6,11 @@ import os
 import sys
 
 import pytest
+from threadpoolctl import threadpool_limits
+
+# pytest-xdist already runs one worker per core: BLAS and OpenMP threads on top of
+# that oversubscribe the machine and made some fits 10-20x slower.
+threadpool_limits(1)
 
 # tests/ holds shared helpers (zoo.py) imported as plain modules.
 sys.path.insert(0, os.path.dirname(__file__))
