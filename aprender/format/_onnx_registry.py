@@ -155,10 +155,13 @@ def sync() -> None:
     with _lock:
         from skl2onnx._supported_operators import sklearn_operator_name_map
 
+        # Loading the allow-list first imports every schema module, and with them the
+        # converters that schema modules register for aprender's own estimators.
+        entries = registered()
         for cls, entry in list(_extra.items()):
             if cls not in _done:
                 _apply(cls, entry)
-        for reg in registered():
+        for reg in entries:
             cls = reg.cls
             if cls in _done or cls in _extra:
                 continue
