@@ -21,7 +21,7 @@ from aprender import svm as ap
 from aprender.format._model_type import ModelType
 from aprender.format._registry import Spec
 from aprender.format._schemas._checks import array, fail, n_features
-from aprender.format._schemas._model_checks import class_labels, integer
+from aprender.format._schemas._model_checks import class_labels, integer, is_fitted
 from aprender.format._schemas.linear import LINEAR_ALIASES, check_classifier, check_linear
 
 
@@ -124,8 +124,26 @@ def check_svr(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) ->
     _check_libsvm(params, attrs, path, classifier=False)
 
 
+#: Arrays that sklearn's dense ``libsvm.predict_proba`` takes as non-const memoryviews.
+_PROBA_BUFFERS = ("_dual_coef_", "_intercept_", "_probA", "_probB")
+
+
+def unpack_svc(attrs: dict[str, Any], params: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """Give predict_proba writable copies of the arrays it needs, when a memory map made them read-only.
+
+    Cython rejects a read-only buffer for a non-const memoryview, so a model loaded with
+    ``mmap=True`` could predict but not ``predict_proba``. Only a fitted Platt model
+    (non-empty ``_probA``) reaches that call, and these arrays are small next to the
+    support vectors, which stay mapped. The sparse entry point and every other libsvm
+    call (predict, decision_function; all of SVR's) take const buffers.
+    """
+    if not is_fitted(attrs) or attrs["_sparse"] or attrs["_probA"].size == 0:
+        return attrs
+    return {**attrs, **{name: attrs[name].copy() for name in _PROBA_BUFFERS if not attrs[name].flags.writeable}}
+
+
 SCHEMAS = [
-    ((ap.SVC, sk.SVC), Spec(ModelType.SVM, validate=check_svc)),
+    ((ap.SVC, sk.SVC), Spec(ModelType.SVM, validate=check_svc, unpack=unpack_svc)),
     ((ap.SVR, sk.SVR), Spec(ModelType.SVM, validate=check_svr)),
     ((ap.LinearSVC, sk.LinearSVC), Spec(ModelType.SVM, LINEAR_ALIASES, quantizable=("coef_",),
                                         validate=check_classifier)),
