@@ -15,7 +15,7 @@ threadpool_limits(1)
 # tests/ holds shared helpers (zoo.py) imported as plain modules.
 sys.path.insert(0, os.path.dirname(__file__))
 
-from zoo import CASES, Case
+from zoo import CASES, Case  # noqa: E402 -- needs the sys.path entry above
 
 
 @pytest.fixture(params=CASES, ids=lambda c: c.id)
