@@ -351,7 +351,11 @@ def test_quantized_save_and_load(qtype: str, tmp_path: Path) -> None:
     info = apr.inspect_file(path)
     assert info.quantization == qtype and "QUANTIZED" in info.extra["flags"]
     centers = next(t for t in info.tensors if t.name == "cluster_centers_")
-    assert (centers.dtype, centers.shape, centers.quantization) == (qtype, (3, 32), qtype)
+    # the true shape (not the padded 3 x 32 block layout) and the bytes actually stored: one block per row
+    block_bytes = {"q8_0": 34, "q4_0": 18, "q4_1": 20}[qtype]
+    assert (centers.dtype, centers.shape, centers.nbytes, centers.quantization) == (qtype, (3, 4), 3 * block_bytes,
+                                                                                    qtype)
+    assert info.n_parameters == 3 * 4 + X.shape[0]  # centers + labels_
     loaded = apr.load(path, KMeans)
     assert loaded.cluster_centers_.dtype == np.float64 and loaded.cluster_centers_.shape == (3, 4)
     # exactly the values of GGML's own blocks, decoded

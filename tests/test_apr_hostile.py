@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import struct
 import zlib
 from pathlib import Path
@@ -508,3 +509,19 @@ def test_inspect_never_reads_the_data(tmp_path: Path) -> None:
     assert apr.inspect_file(path).encrypted
     with pytest.raises(ChecksumMismatch):
         apr.validate_file(path)
+
+
+@pytest.mark.parametrize(("shape", "message"), [
+    (b"[9,4]", "quantized tensor 'cluster_centers_' of shape [9, 4] does not fit its 102 bytes of q8_0 blocks"),
+    (b"[3,0]", "quantized tensor 'cluster_centers_': invalid shape [3, 0]"),
+])
+def test_inspect_checks_the_true_shape_of_quantized_tensors(shape: bytes, message: str, tmp_path: Path) -> None:
+    from aprender.cluster import KMeans
+
+    path = tmp_path / "km.apr"
+    apr.save(KMeans(n_clusters=3, n_init=1, random_state=0).fit(iris()[0]), path, quantize="q8_0")
+    path.write_bytes(_same_length_edit(path.read_bytes(), b'"shape":[3,4]', b'"shape":' + shape))
+    with pytest.raises(FormatError, match="^" + re.escape(f"'{path}': {message}")):
+        apr.inspect_file(path)
+    with pytest.raises(FormatError):
+        apr.load(path)

@@ -224,6 +224,8 @@ def test_inspect_quantization_details(cli, files, tmp_path: Path) -> None:
                              "nbytes": 54, "original_nbytes": 96, "ratio": 96 / 54}]
     coefficients = next(t for t in report["tensors"] if t["name"] == "coefficients")
     assert coefficients["shape"] == [3, 4]
+    # no block padding counted: the parameters of the model before quantization
+    assert report["n_parameters"] == sum(a.size for a in apr.read_state(files["apr"]).tensors.values())
 
 
 # -- validate -------------------------------------------------------------------------------

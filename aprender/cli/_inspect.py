@@ -45,26 +45,24 @@ def _user_metadata(info: ModelInfo) -> dict[str, Any]:
     return meta
 
 
-def _originals(info: ModelInfo) -> dict[str, dict[str, Any]]:
-    """Per quantized tensor, its true shape and dtype before quantization (the file's record)."""
+def _original_dtypes(info: ModelInfo) -> dict[str, Any]:
+    """Per quantized tensor, its dtype before quantization (the file's record; foreign files have none)."""
     record = info.metadata.get("quantization") if info.format in ("apr", "gguf") else None
     originals = record.get("tensors") if isinstance(record, dict) else None
     if not isinstance(originals, dict):
         return {}
-    return {name: o for name, o in originals.items() if isinstance(o, dict) and isinstance(o.get("shape"), list)}
+    return {name: o.get("dtype") for name, o in originals.items() if isinstance(o, dict)}
 
 
 def _quantization(info: ModelInfo) -> dict[str, Any]:
-    originals = _originals(info)
+    originals = _original_dtypes(info)
     rows = []
     for t in info.tensors:
         if not t.quantization:
             continue
-        original = originals.get(t.name, {})
-        dtype = original.get("dtype")
-        shape = original.get("shape", list(t.shape))
-        nbytes = math.prod(shape) * _ORIGINAL_DTYPES[dtype].itemsize if dtype in _ORIGINAL_DTYPES else None
-        rows.append({"name": t.name, "type": t.quantization, "shape": list(shape), "original_dtype": dtype,
+        dtype = originals.get(t.name)
+        nbytes = math.prod(t.shape) * _ORIGINAL_DTYPES[dtype].itemsize if dtype in _ORIGINAL_DTYPES else None
+        rows.append({"name": t.name, "type": t.quantization, "shape": list(t.shape), "original_dtype": dtype,
                      "nbytes": t.nbytes, "original_nbytes": nbytes,
                      "ratio": nbytes / t.nbytes if nbytes and t.nbytes else None})
     kinds = sorted({r["type"] for r in rows})
@@ -116,12 +114,9 @@ def _tensor_stats(path: Path, info: ModelInfo, secrets: Secrets) -> tuple[dict[s
 def inspect_report(path: Path, info: ModelInfo, *, stats: dict[str, Any] | None = None,
                    quantization: bool = False, notes: tuple[str, ...] = ()) -> dict[str, Any]:
     """Everything ``inspect`` prints, as one JSON-able dict (the ``--json`` output)."""
-    originals = _originals(info)
     tensors = []
     for t in info.tensors:
-        # a block tensor's true shape is in the quantization record (the table may hold the padded one)
-        shape = originals.get(t.name, {}).get("shape", list(t.shape)) if t.quantization else list(t.shape)
-        row = {"name": t.name, "dtype": t.dtype, "shape": shape, "nbytes": t.nbytes, "offset": t.offset,
+        row = {"name": t.name, "dtype": t.dtype, "shape": list(t.shape), "nbytes": t.nbytes, "offset": t.offset,
                "quantization": t.quantization}
         if stats is not None:
             row["stats"] = stats.get(t.name)
@@ -143,7 +138,7 @@ def inspect_report(path: Path, info: ModelInfo, *, stats: dict[str, Any] | None 
         "embedded_public_key": info.embedded_public_key,
         "created_at": info.created_at,
         "n_tensors": len(info.tensors),
-        "n_parameters": sum(math.prod(t["shape"]) for t in tensors),
+        "n_parameters": info.n_parameters,
         "tensors": tensors,
         "extra": info.extra,
         "notes": list(notes),

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from aprender.exceptions import ModelTypeMismatch
-from aprender.format._apr_layout import Flags
+from aprender.exceptions import FormatError, ModelTypeMismatch
+from aprender.format._apr_layout import Entry, Flags
 from aprender.format._apr_options import Compression, SaveOptions
 from aprender.format._apr_read import Keys, Parsed, check, map_file, read_file, read_prefix, state_of
 from aprender.format._apr_write import encode
@@ -495,6 +495,22 @@ def _model_type(meta: dict[str, Any]) -> ModelType | None:
         return None
 
 
+def _true_shape(entry: Entry, quantization: Any, where: str) -> tuple[int, ...]:
+    """A tensor's shape; for GGML blocks (indexed by their padded value shape) the quantization record's."""
+    if not entry.dtype.block:
+        return entry.shape
+    from aprender.format.quantize import block_shape, true_shape
+
+    try:  # read_prefix checked that the record and the index name the same block tensors
+        shape, _ = true_shape(quantization["tensors"][entry.name], entry.name)
+    except FormatError as exc:
+        raise FormatError(f"{where}: {exc}") from None
+    if block_shape(shape, entry.dtype.name) != entry.array_shape():
+        raise FormatError(f"{where}: quantized tensor '{entry.name}' of shape {list(shape)} does not fit its "
+                          f"{entry.size} bytes of {entry.dtype.name} blocks")
+    return shape
+
+
 def inspect_file(path: PathLike) -> ModelInfo:
     """Header, metadata and tensor table of an .apr file, without a key or reading the data.
 
@@ -515,14 +531,14 @@ def inspect_file(path: PathLike) -> ModelInfo:
     parsed, public_key = read_prefix(path)
     plain = parsed.compression is None and not parsed.encrypted
     base = parsed.header.data_offset
+    meta, flags = parsed.meta, parsed.header.flags
+    quantization = meta.get("quantization")
     tensors = tuple(
-        TensorInfo(e.name, e.dtype.name, e.shape, e.size, base + e.offset if plain else None,
-                   e.dtype.name if e.dtype.block else None)
+        TensorInfo(e.name, e.dtype.name, _true_shape(e, quantization, parsed.where), e.size,
+                   base + e.offset if plain else None, e.dtype.name if e.dtype.block else None)
         for e in parsed.entries
     )
-    meta, flags = parsed.meta, parsed.header.flags
     model = meta.get("model")
-    quantization = meta.get("quantization")
     return ModelInfo(
         format="apr",
         path=str(path),
