@@ -413,6 +413,37 @@ def test_validate_encrypted_and_signed(tmp_path: Path, cheap_argon2: None) -> No
         aprender.validate(path, verifying_key=Ed25519PrivateKey.generate().public_key())
 
 
+def test_validate_raw_tensor_files_without_a_model(tmp_path: Path, cheap_argon2: None) -> None:
+    # Custom files (apr import, write_state of bare tensors) have no estimator to rebuild
+    from aprender.exceptions import ChecksumMismatch, DecryptionFailed, FormatError, SignatureInvalid
+
+    raw = ModelState({"w": np.arange(6.0).reshape(2, 3), "b": np.ones(2, np.float32)},
+                     {"schema": 1, "model_type": int(ModelType.CUSTOM), "source": {"format": "safetensors"}})
+    path = tmp_path / "raw.apr"
+    apr.write_state(raw, path, compression="zstd", signing_key=SIGNING_KEY, password="pw")
+    apr.validate_file(path)  # up to the ciphertext, and the embedded-key signature
+    apr.validate_file(path, password="pw", verifying_key=SIGNING_KEY.public_key())  # decrypted, decompressed
+    aprender.validate(path, password="pw")
+    with pytest.raises(DecryptionFailed):
+        apr.validate_file(path, password="wrong")
+    with pytest.raises(SignatureInvalid):
+        apr.validate_file(path, password="pw", verifying_key=Ed25519PrivateKey.generate().public_key())
+    with pytest.raises(FormatError, match="has no 'model' object"):  # valid as a file, but no model to load
+        apr.load(path, password="pw")
+    plain = tmp_path / "plain.apr"
+    apr.write_state(raw, plain)
+    apr.validate_file(plain)
+    data = bytearray(plain.read_bytes())
+    data[apr.inspect_file(plain).tensors[0].offset] ^= 1
+    plain.write_bytes(data)
+    with pytest.raises(ChecksumMismatch, match="footer CRC32"):
+        apr.validate_file(plain)
+    # a model node that is there but broken is still rebuilt, and fails
+    apr.write_state(ModelState(raw.tensors, {**raw.meta, "model": "LinearRegression"}), plain)
+    with pytest.raises(FormatError):
+        apr.validate_file(plain)
+
+
 def test_generic_api_dispatches_to_apr_and_safetensors(tmp_path: Path) -> None:
     model = StandardScaler().fit(iris()[0])
     for suffix in (".apr", ".safetensors"):

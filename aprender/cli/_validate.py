@@ -27,12 +27,9 @@ def _check_apr(path: Path, info: ModelInfo, secrets: Secrets, key: Any) -> list[
     if info.signed or key is not None:
         checks.append("Ed25519 signature (" + ("key given" if key is not None else "embedded key") + ")")
     opened = not info.encrypted or bool(keys)
-    raw = info.class_key is None
-    if not opened or not raw:
-        # validate_file stops at the ciphertext when it has no key, else rebuilds the model
-        apr.validate_file(path, verifying_key=key, **keys)
-    else:
-        apr.read_state(path, verifying_key=key if key is not None else info.embedded_public_key, **keys)
+    raw = "model" not in info.metadata
+    # stops at the ciphertext without a key; rebuilds the model unless the file holds raw tensors
+    apr.validate_file(path, verifying_key=key, **keys)
     if info.encrypted:
         checks.append("AES-256-GCM decryption" if opened else
                       "encrypted data not opened (pass --password-file, --password-env or --secret-key)")

@@ -577,7 +577,10 @@ def validate_file(
     signature of a signed file (against ``verifying_key`` or else the embedded key),
     and, when the file can be opened, decrypts and decompresses the data and rebuilds
     the model through the allow-list. An encrypted file given no key is checked up
-    to its ciphertext, which the CRC covers. Raises the error :func:`load` would.
+    to its ciphertext, which the CRC covers. A file of raw tensors with no estimator
+    (model type Custom, from ``apr import`` or :func:`write_state`) is checked the
+    same way up to its tensors; there is no model to rebuild. Raises the error
+    :func:`load` (or :func:`read_state`, for raw tensors) would.
 
     Examples
     --------
@@ -595,5 +598,7 @@ def validate_file(
                    verifying_key=verifying_key)
     if parsed.encrypted and password is None and secret_key is None:
         return
-    _build(state_of(parsed, buffer, keys), None)
+    state = state_of(parsed, buffer, keys)
+    if "model" in state.meta:  # raw tensors (no estimator node) are checked by now
+        _build(state, None)
 
