@@ -413,6 +413,32 @@ def test_validate_encrypted_and_signed(tmp_path: Path, cheap_argon2: None) -> No
         aprender.validate(path, verifying_key=Ed25519PrivateKey.generate().public_key())
 
 
+def test_verify_file_returns_the_verified_key(tmp_path: Path, cheap_argon2: None) -> None:
+    from aprender.exceptions import FormatError, SignatureInvalid
+
+    path = tmp_path / "signed.apr"
+    apr.save(_small_model(), path, signing_key=SIGNING_KEY, password="pw")  # no password needed to verify
+    raw_key = crypto.public_key_bytes(SIGNING_KEY.public_key())
+    assert apr.verify_file(path) == raw_key == apr.inspect_file(path).embedded_public_key
+    assert apr.verify_file(path, SIGNING_KEY.public_key()) == raw_key
+    assert apr.verify_file(path, raw_key) == raw_key
+    with pytest.raises(SignatureInvalid, match="the file embeds a different public key"):
+        apr.verify_file(path, Ed25519PrivateKey.generate().public_key())
+    data = bytearray(path.read_bytes())
+    data[70] ^= 1  # a metadata byte
+    path.write_bytes(data)
+    with pytest.raises(SignatureInvalid, match="the Ed25519 signature does not verify;"):
+        apr.verify_file(path)
+    apr.save(_small_model(), path)
+    with pytest.raises(SignatureInvalid, match="the file is not signed"):
+        apr.verify_file(path)
+    path.write_bytes(b"GGUF" + bytes(60))
+    with pytest.raises(FormatError, match=r"not an \.apr file"):
+        apr.verify_file(path)
+    with pytest.raises(FileNotFoundError):
+        apr.verify_file(tmp_path / "absent.apr")
+
+
 def test_validate_raw_tensor_files_without_a_model(tmp_path: Path, cheap_argon2: None) -> None:
     # Custom files (apr import, write_state of bare tensors) have no estimator to rebuild
     from aprender.exceptions import ChecksumMismatch, DecryptionFailed, FormatError, SignatureInvalid

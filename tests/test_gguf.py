@@ -13,7 +13,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from gguf import GGMLQuantizationType, GGUFReader
+from gguf import GGMLQuantizationType, GGUFEndian, GGUFReader, GGUFWriter
 from gguf import quants as ggml_quants
 from sklearn.base import BaseEstimator
 from zoo import assert_identical_outputs, diabetes, iris, outputs
@@ -316,3 +316,78 @@ def test_inspect_and_validate(tmp_path) -> None:
 def test_missing_file(tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match="no such model file"):
         gguf.load_file(tmp_path / "absent.gguf")
+
+
+# -- files other tools wrote -----------------------------------------------------------
+
+
+def _write_foreign(path: Path, tensors: dict, *, endianess: GGUFEndian = GGUFEndian.LITTLE) -> Path:
+    """A GGUF file written directly with gguf-py's writer: (array, raw type or None) per name."""
+    writer = GGUFWriter(path, "llama", endianess=endianess)
+    writer.add_name("tiny")
+    writer.add_token_list(["a", "b", "c"])
+    for name, (array, raw) in tensors.items():
+        writer.add_tensor(name, array, raw_dtype=raw)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_load_tensors_of_a_foreign_file(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    values = {"f32": rng.normal(size=(4, 64)).astype(np.float32), "f16": rng.normal(size=64).astype(np.float16),
+              "f64": rng.normal(size=(2, 3)), "i8": np.arange(-4, 4, dtype=np.int8)}
+    bf16 = rng.normal(size=(2, 8)).astype(ml_dtypes.bfloat16)
+    q8 = ggml_quants.quantize(rng.normal(size=(2, 64)).astype(np.float32), GGMLQuantizationType.Q8_0)
+    # Q4_K, which aprender never writes: 144-byte super-blocks of 256 values with float16 scales
+    q4k = rng.integers(0, 256, size=(3, 144), dtype=np.uint8)
+    q4k[:, :4] = np.array([0.01, 0.001], dtype=np.float16).view(np.uint8)
+    path = _write_foreign(tmp_path / "llama.gguf", {
+        **{name: (array, None) for name, array in values.items()},
+        "bf16": (bf16.view(np.uint8), GGMLQuantizationType.BF16),
+        "blk.0.q8_0": (q8, GGMLQuantizationType.Q8_0), "blk.0.q4_k": (q4k, GGMLQuantizationType.Q4_K)})
+    tensors = gguf.load_tensors(path)
+    assert list(tensors) == [*values, "bf16", "blk.0.q8_0", "blk.0.q4_k"]
+    for name, array in values.items():
+        assert tensors[name].dtype == array.dtype and np.array_equal(tensors[name], array)
+    assert tensors["bf16"].dtype == ml_dtypes.bfloat16 and np.array_equal(tensors["bf16"], bf16)
+    for name, blocks, qtype in (("blk.0.q8_0", q8, "Q8_0"), ("blk.0.q4_k", q4k, "Q4_K")):
+        expected = ggml_quants.dequantize(blocks, GGMLQuantizationType[qtype])
+        assert tensors[name].dtype == np.float32 and tensors[name].shape == expected.shape
+        assert np.array_equal(tensors[name], expected)
+    assert tensors["blk.0.q4_k"].shape == (3, 256) and np.isfinite(tensors["blk.0.q4_k"]).all()
+    assert all(a.flags.writeable and a.flags.c_contiguous for a in tensors.values())  # copies, not file views
+    wide = gguf.load_tensors(path, as_float32=True)
+    assert {name: a.dtype.name for name, a in wide.items()} == {
+        "f32": "float32", "f16": "float32", "f64": "float64", "i8": "int8", "bf16": "float32",
+        "blk.0.q8_0": "float32", "blk.0.q4_k": "float32"}
+    assert np.array_equal(wide["bf16"], bf16.astype(np.float32))
+    # and inspect describes it, without a model
+    info = aprender.inspect(path)
+    assert info == gguf.inspect_file(path) and info.extra["foreign"] and info.class_key is None
+    assert info.metadata["general.architecture"] == "llama" and info.metadata["tokenizer.ggml.tokens"] == "<array of 3>"
+    assert {t.name: (t.dtype, t.shape) for t in info.tensors} == {
+        "f32": ("float32", (4, 64)), "f16": ("float16", (64,)), "f64": ("float64", (2, 3)), "i8": ("int8", (8,)),
+        "bf16": ("bfloat16", (2, 8)), "blk.0.q8_0": ("q8_0", (2, 64)), "blk.0.q4_k": ("q4_k", (3, 256))}
+    assert info.quantization is None  # two block types
+
+
+def test_load_tensors_of_a_big_endian_file(tmp_path) -> None:
+    values = {"w": np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), "ids": np.arange(5, dtype=np.int32)}
+    path = _write_foreign(tmp_path / "be.gguf", {k: (v.copy(), None) for k, v in values.items()},
+                          endianess=GGUFEndian.BIG)
+    tensors = gguf.load_tensors(path)
+    for name, array in values.items():
+        assert tensors[name].dtype == array.dtype and tensors[name].dtype.isnative
+        assert np.array_equal(tensors[name], array)
+
+
+def test_load_tensors_of_an_aprender_file_gives_its_stored_tensors(tmp_path) -> None:
+    path = tmp_path / "lr.gguf"
+    model = _logreg()
+    gguf.save_file(model, path)
+    tensors = gguf.load_tensors(path)
+    assert np.array_equal(tensors["coefficients"], model.coef_) and tensors["coefficients"].dtype == np.float64
+    assert set(tensors) == set(gguf.read_state(path).tensors)

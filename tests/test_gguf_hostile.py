@@ -282,3 +282,59 @@ def test_invalid_utf8_key(tmp_path) -> None:
     at = data.index(b"aprender.class")
     error = _error(data[:at] + b"\xff" + data[at + 1 :], tmp_path)
     assert isinstance(error, FormatError)
+
+
+# -- load_tensors: any GGUF file -----------------------------------------------------
+
+
+def _foreign(path: Path, raw: GGMLQuantizationType | None = None) -> Path:
+    writer = GGUFWriter(path, "llama")
+    writer.add_token_list(["a", "b"])
+    writer.add_tensor("w", np.arange(64, dtype=np.float32).reshape(2, 32))
+    if raw is not None:  # a block type given as raw bytes: 292-byte Q8_K super-blocks of 256 values
+        writer.add_tensor("k", np.zeros((1, 292), dtype=np.uint8), raw_dtype=raw)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_load_tensors_of_truncated_foreign_files(tmp_path) -> None:
+    full = _foreign(tmp_path / "full.gguf")
+    data = full.read_bytes()
+    tensor = GGUFReader(full).tensors[0]
+    end = tensor.data_offset + int(tensor.n_bytes)  # the last byte any tensor needs; alignment padding follows
+    path = tmp_path / "cut.gguf"
+    for size in range(len(data)):
+        path.write_bytes(data[:size])
+        if size < end:
+            with pytest.raises(FormatError, match=f"^'{path}': "):
+                gguf.load_tensors(path)
+        else:  # only padding is missing: every tensor is whole
+            assert np.array_equal(gguf.load_tensors(path)["w"], np.arange(64, dtype=np.float32).reshape(2, 32))
+
+
+def test_load_tensors_of_hostile_foreign_files(tmp_path) -> None:
+    path = tmp_path / "x.gguf"
+    for data in (b"", b"GGU", b"GGML" + bytes(20)):
+        path.write_bytes(data)
+        with pytest.raises(FormatError, match="not a GGUF file"):
+            gguf.load_tensors(path)
+    data = _foreign(tmp_path / "full.gguf").read_bytes()
+    for offset in (8, 16):  # tensor count, key-value count
+        path.write_bytes(data[:offset] + struct.pack("<Q", 2**62) + data[offset + 8 :])
+        with pytest.raises(FormatError):
+            gguf.load_tensors(path)
+    # a type gguf.quants cannot decode
+    path = _foreign(tmp_path / "q8k.gguf", GGMLQuantizationType.Q8_K)
+    with pytest.raises(FormatError, match=r"tensor 'k' has type Q8_K, which gguf\.quants cannot dequantize"):
+        gguf.load_tensors(path)
+    # a block type whose rows are not whole blocks: 'w' retyped as Q8_0 (32-value blocks) of 2 x 33 values
+    path = _foreign(tmp_path / "w.gguf")
+    info = GGUFReader(path).tensors[0].field.offset  # name length (8 bytes), name "w", n_dims (4), dims, type
+    raw = bytearray(path.read_bytes())
+    struct.pack_into("<QQI", raw, info + 13, 33, 2, int(GGMLQuantizationType.Q8_0))
+    path.write_bytes(raw)
+    with pytest.raises(FormatError, match=f"^'{path}': not a valid GGUF file: ValueError"):
+        gguf.load_tensors(path)

@@ -33,8 +33,7 @@ from aprender.cli._secrets import (
     write_keypair,
 )
 from aprender.exceptions import AprenderError, SignatureInvalid
-from aprender.format import Compression, ModelInfo
-from aprender.format._apr_read import read_file, verify_signature
+from aprender.format import Compression, ModelInfo, apr
 
 __all__ = ["decrypt", "encrypt", "keygen", "sign", "verify"]
 
@@ -132,10 +131,7 @@ def verify(file: Path, key: Path | None, as_json: bool) -> int:
         if fmt != "apr":
             raise SignatureInvalid(f"'{file}': {fmt} files carry no signature; only .apr files are signed")
         # the signature is checked before any header field or metadata is trusted
-        buffer, _, where = read_file(file)
-        verify_signature(buffer, buffer.shape[0], verifying_key, where)
-        signer = verifying_key if verifying_key is not None else info_of(file).embedded_public_key
-        result["public_key_hex"] = signer.hex() if isinstance(signer, bytes) else public_hex(signer)
+        result["public_key_hex"] = apr.verify_file(file, verifying_key).hex()
         result["valid"] = True
     except AprenderError as exc:
         result["error"] = {"type": type(exc).__name__, "message": str(exc)}

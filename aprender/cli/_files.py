@@ -17,13 +17,12 @@ import ml_dtypes
 import numpy as np
 
 import aprender
-from aprender.cli._foreign import custom_state, gguf_architecture, gguf_info, gguf_tensors, is_raw, open_gguf
+from aprender.cli._foreign import custom_state, gguf_source, is_raw
 from aprender.cli._options import FORMATS, CommandError
 from aprender.cli._secrets import Secrets
 from aprender.exceptions import UnsupportedExportError
 from aprender.format import ModelInfo, ModelState, apr, from_state, gguf, safetensors, to_state
 from aprender.format._api import sniff
-from aprender.format._gguf_layout import ARCHITECTURE
 from aprender.format.quantize import dequantize, is_quantized
 
 __all__ = [
@@ -72,10 +71,6 @@ def output_format(path: Path, requested: str | None) -> str:
 
 def info_of(path: Path) -> ModelInfo:
     """Header, metadata and tensor table of any model file (no data read, no key needed)."""
-    if file_format(path) == "gguf":
-        reader = open_gguf(path)
-        if gguf_architecture(reader) != ARCHITECTURE:
-            return gguf_info(reader, path)
     return aprender.inspect(path)
 
 
@@ -112,7 +107,7 @@ def read(path: Path, secrets: Secrets, info: ModelInfo | None = None) -> Loaded:
     elif info.format == "safetensors":
         state = safetensors.read_state(path)
     elif is_foreign(info):
-        state = custom_state(*gguf_tensors(open_gguf(path), path))
+        state = custom_state(gguf.load_tensors(path), gguf_source(info))
     else:
         state = gguf.read_state(path)
     return Loaded(state, info, keys)

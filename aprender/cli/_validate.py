@@ -10,7 +10,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from rich.markup import escape
 
 from aprender.cli._files import info_of, read
-from aprender.cli._foreign import gguf_tensors, open_gguf
 from aprender.cli._options import INPUT, Invalid, debug_option, json_option, progress_option, report_caught
 from aprender.cli._progress import phases
 from aprender.cli._render import emit_json, say
@@ -63,7 +62,7 @@ def check_file(path: Path, info: ModelInfo, secrets: Secrets, key: Any = None) -
         (safetensors if info.format == "safetensors" else gguf).validate_file(path)
         return ["header, metadata and tensor layout", "model rebuilt through the allow-list"]
     if info.format == "gguf" and info.extra.get("foreign"):
-        gguf_tensors(open_gguf(path), path)
+        gguf.load_tensors(path)
     else:
         read(path, secrets, info)
     return ["header and tensor layout", "tensors read (no aprender model: raw tensors)"]

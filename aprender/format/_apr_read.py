@@ -153,16 +153,21 @@ def read_prefix(path: str | os.PathLike) -> tuple[Parsed, bytes | None]:
 # -- checks ----------------------------------------------------------------------------
 
 
-def verify_signature(buffer: np.ndarray, total: int, verifying_key: object, where: str) -> None:
-    """Ed25519 check of everything before the signature block, before trusting any header field."""
+def verify_signature(buffer: np.ndarray, total: int, verifying_key: object, where: str) -> bytes:
+    """Ed25519 check of everything before the signature block, before trusting any header field.
+
+    Returns the raw public key the signature verified against (the embedded one, which
+    must equal ``verifying_key`` when one is given).
+    """
     from aprender.format._apr_crypto import verify
 
     flags = int.from_bytes(bytes(buffer[6:8]), "little") if total >= 8 else 0
     if not flags & Flags.SIGNED or total < HEADER_SIZE + SIGNATURE_BLOCK_SIZE + FOOTER_SIZE:
         raise SignatureInvalid(f"{where}: the file is not signed; there is no signature to verify")
     block_start = total - FOOTER_SIZE - SIGNATURE_BLOCK_SIZE
-    verify(memoryview(buffer[:block_start]), bytes(buffer[block_start : total - FOOTER_SIZE]), verifying_key,
-           where)
+    block = bytes(buffer[block_start : total - FOOTER_SIZE])
+    verify(memoryview(buffer[:block_start]), block, verifying_key, where)
+    return block[64:]
 
 
 def check(

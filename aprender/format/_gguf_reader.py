@@ -22,7 +22,7 @@ from aprender.exceptions import FormatError, UnsupportedVersion
 from aprender.format import _gguf_layout as layout
 from aprender.format._state import ModelState, parse_json
 
-__all__ = ["BoundedReader", "open_reader", "read_fields", "read_tensors"]
+__all__ = ["BoundedReader", "check_extent", "open_any", "open_reader", "read_fields", "read_tensors"]
 
 #: Tensor types aprender reads (it writes no others).
 READ_TYPES = frozenset(
@@ -70,7 +70,14 @@ def _check_preamble(path: str | os.PathLike, where: str) -> None:
 
 
 def open_reader(path: str | os.PathLike, where: str) -> BoundedReader:
-    """Parse the header, key-values and tensor table of a GGUF file, or raise FormatError."""
+    """Parse the header, key-values and tensor table of a GGUF file aprender reads, or raise FormatError."""
+    reader = open_any(path, where)
+    check_extent(reader, where)
+    return reader
+
+
+def open_any(path: str | os.PathLike, where: str) -> BoundedReader:
+    """Parse any GGUF file (every tensor type; data past the tensors allowed), or raise FormatError."""
     _check_preamble(path, where)
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -80,11 +87,10 @@ def open_reader(path: str | os.PathLike, where: str) -> BoundedReader:
         raise FormatError(f"{where}: {exc}") from None
     except (ValueError, KeyError, IndexError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
         raise FormatError(f"{where}: not a valid GGUF file: {type(exc).__name__}: {str(exc)[:200]}") from None
-    _check_extent(reader, where)
     return reader
 
 
-def _check_extent(reader: BoundedReader, where: str) -> None:
+def check_extent(reader: BoundedReader, where: str) -> None:
     """The file ends exactly where its last (padded) tensor ends: no truncation, no trailing bytes."""
     align = int(reader.alignment)
     end = reader.data_offset

@@ -42,7 +42,7 @@ import numpy as np
 from aprender.exceptions import FormatError, ModelTypeMismatch
 from aprender.format._apr_layout import Entry, Flags
 from aprender.format._apr_options import Compression, SaveOptions
-from aprender.format._apr_read import Keys, Parsed, check, map_file, read_file, read_prefix, state_of
+from aprender.format._apr_read import Keys, Parsed, check, map_file, read_file, read_prefix, state_of, verify_signature
 from aprender.format._apr_write import encode
 from aprender.format._info import ModelInfo, TensorInfo
 from aprender.format._io import atomic_path
@@ -69,6 +69,7 @@ __all__ = [
     "state_from_bytes",
     "state_to_bytes",
     "validate_file",
+    "verify_file",
     "write_state",
 ]
 
@@ -473,6 +474,51 @@ def load_verified(
     """
     state = _read(path, Keys(password, secret_key, verifying_key), verify=True)
     return _build(state, model_type)
+
+
+def verify_file(path: PathLike, verifying_key: Any = None) -> bytes:
+    """Verify the Ed25519 signature of a signed .apr file, before trusting anything in it.
+
+    The signature covers every byte before the signature block (header, metadata,
+    index and data, encrypted or not), so no key to open the data is needed. Nothing
+    else is parsed or rebuilt: :func:`validate_file` checks the rest.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A signed .apr file.
+    verifying_key : Ed25519PublicKey or bytes, optional
+        The expected signer's public key (object or raw 32 bytes). Without it the
+        public key embedded in the file is used, which proves the file is intact,
+        not who signed it.
+
+    Returns
+    -------
+    bytes
+        The raw 32-byte public key the signature verified against.
+
+    Raises
+    ------
+    SignatureInvalid
+        If the file is not signed, was modified after signing, or was signed by
+        another key than ``verifying_key``.
+    FileNotFoundError
+        If ``path`` does not exist.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    >>> from aprender.linear_model import LinearRegression
+    >>> from aprender.format import apr
+    >>> key = Ed25519PrivateKey.generate()
+    >>> path = os.path.join(tempfile.mkdtemp(), "signed.apr")
+    >>> apr.save_signed(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path, key)
+    >>> apr.verify_file(path, key.public_key()) == apr.inspect_file(path).embedded_public_key
+    True
+    """
+    buffer, _, where = read_file(path)
+    return verify_signature(buffer, buffer.shape[0], verifying_key, where)
 
 
 def load_encrypted(path: PathLike, password: str | bytes, model_type: Expected = None, **keys: Any) -> Any:

@@ -32,12 +32,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from gguf import GGML_QUANT_VERSION, GGUFValueType, GGUFWriter, LlamaFileType
 
+from aprender.format import _gguf_foreign as foreign
 from aprender.format import _gguf_layout as layout
 from aprender.format import _gguf_reader
 from aprender.format import quantize as _quantize
-from aprender.format._gguf_reader import open_reader, quantized_type, read_fields
+from aprender.format._gguf_reader import check_extent, open_any, quantized_type, read_fields
 from aprender.format._info import ModelInfo, TensorInfo
 from aprender.format._io import atomic_path, existing_file
 from aprender.format._model_type import ModelType
@@ -47,6 +49,7 @@ __all__ = [
     "inspect_file",
     "load",
     "load_file",
+    "load_tensors",
     "read_state",
     "save",
     "save_file",
@@ -299,8 +302,63 @@ def load_file(path: str | os.PathLike, expected: type | ModelType | None = None)
     return _model(read_state(path), expected)
 
 
+def load_tensors(path: str | os.PathLike, *, as_float32: bool = False) -> dict[str, np.ndarray]:
+    """Read every tensor of any GGUF file, whoever wrote it.
+
+    Plain tensors keep their dtype (F64/F32/F16/I64/I32/I16/I8, in native byte order),
+    BF16 comes back as ``ml_dtypes.bfloat16``, and GGML block types (Q8_0, Q4_K, ...)
+    are dequantized to float32 by ``gguf.quants``. Names are the file's own (an
+    aprender file's mapped names too: :func:`read_state` restores those).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A GGUF file (v2 or v3, either byte order).
+    as_float32 : bool, default=False
+        Widen F16 and BF16 tensors to float32.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Fresh C-ordered arrays, in ``numpy`` shape order (slowest dimension first).
+
+    Raises
+    ------
+    FormatError
+        If the file is truncated, malformed, or holds a type ``gguf.quants`` cannot
+        dequantize.
+    UnsupportedVersion
+        If the GGUF version is not one the ``gguf`` package reads.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> import numpy as np
+    >>> from gguf import GGMLQuantizationType, GGUFWriter, quants
+    >>> from aprender.format.gguf import load_tensors
+    >>> path = os.path.join(tempfile.mkdtemp(), "tiny.gguf")
+    >>> writer = GGUFWriter(path, "llama")
+    >>> writer.add_tensor("norm", np.ones(4, dtype=np.float16))
+    >>> blocks = quants.quantize(np.full((2, 32), 0.5, dtype=np.float32), GGMLQuantizationType.Q8_0)
+    >>> writer.add_tensor("w", blocks, raw_dtype=GGMLQuantizationType.Q8_0)
+    >>> writer.write_header_to_file(); writer.write_kv_data_to_file(); writer.write_tensors_to_file()
+    >>> writer.close()
+    >>> tensors = load_tensors(path, as_float32=True)
+    >>> tensors["norm"].dtype, tensors["w"].shape, bool(np.abs(tensors["w"] - 0.5).max() < 1e-3)
+    (dtype('float32'), (2, 32), True)
+    """
+    p = existing_file(path)
+    where = _where(p)
+    return foreign.tensors(open_any(p, where), where, as_float32=as_float32)
+
+
 def inspect_file(path: str | os.PathLike) -> ModelInfo:
     """Describe a GGUF file from its key-values and tensor table, without reading tensor data.
+
+    A file another tool wrote (``general.architecture`` is not ``"aprender"``) is
+    described too: ``class_key`` and ``model_type`` None, its key-values as
+    ``metadata`` (arrays summarised by their length), every tensor type in the table,
+    and ``extra["foreign"]`` True.
 
     Examples
     --------
@@ -315,7 +373,10 @@ def inspect_file(path: str | os.PathLike) -> ModelInfo:
     """
     p = existing_file(path)
     where = _where(p)
-    reader = open_reader(p, where)
+    reader = open_any(p, where)
+    if foreign.is_foreign(reader):
+        return foreign.describe(reader, str(p))
+    check_extent(reader, where)
     meta, tensor_map = read_fields(reader, where)
     qtype = quantized_type(meta)
     record = meta["quantization"].get("tensors") if qtype else None
