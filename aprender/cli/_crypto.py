@@ -13,13 +13,12 @@ from aprender.cli._files import Loaded, file_format, info_of, output_format, rea
 from aprender.cli._options import (
     INPUT,
     CommandError,
-    Invalid,
     check_output,
     debug_option,
     force_option,
     json_option,
     output_option,
-    report_caught,
+    run_check,
 )
 from aprender.cli._render import emit_json, say, warn
 from aprender.cli._secrets import (
@@ -32,7 +31,7 @@ from aprender.cli._secrets import (
     secret_options,
     write_keypair,
 )
-from aprender.exceptions import AprenderError, SignatureInvalid
+from aprender.exceptions import SignatureInvalid
 from aprender.format import Compression, ModelInfo, apr
 
 __all__ = ["decrypt", "encrypt", "keygen", "sign", "verify"]
@@ -126,27 +125,21 @@ def verify(file: Path, key: Path | None, as_json: bool) -> int:
     verifying_key = load_public_key(key, Ed25519PublicKey, "--key") if key is not None else None
     result: dict[str, Any] = {"file": str(file), "valid": False, "key": "given" if key is not None else "embedded",
                               "public_key_hex": None, "error": None}
-    try:
+
+    def check() -> None:
         fmt = file_format(file)
         if fmt != "apr":
             raise SignatureInvalid(f"'{file}': {fmt} files carry no signature; only .apr files are signed")
         # the signature is checked before any header field or metadata is trusted
         result["public_key_hex"] = apr.verify_file(file, verifying_key).hex()
-        result["valid"] = True
-    except AprenderError as exc:
-        result["error"] = {"type": type(exc).__name__, "message": str(exc)}
-        report_caught(exc)
-    if as_json:
-        emit_json(result)
-    elif result["valid"]:
+
+    def show_valid() -> None:
         whose = ("the key given" if key is not None else
                  "the key embedded in the file; this proves it is intact, not who signed it (pass --key for that)")
         say(f"[green]signature valid[/green]: {escape(str(file))} signed by {result['public_key_hex']}"
-                        f"\nverified against {whose}")
-    if not result["valid"]:
-        click.echo(f"invalid: {result['error']['message']} [{result['error']['type']}]", err=True)
-        raise Invalid()
-    return 0
+            f"\nverified against {whose}")
+
+    return run_check(result, check, as_json, show_valid)
 
 
 @click.command(short_help="Encrypt an .apr file (password or recipient).")

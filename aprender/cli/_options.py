@@ -10,6 +10,9 @@ from typing import Any, TypeVar
 
 import click
 
+from aprender.cli._render import emit_json
+from aprender.exceptions import AprenderError
+
 __all__ = [
     "FORMATS",
     "INPUT",
@@ -23,6 +26,7 @@ __all__ = [
     "output_option",
     "progress_option",
     "report_caught",
+    "run_check",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -73,6 +77,31 @@ def report_caught(exc: BaseException) -> None:
     root = click.get_current_context().find_root().obj
     if isinstance(root, dict) and root.get("debug"):
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+
+
+def run_check(result: dict[str, Any], check: Callable[[], None], as_json: bool, show_valid: Callable[[], None]) -> int:
+    """Run ``check`` (which fills ``result``) and report it as every checking command does.
+
+    An :class:`~aprender.exceptions.AprenderError` is the check's answer, not a crash: it
+    is recorded in ``result["error"]``. ``result`` is printed as JSON, or ``show_valid()``
+    says a passed check; a failed one ends with one ``invalid: MESSAGE [ErrorType]``
+    line on stderr and exit status 1.
+    """
+    try:
+        check()
+        result["valid"] = True
+    except AprenderError as exc:
+        result["error"] = {"type": type(exc).__name__, "message": str(exc)}
+        report_caught(exc)
+    if as_json:
+        emit_json(result)
+    elif result["valid"]:
+        show_valid()
+    if not result["valid"]:
+        error = result["error"]
+        click.echo(f"invalid: {error['message']} [{error['type']}]", err=True)
+        raise Invalid()
+    return 0
 
 
 def debug_option(f: F) -> F:

@@ -10,9 +10,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from rich.markup import escape
 
 from aprender.cli._files import info_of, read
-from aprender.cli._options import INPUT, Invalid, debug_option, json_option, progress_option, report_caught
+from aprender.cli._options import INPUT, debug_option, json_option, progress_option, run_check
 from aprender.cli._progress import phases
-from aprender.cli._render import emit_json, say
+from aprender.cli._render import say
 from aprender.cli._secrets import Secrets, load_public_key, secret_options
 from aprender.exceptions import AprenderError, SignatureInvalid
 from aprender.format import ModelInfo, apr, gguf, safetensors
@@ -85,25 +85,18 @@ def validate(file: Path, key: Path | None, secrets: Secrets, progress: bool | No
     """
     verifying_key = load_public_key(key, Ed25519PublicKey, "--key") if key is not None else None
     result: dict[str, Any] = {"file": str(file), "format": None, "valid": False, "checks": [], "error": None}
-    try:
+
+    def check() -> None:
         with phases(2, file.stat().st_size, progress) as start:
             start(f"reading {file.name}")
             info = info_of(file)
             result["format"] = info.format
             start(f"verifying {file.name}")
             result["checks"] = check_file(file, info, secrets, verifying_key)
-        result["valid"] = True
-    except AprenderError as exc:
-        result["error"] = {"type": type(exc).__name__, "message": str(exc)}
-        report_caught(exc)
-    if as_json:
-        emit_json(result)
-    elif result["valid"]:
+
+    def show_valid() -> None:
         say(f"[green]valid[/green]: {escape(str(file))} ({result['format']})")
-        for check in result["checks"]:
-            say(f"  - {escape(check)}")
-    if not result["valid"]:
-        error = result["error"]
-        click.echo(f"invalid: {error['message']} [{error['type']}]", err=True)
-        raise Invalid()
-    return 0
+        for name in result["checks"]:
+            say(f"  - {escape(name)}")
+
+    return run_check(result, check, as_json, show_valid)
