@@ -36,9 +36,17 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
+
+try:  # the optional extra: fail here, once, with the command that fixes it
+    import onnx
+    import skl2onnx  # noqa: F401
+except ImportError as exc:
+    raise ImportError(
+        f"ONNX support needs the optional ONNX packages ({exc.name} is missing): pip install 'aprender[onnx]'"
+    ) from exc
 
 from aprender.exceptions import AprenderError, FormatError, UnsupportedExportError
 from aprender.format._info import ModelInfo, TensorInfo
@@ -47,9 +55,6 @@ from aprender.format._model_type import ModelType
 from aprender.format._onnx_inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format._onnx_meta import doc_string, model_props, read_props
 from aprender.format._onnx_registry import check_exportable, register_converter, sync
-
-if TYPE_CHECKING:
-    import onnx
 
 __all__ = [
     "EXPORT_ONLY",
@@ -154,7 +159,6 @@ def _convert(model: Any, types: list[tuple[str, Any]], target_opset: Any, option
 
 
 def _check(onx: onnx.ModelProto, model: Any, dtype: np.dtype) -> None:
-    import onnx
 
     name = type(model).__name__
     trees = sorted({node.op_type for node in onx.graph.node if node.op_type in _TREE_OPS})
@@ -251,7 +255,6 @@ def to_onnx(
     >>> {p.key: p.value for p in onx.metadata_props}["aprender.class"]
     'aprender.linear_model.LinearRegression'
     """
-    import onnx
     from sklearn.utils.validation import check_is_fitted
 
     dtype = np.dtype(dtype)
@@ -336,7 +339,6 @@ def load_file(path: str | os.PathLike, expected: Any = None, **options: Any) -> 
 
 
 def _read_model(path: str | os.PathLike) -> tuple[onnx.ModelProto, int, str]:
-    import onnx
     from google.protobuf.message import DecodeError
 
     p = existing_file(path)
@@ -351,7 +353,6 @@ def _read_model(path: str | os.PathLike) -> tuple[onnx.ModelProto, int, str]:
 
 
 def _elem_name(elem_type: int) -> str:
-    import onnx
 
     if elem_type == onnx.TensorProto.STRING:
         return "string"
@@ -459,7 +460,6 @@ def validate_file(path: str | os.PathLike, **keys: Any) -> None:
     >>> aprender.save(Ridge().fit([[0.0], [1.0]], [0.0, 1.0]), path)
     >>> aprender.validate(path)
     """
-    import onnx
 
     onx, _, where = _read_model(path)
     try:
