@@ -256,3 +256,14 @@ def test_valid_file_is_read_identically_by_the_official_package(valid) -> None:
     assert ours.keys() == theirs.keys()
     for name in ours:
         assert ours[name].dtype == theirs[name].dtype and np.array_equal(ours[name], theirs[name])
+
+
+def test_scaler_without_its_fitted_mean_is_rejected(tmp_path) -> None:
+    from aprender.preprocessing import StandardScaler
+
+    raw = safetensors.save(StandardScaler().fit(iris()[0]))
+
+    def edit(meta):
+        meta["model"]["attrs"]["mean_x"] = meta["model"]["attrs"].pop("mean_")
+
+    assert "missing fitted attribute 'mean_'" in str(_load(_with_meta(raw, edit), tmp_path))
