@@ -178,7 +178,9 @@ def test_inspect_human_output_is_a_table(cli, files) -> None:
 def test_inspect_tensor_statistics(cli, files, model) -> None:
     report = cli("inspect", files["gguf"], "--tensors", "--json").json
     stats = {t["name"]: t["stats"] for t in report["tensors"]}
-    coef = model.coef_
+    # The file holds coef_ row-major; numpy's pairwise mean depends on memory order (scikit-learn
+    # 1.9 keeps coef_ Fortran-ordered), so the reference is the mean of the same C-ordered array.
+    coef = np.ascontiguousarray(model.coef_)
     assert stats["coefficients"] == {"min": coef.min(), "max": coef.max(), "mean": coef.mean(), "nan": 0}
     assert stats["classes_"] == {"min": 0.0, "max": 2.0, "mean": 1.0, "nan": 0}
 
