@@ -22,7 +22,7 @@ import aprender
 from aprender.cluster import KMeans
 from aprender.exceptions import ModelTypeMismatch
 from aprender.format import Compression, ModelInfo, ModelState, ModelType, SaveOptions, apr, from_state, to_state
-from aprender.format import _apr_crypto as crypto
+from aprender.format.apr import _crypto as crypto
 from aprender.format.quantize import dequantize, quantize
 from aprender.linear_model import LinearRegression
 from aprender.preprocessing import StandardScaler

@@ -25,9 +25,9 @@ from aprender.exceptions import (
     SignatureInvalid,
     UnsupportedVersion,
 )
-from aprender.format import _apr_crypto as crypto
 from aprender.format import apr, to_state
-from aprender.format._apr_layout import Entry, Flags, Header, align, pack_index
+from aprender.format.apr import _crypto as crypto
+from aprender.format.apr._layout import Entry, Flags, Header, align, pack_index
 from aprender.linear_model import LinearRegression
 from aprender.preprocessing import StandardScaler
 
@@ -327,7 +327,7 @@ def test_codec_errors_surface_after_container_checks() -> None:
 
 @pytest.mark.parametrize("algorithm", ["zstd", "lz4"])
 def test_compressed_claims_larger_than_the_data_can_hold(algorithm: str) -> None:
-    from aprender.format._apr_compress import compress
+    from aprender.format.apr._compress import compress
 
     meta = {**to_state(scaler()).meta, "compression": {"algorithm": algorithm, "level": 0}}
     flag = Flags.ZSTD if algorithm == "zstd" else Flags.LZ4

@@ -6,8 +6,8 @@ from cases_own_models import TEXT_INPUT_EXPECTED_FAILURES
 from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from aprender.codec import registered
 from aprender.compose import ColumnTransformer
-from aprender.format._registry import registered
 from aprender.linear_model import LogisticRegression
 from aprender.pipeline import Pipeline
 from aprender.preprocessing import StandardScaler

@@ -26,7 +26,7 @@ from aprender.exceptions import (
     UnsupportedTypeError,
 )
 from aprender.format import ModelType, gguf, to_state
-from aprender.format import _apr_crypto as crypto
+from aprender.format.apr import _crypto as crypto
 from aprender.format.onnx import input_feed
 from aprender.format.quantize import quantizable_tensors
 from aprender.format.safetensors import load_tensors

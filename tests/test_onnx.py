@@ -24,11 +24,11 @@ from sklearn.pipeline import Pipeline
 from zoo import diabetes, iris
 
 import aprender
+from aprender.codec import registered
 from aprender.decomposition import PCA
 from aprender.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from aprender.exceptions import FormatError, UnsupportedExportError
 from aprender.format import onnx as apr_onnx
-from aprender.format._registry import registered
 from aprender.format.onnx import input_feed, inspect_file, register_converter, to_onnx
 from aprender.linear_model import LinearRegression, LogisticRegression, Ridge
 from aprender.preprocessing import OneHotEncoder, StandardScaler

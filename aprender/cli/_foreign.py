@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
+from aprender.codec import SCHEMA_VERSION
 from aprender.format import ModelInfo, ModelState, ModelType
-from aprender.format._state import SCHEMA_VERSION
 
 __all__ = ["block_bits", "custom_state", "gguf_source", "is_raw"]
 

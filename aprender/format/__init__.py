@@ -7,12 +7,9 @@ Examples
 1
 """
 
+from aprender.codec import ModelState, ModelType, from_state, register_estimator, to_state
 from aprender.format._api import inspect, load, save, validate
-from aprender.format._apr_options import Compression, SaveOptions
 from aprender.format._info import ModelInfo, TensorInfo
-from aprender.format._model_type import ModelType
-from aprender.format._registry import register_estimator
-from aprender.format._state import ModelState, from_state, to_state
 from aprender.format.apr import (
     load_as_recipient,
     load_encrypted,
@@ -22,6 +19,7 @@ from aprender.format.apr import (
     save_for_recipient,
     save_signed,
 )
+from aprender.format.apr._options import Compression, SaveOptions
 
 __all__ = [
     "Compression",

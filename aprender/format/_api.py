@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from aprender.codec import ModelType
 from aprender.exceptions import FormatError
 from aprender.format._info import ModelInfo
 from aprender.format._io import existing_file
-from aprender.format._model_type import ModelType
 
 __all__ = ["backend_for_path", "inspect", "load", "save", "sniff", "validate"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from aprender.format._model_type import ModelType
+from aprender.codec import ModelType
 
 __all__ = ["ModelInfo", "TensorInfo"]
 

@@ -36,9 +36,9 @@ import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf import quants as ggml_quants
 
+from aprender.codec import ModelState
+from aprender.codec._registry import entry_for_key
 from aprender.exceptions import FormatError
-from aprender.format._registry import entry_for_key
-from aprender.format._state import ModelState
 
 __all__ = [
     "BLOCK_SIZE",

@@ -33,11 +33,10 @@ import ml_dtypes
 import numpy as np
 from safetensors import SafetensorError, TensorSpec, safe_open, serialize, serialize_file
 
+from aprender.codec import ModelState, ModelType, canonical_json, from_state, parse_json, to_state
 from aprender.exceptions import FormatError
 from aprender.format._info import ModelInfo, TensorInfo
 from aprender.format._io import atomic_path, existing_file
-from aprender.format._model_type import ModelType
-from aprender.format._state import ModelState, canonical_json, from_state, parse_json, to_state
 
 __all__ = [
     "MAX_HEADER_SIZE",

@@ -1,0 +1,34 @@
+"""The codec: estimator <-> :class:`ModelState`, the one form every file format stores.
+
+Writing walks a fitted estimator into named tensors plus a JSON metadata tree
+(``_encode``); reading checks every node of that tree and rebuilds the estimator
+through the allow-list (``_decode``, ``_registry``). ``handlers`` holds one module per
+kind of non-JSON value, ``schemas`` one module per estimator family (stable tensor
+names, quantizable weights, load-time validators). Nothing here reads or writes bytes.
+
+Examples
+--------
+>>> from aprender.codec import from_state, to_state
+>>> from aprender.linear_model import LinearRegression
+>>> lr = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
+>>> from_state(to_state(lr)).predict([[2.0]])
+array([5.])
+"""
+
+from aprender.codec._model_type import ModelType
+from aprender.codec._registry import Entry, Spec, register_estimator, registered
+from aprender.codec._state import SCHEMA_VERSION, ModelState, canonical_json, from_state, parse_json, to_state
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Entry",
+    "ModelState",
+    "ModelType",
+    "Spec",
+    "canonical_json",
+    "from_state",
+    "parse_json",
+    "register_estimator",
+    "registered",
+    "to_state",
+]

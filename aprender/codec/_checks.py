@@ -1,0 +1,75 @@
+"""Reusable load-time checks for fitted attributes read from a file."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from aprender.exceptions import FormatError
+
+__all__ = ["array", "check_attr_name", "fail", "n_features", "optional_array"]
+
+
+def fail(path: str, message: str) -> FormatError:
+    """A :class:`FormatError` located at ``path``."""
+    return FormatError(f"at '{path or '<model>'}': {message}")
+
+
+def n_features(attrs: Mapping[str, Any], path: str) -> int:
+    """``n_features_in_`` as a non-negative int."""
+    n = attrs.get("n_features_in_")
+    if type(n) is not int or n < 0:
+        raise fail(path, f"n_features_in_ must be a non-negative int, found {n!r}")
+    return n
+
+
+def array(
+    attrs: Mapping[str, Any],
+    name: str,
+    path: str,
+    *,
+    ndim: tuple[int, ...],
+    kinds: str = "f",
+    shape: Mapping[int, int] | None = None,
+) -> np.ndarray:
+    """Fetch attribute ``name`` and check its rank, dtype kind and fixed axis sizes."""
+    value = attrs.get(name)
+    if not isinstance(value, np.ndarray):
+        raise fail(path, f"'{name}' must be an array, found {type(value).__name__}")
+    if value.ndim not in ndim:
+        raise fail(path, f"'{name}' must have {' or '.join(map(str, ndim))} dimensions, found shape {value.shape}")
+    if value.dtype.kind not in kinds:
+        raise fail(path, f"'{name}' has dtype {value.dtype}")
+    for axis, size in (shape or {}).items():
+        if value.shape[axis] != size:
+            raise fail(path, f"'{name}' has shape {value.shape}; axis {axis} must be {size}")
+    return value
+
+
+def optional_array(attrs: Mapping[str, Any], name: str, path: str, **kwargs: Any) -> np.ndarray | None:
+    """Like :func:`array`, but ``None`` (or absence) is allowed."""
+    if attrs.get(name) is None:
+        return None
+    return array(attrs, name, path, **kwargs)
+
+
+_ABSENT = object()
+
+
+@functools.lru_cache(maxsize=4096)
+def _shadows_class_attribute(cls: type, name: str) -> bool:
+    return inspect.getattr_static(cls, name, _ABSENT) is not _ABSENT
+
+
+def check_attr_name(cls: type, name: str, params: Mapping[str, Any], path: str) -> None:
+    """Refuse a fitted-attribute name read from a file that is not a plain, new instance attribute."""
+    if not name.isidentifier() or name.startswith("__") or name in params:
+        raise fail(path, f"invalid fitted attribute name {name[:80]!r}")
+    # A file must never shadow a method, property or class-level setting: libsvm trusts
+    # SVC._sparse_kernels, and an instance copy reordered by a file makes it read out of bounds.
+    if _shadows_class_attribute(cls, name):
+        raise fail(path, f"fitted attribute '{name}' would shadow {cls.__name__}.{name}")

@@ -1,0 +1,264 @@
+"""(tensors, metadata tree) -> estimator. The reading half of the codec.
+
+Input here comes from files that may be hostile. Every node is checked for its shape
+and type before anything is built, classes come only from the registry, and any
+inconsistency raises :class:`FormatError` naming the path where it was found.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from aprender.codec import handlers as _handlers
+from aprender.codec._checks import check_attr_name, fail
+from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join
+from aprender.codec._registry import entry_for_key
+from aprender.exceptions import AprenderError, FormatError
+
+__all__ = ["Decoder"]
+
+_SCALAR_DTYPES = frozenset(
+    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+     "float16", "float32", "float64"]
+)
+_WIDEN_TO = frozenset(["float64", "float32", "float16"])
+_STR_DTYPE = re.compile(r"^[<>|=]?U(\d{1,7})$")
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+_PY_SCALARS = {"float": float, "int": int, "bool": bool}
+
+
+def _shape(node: Mapping[str, Any], path: str) -> tuple[int, ...]:
+    shape = node.get("shape")
+    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape) or len(shape) > 32:
+        raise fail(path, f"invalid shape {shape!r}")
+    return tuple(shape)
+
+
+def _count(shape: tuple[int, ...]) -> int:
+    return math.prod(shape)
+
+
+class Decoder:
+    """Rebuilds values from metadata nodes and a dict of tensors, checking each one."""
+
+    def __init__(self, tensors: Mapping[str, np.ndarray]) -> None:
+        self.tensors = tensors
+        self.used: set[str] = set()
+
+    def finish(self) -> None:
+        """Every tensor in the file must have been referenced exactly once."""
+        unused = sorted(set(self.tensors) - self.used)
+        if unused:
+            more = f" (and {len(unused) - 1} more)" if len(unused) > 1 else ""
+            raise FormatError(f"tensor '{unused[0]}'{more} is not referenced by the model metadata")
+
+    def tensor(self, node: Mapping[str, Any], path: str) -> Any:
+        """Resolve a tensor reference node."""
+        name = node.get("name")
+        if not isinstance(name, str):
+            raise fail(path, "tensor reference without a name")
+        if name not in self.tensors:
+            raise fail(path, f"missing tensor '{name}'")
+        if name in self.used:
+            raise fail(path, f"tensor '{name}' is referenced twice")
+        self.used.add(name)
+        array = self.tensors[name]
+        original = node.get("dtype")
+        if original is not None:
+            if original not in _WIDEN_TO or array.dtype.itemsize >= np.dtype(original).itemsize:
+                raise fail(path, f"tensor '{name}' cannot be restored to dtype {original!r}")
+            array = array.astype(original)
+        order = node.get("order")
+        if order == "F":
+            array = np.asfortranarray(array)
+        elif order is not None:
+            raise fail(path, f"unknown memory order {order!r}")
+        scalar = node.get("scalar")
+        if scalar is None:
+            return array
+        if array.shape != (1,):
+            raise fail(path, f"tensor '{name}' must have shape [1], found {list(array.shape)}")
+        if scalar == "numpy":
+            return array[0]
+        if scalar in _PY_SCALARS:
+            return _PY_SCALARS[scalar](array[0].item())
+        raise fail(path, f"unknown scalar kind {scalar!r}")
+
+    def value(self, node: Any, path: str, depth: int) -> Any:
+        """Decode any node found at ``path``."""
+        if depth > MAX_DEPTH:
+            raise fail(path, f"values nested deeper than {MAX_DEPTH} levels")
+        if node is None or type(node) in (bool, int, float, str):
+            return node
+        if type(node) is list:
+            return [self.value(v, join(path, i), depth + 1) for i, v in enumerate(node)]
+        if type(node) is not dict:
+            raise fail(path, f"unexpected JSON value of type {type(node).__name__}")
+        tag = node.get("__t__")
+        method = _TAG_METHODS.get(tag) if isinstance(tag, str) else None
+        if method is not None:
+            return method(self, node, path, depth)
+        handler = _handlers.for_tag(tag) if isinstance(tag, str) else None
+        if handler is None:
+            raise fail(path, f"unknown value tag {str(tag)[:80]!r}")
+        return handler.decode(node, self, path)
+
+    def _items(self, node: Mapping[str, Any], path: str) -> list:
+        items = node.get("v")
+        if not isinstance(items, list):
+            raise fail(path, f"'{node.get('__t__')}' node needs a list 'v'")
+        return items
+
+    def _tuple(self, node: Mapping[str, Any], path: str, depth: int) -> tuple:
+        items = self._items(node, path)
+        # As in the encoder, a (name, estimator, ...) tuple's estimator is located by its name: steps.0.scaler
+        named = len(items) >= 2 and type(items[0]) is str and isinstance(items[1], dict) \
+            and items[1].get("__t__") == "estimator"
+        return tuple(self.value(v, join(path, items[0] if named and i == 1 else i), depth + 1)
+                     for i, v in enumerate(items))
+
+    def _dict(self, node: Mapping[str, Any], path: str, depth: int) -> dict:
+        items = node.get("items")
+        if not isinstance(items, list) or not all(isinstance(p, list) and len(p) == 2 for p in items):
+            raise fail(path, "'dict' node needs 'items' as a list of [key, value] pairs")
+        out = {}
+        for key_node, value_node in items:
+            key = self.value(key_node, path, depth + 1)
+            try:
+                hash(key)
+            except TypeError:
+                raise fail(path, f"unhashable dict key of type {type(key).__name__}") from None
+            out[key] = self.value(value_node, join(path, key), depth + 1)
+        return out
+
+    def _float(self, node: Mapping[str, Any], path: str, depth: int) -> float:
+        v = node.get("v")
+        if v not in _NON_FINITE:
+            raise fail(path, f"invalid non-finite float {v!r}")
+        return _NON_FINITE[v]
+
+    def _scalar(self, node: Mapping[str, Any], path: str, depth: int) -> np.generic:
+        dtype, v = node.get("dtype"), node.get("v")
+        if dtype not in _SCALAR_DTYPES:
+            raise fail(path, f"unsupported scalar dtype {dtype!r}")
+        if isinstance(v, str) and v in _NON_FINITE and dtype.startswith("float"):
+            v = _NON_FINITE[v]
+        if type(v) not in (bool, int, float):
+            raise fail(path, f"scalar value {v!r} is not a number")
+        try:
+            return np.dtype(dtype).type(v)
+        except (OverflowError, ValueError, TypeError) as exc:
+            raise fail(path, f"scalar {v!r} does not fit {dtype}: {exc}") from None
+
+    def _strarray(self, node: Mapping[str, Any], path: str, depth: int) -> np.ndarray:
+        shape, values, dtype = _shape(node, path), self._items(node, path), node.get("dtype")
+        match = _STR_DTYPE.match(dtype) if isinstance(dtype, str) else None
+        if match is None:
+            raise fail(path, f"invalid string dtype {dtype!r}")
+        if _count(shape) != len(values) or not all(type(s) is str for s in values):
+            raise fail(path, f"string array of shape {list(shape)} needs {_count(shape)} strings")
+        longest = max((len(s) for s in values), default=0)
+        if int(match.group(1)) > max(longest, 1024):
+            raise fail(path, f"string dtype {dtype} is wider than its contents")
+        return np.array(values, dtype=dtype).reshape(shape)
+
+    def _objarray(self, node: Mapping[str, Any], path: str, depth: int) -> np.ndarray:
+        shape, values = _shape(node, path), self._items(node, path)
+        if _count(shape) != len(values):
+            raise fail(path, f"object array of shape {list(shape)} needs {_count(shape)} values")
+        out = np.empty(len(values), dtype=object)
+        for i, v in enumerate(values):
+            out[i] = self.value(v, join(path, i), depth + 1)
+        return out.reshape(shape)
+
+    def _type(self, node: Mapping[str, Any], path: str, depth: int) -> type:
+        v = node.get("v")
+        if v in PY_TYPES:
+            return PY_TYPES[v]
+        if isinstance(v, str) and v.startswith("numpy.") and v[6:] in _SCALAR_DTYPES:
+            return np.dtype(v[6:]).type
+        raise fail(path, f"type {str(v)[:80]!r} is not allowed")
+
+    def _tensor(self, node: Mapping[str, Any], path: str, depth: int) -> Any:
+        return self.tensor(node, path)
+
+    def _estimator(self, node: Mapping[str, Any], path: str, depth: int) -> Any:
+        return self.estimator(node, path, depth=depth)
+
+    def estimator(self, node: Mapping[str, Any], path: str, *, build_as: type | None = None, depth: int = 0) -> Any:
+        """Validate and build an estimator node (``build_as`` overrides the class)."""
+        entry = entry_for_key(node.get("class"), path or "model")
+        cls = build_as or entry.cls
+        params_node, attrs_node = node.get("params"), node.get("attrs")
+        if not isinstance(params_node, dict) or not isinstance(attrs_node, dict):
+            raise fail(path, "estimator node needs 'params' and 'attrs' objects")
+        params = {k: self.value(v, join(path, k), depth + 1) for k, v in params_node.items()}
+        attrs = {k: self.value(v, join(path, k), depth + 1) for k, v in attrs_node.items()}
+        for name in attrs:
+            check_attr_name(cls, name, params, path)
+        try:
+            # An unfitted estimator (ColumnTransformer.transformers, a forest's `estimator`)
+            # has no fitted state to check -- no `name_` attribute, sklearn's own test; Pipeline-like
+            # classes whose state is their parameters say so with __sklearn_is_fitted__.
+            fitted = any(k.endswith("_") for k in attrs) or hasattr(cls, "__sklearn_is_fitted__")
+            if entry.spec.validate is not None and fitted:
+                entry.spec.validate(params, attrs, path)
+            if entry.spec.unpack is not None:
+                attrs = entry.spec.unpack(attrs, params, path)
+        except AprenderError:
+            raise
+        except Exception as exc:  # a validator tripping over malformed values
+            raise fail(path, f"invalid {entry.key} state: {type(exc).__name__}: {exc}") from None
+        return _construct(cls, entry.key, params, params_node, attrs, path)
+
+
+# Hyperparameter validation is a pure function of (class, parameters) and costs far
+# more than the rest of a small model's load; remember the parameter sets that passed.
+_VALID_PARAMS: dict[tuple[type, str], None] = {}
+_VALID_PARAMS_LIMIT = 4096
+
+
+def _validate_params(cls: type, est: Any, params_node: Mapping[str, Any]) -> None:
+    if not hasattr(est, "_parameter_constraints"):
+        return
+    text = json.dumps(params_node, sort_keys=True)
+    key = (cls, text)
+    if key in _VALID_PARAMS:
+        return
+    est._validate_params()
+    if '"__t__": "tensor"' in text:  # the node names a tensor, not its contents: cannot vouch for it
+        return
+    if len(_VALID_PARAMS) >= _VALID_PARAMS_LIMIT:
+        _VALID_PARAMS.clear()
+    _VALID_PARAMS[key] = None
+
+
+def _construct(
+    cls: type, key: str, params: dict[str, Any], params_node: Mapping[str, Any], attrs: dict[str, Any], path: str
+) -> Any:
+    try:
+        est = cls(**params)
+        _validate_params(cls, est, params_node)
+    except Exception as exc:  # hostile hyperparameters must surface as a format error
+        raise fail(path, f"invalid hyperparameters for {key}: {type(exc).__name__}: {exc}") from None
+    est.__dict__.update(attrs)
+    return est
+
+
+_TAG_METHODS = {
+    "tensor": Decoder._tensor,
+    "float": Decoder._float,
+    "scalar": Decoder._scalar,
+    "tuple": Decoder._tuple,
+    "dict": Decoder._dict,
+    "strarray": Decoder._strarray,
+    "objarray": Decoder._objarray,
+    "type": Decoder._type,
+    "estimator": Decoder._estimator,
+}

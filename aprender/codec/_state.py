@@ -1,0 +1,231 @@
+"""ModelState: the format-neutral form every backend reads and writes.
+
+``to_state`` turns a fitted estimator into tensors plus JSON-able metadata;
+``from_state`` validates such a state and rebuilds the estimator through the
+allow-list. Every file format (SafeTensors, .apr, GGUF) stores exactly a ModelState,
+so there is one codec for all of them. docs/codec.md describes the metadata tree.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from aprender.codec._decode import Decoder
+from aprender.codec._encode import Encoder, float_dtype
+from aprender.codec._model_type import ModelType
+from aprender.codec._registry import entry_for_class, entry_for_key, same_schema
+from aprender.exceptions import FormatError, ModelTypeMismatch, UnsupportedVersion
+
+__all__ = ["SCHEMA_VERSION", "ModelState", "canonical_json", "from_state", "parse_json", "to_state"]
+
+#: Version of the metadata tree written by this codec (``meta["schema"]``).
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """A fitted model as named tensors and JSON-able metadata.
+
+    Parameters
+    ----------
+    tensors : dict of str to ndarray
+        Numeric arrays, C-contiguous and little-endian, keyed by dotted names.
+    meta : dict
+        Canonical-JSON-able metadata: schema version, model type code, the
+        estimator tree (class keys, hyperparameters, non-numeric fitted attributes
+        and references to tensors), library versions and user metadata.
+
+    Examples
+    --------
+    >>> from aprender.linear_model import LinearRegression
+    >>> from aprender.codec import to_state
+    >>> state = to_state(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]))
+    >>> sorted(state.tensors)
+    ['coefficients', 'intercept', 'singular_']
+    """
+
+    tensors: dict[str, np.ndarray]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def class_key(self) -> str:
+        """Registry key of the top-level estimator class."""
+        return str(self.meta.get("model", {}).get("class", ""))
+
+    @property
+    def model_type(self) -> ModelType:
+        """Family code of the top-level estimator."""
+        try:
+            return ModelType(int(self.meta.get("model_type", ModelType.CUSTOM)))
+        except (TypeError, ValueError):
+            return ModelType.CUSTOM
+
+    @property
+    def user_metadata(self) -> dict[str, Any]:
+        """The ``metadata=`` dict the model was saved with."""
+        return dict(self.meta.get("user", {}))
+
+
+def canonical_json(obj: Any) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8, no NaN (deterministic bytes)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _reject_constant(token: str) -> None:
+    raise ValueError(f"non-standard JSON constant {token}")
+
+
+def parse_json(text: str | bytes, where: str) -> Any:
+    """Parse strict JSON read from a file; :class:`FormatError` names ``where``."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
+        raise FormatError(f"{where} is not valid JSON: {exc}") from None
+
+
+def _versions() -> dict[str, str]:
+    import sklearn
+
+    from aprender import __version__
+
+    return {"aprender": __version__, "numpy": np.__version__, "sklearn": sklearn.__version__}
+
+
+def to_state(
+    estimator: Any,
+    *,
+    dtype: str | np.dtype | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> ModelState:
+    """Encode a fitted estimator as a :class:`ModelState`.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A fitted, registered estimator (aprender's or a supported scikit-learn one).
+    dtype : {"float32", "float16", "bfloat16"}, optional
+        Downcast float tensors for compact storage. Loading casts them back to the
+        original dtype; the values keep the reduced precision.
+    metadata : dict, optional
+        JSON-able user metadata (name, description, metrics, ...).
+
+    Returns
+    -------
+    ModelState
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If the estimator is not fitted.
+    UnsupportedTypeError
+        If an attribute has a type the codec cannot store (names its path).
+
+    Examples
+    --------
+    >>> from aprender.cluster import KMeans
+    >>> from aprender.codec import to_state
+    >>> km = KMeans(n_clusters=2, n_init=1, random_state=0).fit([[0.0], [0.1], [5.0], [5.1]])
+    >>> to_state(km).tensors["cluster_centers_"].shape
+    (2, 1)
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    entry = entry_for_class(type(estimator))
+    check_is_fitted(estimator)
+    user = dict(metadata or {})
+    try:
+        canonical_json(user)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"metadata must be JSON-serializable with string keys: {exc}") from None
+    encoder = Encoder(cast=float_dtype(dtype) if dtype is not None else None)
+    model = encoder.estimator(estimator, "")
+    meta = {
+        "schema": SCHEMA_VERSION,
+        "model_type": int(entry.spec.model_type),
+        "model": model,
+        "versions": _versions(),
+        "user": user,
+    }
+    return ModelState(tensors=encoder.tensors, meta=meta)
+
+
+def _expected_name(expected: type | ModelType) -> str:
+    return expected.name if isinstance(expected, ModelType) else expected.__name__
+
+
+def from_state(state: ModelState, expected: type | ModelType | None = None) -> Any:
+    """Validate a :class:`ModelState` and rebuild its estimator.
+
+    Parameters
+    ----------
+    state : ModelState
+        Usually produced by a format backend's parser.
+    expected : class or ModelType, optional
+        Fail fast with :class:`ModelTypeMismatch` when the state holds something
+        else. An aprender class also accepts its plain scikit-learn twin and
+        rebuilds it as the aprender class.
+
+    Returns
+    -------
+    estimator
+
+    Examples
+    --------
+    >>> from aprender.linear_model import LinearRegression
+    >>> from aprender.codec import from_state, to_state
+    >>> lr = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
+    >>> from_state(to_state(lr)).predict([[2.0]])
+    array([5.])
+    """
+    meta = state.meta
+    if not isinstance(meta, dict):
+        raise FormatError("model metadata must be a JSON object")
+    schema = meta.get("schema")
+    if schema != SCHEMA_VERSION:
+        if isinstance(schema, int) and schema > SCHEMA_VERSION:
+            raise UnsupportedVersion(f"schema {schema}", f"schema {SCHEMA_VERSION}")
+        raise FormatError(f"metadata 'schema' must be {SCHEMA_VERSION}, found {schema!r}")
+    model = meta.get("model")
+    if not isinstance(model, dict):
+        raise FormatError("metadata has no 'model' object: this is not an aprender model file")
+    entry = entry_for_key(model.get("class"), "model")
+    build_as = None
+    if expected is not None:
+        if isinstance(expected, ModelType):
+            if entry.spec.model_type != expected:
+                raise ModelTypeMismatch(expected.name, f"{entry.cls.__name__} ({entry.spec.model_type.name})")
+        elif issubclass(entry.cls, expected):
+            pass
+        elif same_schema(entry.cls, expected):
+            build_as = expected
+        else:
+            raise ModelTypeMismatch(_expected_name(expected), entry.cls.__name__)
+    _warn_on_version_skew(meta.get("versions"))
+    decoder = Decoder(state.tensors)
+    estimator = decoder.estimator(model, "", build_as=build_as)
+    decoder.finish()
+    return estimator
+
+
+def _warn_on_version_skew(versions: object) -> None:
+    import sklearn
+    from sklearn.exceptions import InconsistentVersionWarning
+
+    if not isinstance(versions, dict):
+        return
+    saved = versions.get("sklearn")
+    if isinstance(saved, str) and saved != sklearn.__version__:
+        warnings.warn(
+            InconsistentVersionWarning(
+                estimator_name="aprender model", current_sklearn_version=sklearn.__version__,
+                original_sklearn_version=saved,
+            ),
+            stacklevel=3,
+        )
+

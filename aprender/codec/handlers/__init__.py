@@ -1,0 +1,12 @@
+"""Handlers for values that are neither JSON nor plain arrays, one module per kind.
+
+Importing this package registers every handler: sparse matrices, ``RandomState`` and
+``Generator``, scikit-learn's ``Tree`` and loss objects, and standard-library values
+(slices, numpy dtypes, ...). ``packed``, ``hgb`` and ``tree_structure`` hold the
+pack/unpack and validation helpers that the ensemble schemas build on.
+"""
+
+from aprender.codec.handlers import loss, random_state, rng, sparse, std, tree  # noqa: F401 - registers them
+from aprender.codec.handlers._base import Handler, for_tag, for_value, register_handler
+
+__all__ = ["Handler", "for_tag", "for_value", "register_handler"]

@@ -1,0 +1,73 @@
+"""scipy.sparse CSR and CSC matrices: data, indices and indptr tensors, checked before scipy sees them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from aprender.codec._checks import fail
+from aprender.codec.handlers._base import Handler, register_handler, sub, tensor_field
+from aprender.exceptions import UnsupportedTypeError
+
+if TYPE_CHECKING:
+    from aprender.codec._decode import Decoder
+    from aprender.codec._encode import Encoder
+
+__all__ = ["check_compressed"]
+
+_SPARSE = {
+    ("csr", False): sp.csr_matrix,
+    ("csc", False): sp.csc_matrix,
+    ("csr", True): sp.csr_array,
+    ("csc", True): sp.csc_array,
+}
+
+
+def _encode_sparse(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
+    fmt = value.format
+    if fmt not in ("csr", "csc"):
+        raise UnsupportedTypeError(path, type(value).__name__, "only CSR and CSC sparse matrices are stored")
+    return {
+        "format": fmt,
+        "array": isinstance(value, sp.sparray),
+        "shape": [int(d) for d in value.shape],
+        "data": enc.tensor(value.data, sub(path, "data")),
+        "indices": enc.tensor(value.indices, sub(path, "indices")),
+        "indptr": enc.tensor(value.indptr, sub(path, "indptr")),
+    }
+
+
+def check_compressed(indptr: np.ndarray, indices: np.ndarray, n_major: int, n_minor: int, path: str) -> None:
+    """Validate CSR/CSC index arrays before scipy ever sees them."""
+    if indptr.ndim != 1 or indptr.shape[0] != n_major + 1:
+        raise fail(path, f"indptr has shape {indptr.shape}, expected ({n_major + 1},)")
+    if indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+        raise fail(path, "indptr must start at 0 and never decrease")
+    if indices.ndim != 1 or indptr[-1] != indices.shape[0]:
+        raise fail(path, f"indptr ends at {indptr[-1]} but there are {indices.shape[0]} indices")
+    if indices.size and (indices.min() < 0 or indices.max() >= n_minor):
+        raise fail(path, f"sparse indices must lie in [0, {n_minor})")
+
+
+def _decode_sparse(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
+    key = (node.get("format"), node.get("array"))
+    cls = _SPARSE.get(key) if isinstance(key[1], bool) else None
+    shape = node.get("shape")
+    valid_shape = isinstance(shape, list) and len(shape) == 2 and all(type(d) is int and d >= 0 for d in shape)
+    if cls is None or not valid_shape:
+        raise fail(path, f"invalid sparse matrix description {key!r} shape={shape!r}")
+    data = tensor_field(dec, node, "data", path, "biuf")
+    indices = tensor_field(dec, node, "indices", path, "iu")
+    indptr = tensor_field(dec, node, "indptr", path, "iu")
+    n_major, n_minor = (shape[0], shape[1]) if key[0] == "csr" else (shape[1], shape[0])
+    check_compressed(indptr, indices, n_major, n_minor, path)
+    if data.shape != indices.shape:
+        raise fail(path, f"sparse data has shape {data.shape}, indices {indices.shape}")
+    return cls((data, indices, indptr), shape=tuple(shape))
+
+
+register_handler(Handler("sparse", (sp.csr_matrix, sp.csc_matrix, sp.csr_array, sp.csc_array, sp.spmatrix, sp.sparray),
+                         _encode_sparse, _decode_sparse))

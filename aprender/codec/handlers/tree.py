@@ -1,0 +1,213 @@
+"""scikit-learn's ``Tree`` <-> one array per node field, for one tree or many packed.
+
+A ``Tree`` is stored as the columns of its node records (``left_child``,
+``right_child``, ``feature``, ``threshold``, ...) plus ``values``. Many trees (a
+forest) are stored packed: the same arrays for all trees concatenated, with
+``node_offsets`` and ``max_depth`` per tree, so the number of tensors does not grow
+with the number of trees. Every array is checked (:func:`check_tree_arrays`) before
+a ``Tree`` is built, because scikit-learn follows child indices without bounds checks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sklearn.tree._tree import NODE_DTYPE, Tree
+
+from aprender.codec._checks import fail, n_features
+from aprender.codec.handlers._base import Handler, register_handler, tensor_field
+from aprender.codec.handlers.tree_structure import Layout, check_children, check_offsets, max_per_tree, node_depths
+from aprender.exceptions import UnsupportedTypeError
+
+if TYPE_CHECKING:
+    from aprender.codec._decode import Decoder
+    from aprender.codec._encode import Encoder
+
+__all__ = ["NODE_FIELDS", "build_trees", "check_tree_arrays", "check_tree_attrs", "pack_trees"]
+
+#: The node record fields of scikit-learn's Tree, each stored as one tensor.
+NODE_FIELDS: tuple[str, ...] = tuple(NODE_DTYPE.names)
+_FIELD_DTYPES = {name: NODE_DTYPE.fields[name][0] for name in NODE_FIELDS}
+#: Every array of a packed tree set, in storage order.
+TREE_ARRAYS: tuple[str, ...] = (*NODE_FIELDS, "values")
+#: scikit-learn's markers: a leaf's children are TREE_LEAF, its feature TREE_UNDEFINED.
+TREE_LEAF, TREE_UNDEFINED = -1, -2
+
+
+def _layout_of(tree: Tree) -> tuple[int, int, list[int]]:
+    return int(tree.n_features), int(tree.n_outputs), [int(c) for c in tree.n_classes]
+
+
+def pack_trees(trees: Sequence[Tree], path: str) -> dict[str, Any]:
+    """Concatenate the node arrays of ``trees``, which must share their output layout."""
+    features, outputs, classes = _layout_of(trees[0])
+    states = []
+    for i, tree in enumerate(trees):
+        if _layout_of(tree) != (features, outputs, classes):
+            raise UnsupportedTypeError(f"{path}.{i}", "sklearn.tree._tree.Tree",
+                                       "the trees differ in n_features, n_outputs or n_classes and cannot be packed")
+        states.append(tree.__getstate__())
+    # Concatenated as raw bytes: numpy copies structured arrays with padding field by field.
+    nodes = np.concatenate([s["nodes"].view(np.uint8) for s in states]).view(NODE_DTYPE)
+    counts = np.fromiter((s["node_count"] for s in states), dtype=np.int64, count=len(states))
+    packed: dict[str, Any] = {"n_features": features, "n_outputs": outputs, "n_classes": classes}
+    packed["node_offsets"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    packed["max_depth"] = np.fromiter((s["max_depth"] for s in states), dtype=np.int64, count=len(states))
+    for name in NODE_FIELDS:
+        packed[name] = np.ascontiguousarray(nodes[name])
+    packed["values"] = np.concatenate([s["values"] for s in states])
+    return packed
+
+
+def _positive_int(value: object, name: str, path: str) -> int:
+    if type(value) is not int or value < 1:
+        raise fail(path, f"'{name}' must be a positive int, found {value!r}")
+    return value
+
+
+def check_tree_arrays(packed: Mapping[str, Any], shape: Sequence[int], path: str) -> None:
+    """Validate packed tree arrays for ``prod(shape)`` trees; raise FormatError naming tree and node."""
+    features = _positive_int(packed.get("n_features"), "n_features", path)
+    outputs = _positive_int(packed.get("n_outputs"), "n_outputs", path)
+    classes = packed.get("n_classes")
+    if not isinstance(classes, list) or len(classes) != outputs:
+        raise fail(path, f"'n_classes' must list one class count per output ({outputs}), found {classes!r}")
+    for k, c in enumerate(classes):
+        _positive_int(c, f"n_classes[{k}]", path)
+    fields = {}
+    for name in NODE_FIELDS:
+        array = packed.get(name)
+        if not isinstance(array, np.ndarray) or array.ndim != 1 or array.dtype != _FIELD_DTYPES[name]:
+            found = f"{getattr(array, 'dtype', type(array).__name__)} {getattr(array, 'shape', '')}"
+            raise fail(path, f"node field '{name}' must be a 1-d {_FIELD_DTYPES[name]} array, found {found}")
+        fields[name] = array
+    n_nodes = fields["left_child"].shape[0]
+    for name, array in fields.items():
+        if array.shape[0] != n_nodes:
+            raise fail(path, f"node field '{name}' has {array.shape[0]} entries, 'left_child' has {n_nodes}")
+    values = packed.get("values")
+    expected = (n_nodes, outputs, max(classes))
+    if not isinstance(values, np.ndarray) or values.dtype != np.float64 or values.shape != expected:
+        found = f"{getattr(values, 'dtype', type(values).__name__)} {getattr(values, 'shape', '')}"
+        raise fail(path, f"'values' must be float64 of shape {expected} (nodes, outputs, classes), found {found}")
+    n_trees = math.prod(shape)
+    offsets = check_offsets(packed.get("node_offsets"), n_trees, n_nodes, path, "node_offsets", empty_ok=False)
+    max_depth = packed.get("max_depth")
+    if not isinstance(max_depth, np.ndarray) or max_depth.dtype != np.int64 or max_depth.shape != (n_trees,):
+        raise fail(path, f"'max_depth' must be int64 of shape ({n_trees},)")
+    layout = Layout(offsets, shape)
+    left, right, feature = fields["left_child"], fields["right_child"], fields["feature"]
+    leaf = left == TREE_LEAF
+    if not np.array_equal(leaf, right == TREE_LEAF):
+        i = int(np.argmax(leaf != (right == TREE_LEAF)))
+        raise fail(path, f"{layout.node(i)}: left_child {left[i]} and right_child {right[i]} disagree on "
+                         f"whether it is a leaf (a leaf has both set to {TREE_LEAF})")
+    marked = leaf & (feature != TREE_UNDEFINED)
+    if marked.any():
+        i = int(np.argmax(marked))
+        raise fail(path, f"{layout.node(i)} is a leaf but has feature {feature[i]} (leaves have {TREE_UNDEFINED})")
+    internal = ~leaf
+    outside = internal & (feature.view(np.uint64) >= features)  # negatives wrap to huge values
+    if outside.any():
+        i = int(np.argmax(outside))
+        raise fail(path, f"{layout.node(i)}: feature index {feature[i]} is outside [0, {features})")
+    check_children(layout, internal, {"left_child": left, "right_child": right}, path)
+    deepest = max_per_tree(layout, node_depths(layout, internal, (left, right)))
+    wrong = deepest != max_depth
+    if wrong.any():
+        t = int(np.argmax(wrong))
+        raise fail(path, f"{layout.name(t)}: max_depth is {max_depth[t]} but its deepest node "
+                         f"is at depth {deepest[t]}")
+
+
+def build_trees(packed: Mapping[str, Any]) -> list[Tree]:
+    """Build one ``Tree`` per tree of arrays that passed :func:`check_tree_arrays`."""
+    offsets = packed["node_offsets"].tolist()
+    nodes = np.zeros(offsets[-1], dtype=NODE_DTYPE)  # zeroed padding, as scikit-learn keeps it
+    for name in NODE_FIELDS:
+        nodes[name] = packed[name]
+    values = np.ascontiguousarray(packed["values"])
+    features, outputs = packed["n_features"], packed["n_outputs"]
+    classes = np.asarray(packed["n_classes"], dtype=np.intp)
+    trees = []
+    for begin, end, depth in zip(offsets[:-1], offsets[1:], packed["max_depth"].tolist(), strict=True):
+        tree = Tree(features, classes, outputs)
+        # Tree.__setstate__ copies both arrays into memory the Tree owns.
+        tree.__setstate__({"max_depth": depth, "node_count": end - begin, "nodes": nodes[begin:end],
+                           "values": values[begin:end]})
+        trees.append(tree)
+    return trees
+
+
+def _int_list(value: object) -> list[int] | None:
+    """``value`` as a list of ints if it is an int or a 1-d sequence of ints."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return [int(value)]
+    if isinstance(value, (list, np.ndarray)) and np.ndim(value) == 1:
+        items = list(value)
+        if all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in items):
+            return [int(v) for v in items]
+    return None
+
+
+def check_tree_attrs(
+    attrs: Mapping[str, Any], features: int, outputs: int, classes: Sequence[int], classifier: bool, path: str
+) -> None:
+    """Check an estimator's fitted attributes against the trees it carries.
+
+    ``n_features_in_`` and ``n_outputs_`` must match the trees; a classifier's
+    ``classes_`` and ``n_classes_`` must match their class counts and a regressor's
+    trees must have a single value per output.
+    """
+    n = n_features(attrs, path)
+    if n != features:
+        raise fail(path, f"n_features_in_ is {n} but the trees were built for {features} features")
+    n_outputs = attrs.get("n_outputs_", outputs)
+    if n_outputs != outputs:
+        raise fail(path, f"n_outputs_ is {n_outputs!r} but the trees have {outputs} outputs")
+    if not classifier:
+        if any(c != 1 for c in classes):
+            raise fail(path, f"a regressor's trees need one value per output, found n_classes {list(classes)}")
+        return
+    counts = _int_list(attrs.get("n_classes_"))
+    if counts != list(classes):
+        raise fail(path, f"n_classes_ is {attrs.get('n_classes_')!r} but the trees have {list(classes)} classes")
+    labels = attrs.get("classes_")
+    per_output = [labels] if outputs == 1 else labels
+    if not isinstance(per_output, list) or len(per_output) != outputs:
+        raise fail(path, f"classes_ must hold the labels of {outputs} outputs")
+    for k, labels_k in enumerate(per_output):
+        if not isinstance(labels_k, np.ndarray) or labels_k.shape != (classes[k],):
+            raise fail(path, f"classes_ of output {k} must be an array of {classes[k]} labels, "
+                             f"found shape {getattr(labels_k, 'shape', None)}")
+
+
+# -- the named handler for a single Tree -----------------------------------------------
+
+
+def _encode_tree(tree: Tree, enc: Encoder, path: str) -> dict[str, Any]:
+    packed = pack_trees([tree], path)
+    node: dict[str, Any] = {k: packed[k] for k in ("n_features", "n_outputs", "n_classes")}
+    node["max_depth"] = int(packed["max_depth"][0])
+    for name in TREE_ARRAYS:
+        node[name] = enc.tensor(packed[name], f"{path}.{name}")
+    return node
+
+
+def _decode_tree(node: Mapping[str, Any], dec: Decoder, path: str) -> Tree:
+    packed: dict[str, Any] = {k: node.get(k) for k in ("n_features", "n_outputs", "n_classes")}
+    for name in TREE_ARRAYS:
+        packed[name] = tensor_field(dec, node, name, path, "biuf")
+    depth = node.get("max_depth")
+    if type(depth) is not int or depth < 0:
+        raise fail(path, f"'max_depth' must be a non-negative int, found {depth!r}")
+    packed["max_depth"] = np.array([depth], dtype=np.int64)
+    packed["node_offsets"] = np.array([0, packed["left_child"].shape[0]], dtype=np.int64)
+    check_tree_arrays(packed, (1,), path)
+    return build_trees(packed)[0]
+
+
+register_handler(Handler("sklearn_tree", (Tree,), _encode_tree, _decode_tree))

@@ -1,0 +1,142 @@
+"""Vectorised structural checks for packed tree node arrays read from a file.
+
+Trees are stored packed: the nodes of all trees concatenated, with ``offsets``
+marking where each tree starts. Child indices are local to their tree. scikit-learn
+walks the nodes in C without bounds checks, so a child index outside the tree, a
+cycle or a wrong depth bound can read or write out of bounds. These checks make
+that impossible and run in a handful of NumPy passes, never a Python loop per node.
+
+scikit-learn numbers nodes in creation order, so a child always has a larger index
+than its parent. Requiring that (no cycles possible), plus exactly one parent for
+every node but the root, makes each tree a proper tree rooted at its node 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from aprender.codec._checks import fail
+
+__all__ = ["Layout", "check_children", "check_offsets", "max_per_tree", "node_depths"]
+
+
+class Layout:
+    """Where each packed node lives: its tree's first node and its index inside the tree.
+
+    Parameters
+    ----------
+    offsets : ndarray of int64
+        Validated offsets (see :func:`check_offsets`).
+    shape : sequence of int
+        Shape of the ensemble's estimator grid, used to name trees in messages:
+        ``(n_trees,)`` or ``(n_stages, n_trees_per_stage)``.
+    kind : str
+        What a tree is called in messages ("tree", "predictor").
+    """
+
+    def __init__(self, offsets: np.ndarray, shape: Sequence[int], kind: str = "tree") -> None:
+        self.offsets = offsets
+        self.shape = tuple(shape)
+        self.kind = kind
+        self.sizes = np.diff(offsets)
+        self.base = np.repeat(offsets[:-1], self.sizes)
+        self.local = np.arange(offsets[-1], dtype=np.int64)
+        self.local -= self.base
+
+    def per_node(self, per_tree: np.ndarray) -> np.ndarray:
+        """Spread one value per tree to every node of that tree."""
+        return np.repeat(per_tree, self.sizes)
+
+    def name(self, t: int) -> str:
+        """Human name of tree ``t``: ``tree 3``, or ``tree (2, 1)`` in a grid."""
+        label = t if len(self.shape) < 2 else tuple(int(j) for j in np.unravel_index(t, self.shape))
+        return f"{self.kind} {label}"
+
+    def node(self, i: int) -> str:
+        """Human name of packed node ``i``: ``tree 3 node 17``."""
+        t = int(np.searchsorted(self.offsets, i, side="right")) - 1
+        return f"{self.name(t)} node {int(self.local[i])}"
+
+
+def check_offsets(offsets: object, n_trees: int, n_items: int, path: str, name: str, *, empty_ok: bool) -> np.ndarray:
+    """Check ``offsets``: int64, ``n_trees + 1`` entries from 0 to ``n_items``, never decreasing.
+
+    With ``empty_ok=False`` every tree must own at least one item (a tree has a root).
+    """
+    if not isinstance(offsets, np.ndarray) or offsets.dtype != np.int64 or offsets.shape != (n_trees + 1,):
+        found = f"{getattr(offsets, 'dtype', type(offsets).__name__)} {getattr(offsets, 'shape', '')}"
+        raise fail(path, f"'{name}' must be int64 of shape ({n_trees + 1},), found {found}")
+    if offsets[0] != 0 or offsets[-1] != n_items:
+        raise fail(path, f"'{name}' must run from 0 to {n_items}, found {offsets[0]} to {offsets[-1]}")
+    steps = np.diff(offsets)
+    bad = steps < (0 if empty_ok else 1)
+    if bad.any():
+        t = int(np.argmax(bad))
+        rule = "never decrease" if empty_ok else "increase (every tree needs a root node)"
+        raise fail(path, f"'{name}' must {rule}: entry {t} is {offsets[t]}, entry {t + 1} is {offsets[t + 1]}")
+    return offsets
+
+
+def check_children(layout: Layout, internal: np.ndarray, children: dict[str, np.ndarray], path: str) -> None:
+    """Check the child indices of every internal node: each tree must be a proper tree rooted at 0.
+
+    ``children`` maps a field name ("left_child") to local child indices (any int
+    dtype); only entries where ``internal`` is true are read.
+    """
+    nodes = np.flatnonzero(internal)
+    local, base = layout.local[nodes], layout.base[nodes]
+    after = layout.per_node(layout.sizes)[nodes] - local - 1  # nodes after each parent in its tree
+    n_nodes = layout.local.shape[0]
+    has_parent = np.zeros(n_nodes, dtype=bool)
+    targets = []
+    for name, child in children.items():
+        child = child[nodes].astype(np.int64, copy=False)
+        # A child lies after its parent and inside the tree: 0 <= child - local - 1 < after.
+        bad = (child - local - 1).view(np.uint64) >= after.view(np.uint64)
+        if bad.any():
+            k = int(np.argmax(bad))
+            where = layout.node(int(nodes[k]))
+            if child[k] <= local[k]:
+                raise fail(path, f"{where}: {name} {child[k]} does not come after its parent "
+                                 "(children must have larger indices; this would allow a cycle)")
+            raise fail(path, f"{where}: {name} {child[k]} is outside the tree's {local[k] + after[k] + 1} nodes")
+        target = child + base
+        has_parent[target] = True
+        targets.append(target)
+    # Children are distinct non-root nodes, as many as there are non-root nodes: then
+    # every node but the root has exactly one parent. Anything else is found and named.
+    n_children = sum(t.shape[0] for t in targets)
+    if n_children == n_nodes - layout.sizes.shape[0] and int(np.count_nonzero(has_parent)) == n_children:
+        return
+    parents = np.bincount(np.concatenate(targets), minlength=n_nodes)
+    shared = parents > 1
+    if shared.any():
+        i = int(np.argmax(shared))
+        raise fail(path, f"{layout.node(i)} has {int(parents[i])} parents: the nodes do not form a tree")
+    i = int(np.argmax((parents == 0) & (layout.local != 0)))
+    raise fail(path, f"{layout.node(i)} is not reachable from the root: no node points to it")
+
+
+def node_depths(layout: Layout, internal: np.ndarray, children: Sequence[np.ndarray]) -> np.ndarray:
+    """Depth of every node (roots are 0), one level of all trees at a time.
+
+    Only call this after :func:`check_children` accepted the trees: then each level
+    holds new, deeper nodes and the loop ends after the deepest leaf.
+    """
+    depth = np.empty(layout.local.shape[0], dtype=np.int64)
+    targets = [child + layout.base for child in children]  # global indices (garbage for leaves, never read)
+    level = layout.offsets[:-1]
+    d = 0
+    while level.size:
+        depth[level] = d
+        inner = level[internal[level]]
+        level = np.concatenate([target[inner] for target in targets])
+        d += 1
+    return depth
+
+
+def max_per_tree(layout: Layout, values: np.ndarray) -> np.ndarray:
+    """The maximum of ``values`` within each tree (every tree has at least one node)."""
+    return np.maximum.reduceat(values, layout.offsets[:-1]) if values.size else values

@@ -1,0 +1,56 @@
+"""Load-time checks shared by the schemas of PCA, naive Bayes, KNN, SVM and MLP."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import numpy as np
+
+from aprender.codec._checks import fail
+
+__all__ = ["choice", "class_labels", "integer", "is_fitted", "real"]
+
+
+def is_fitted(attrs: Mapping[str, Any]) -> bool:
+    """True when the decoded state has a fitted ``name_`` attribute.
+
+    The decoder runs validators only on fitted state (sklearn's trailing-underscore
+    rule) but runs ``unpack`` always. An estimator nested as a hyperparameter (a
+    meta-estimator's unfitted template) can still carry plain attributes set by
+    ``__init__`` (KNN's ``radius``): an unpacker has nothing to rebuild there, and every
+    inference method refuses to run on it.
+    """
+    return any(k.endswith("_") and not k.startswith("__") for k in attrs)
+
+
+def integer(attrs: Mapping[str, Any], name: str, path: str, *, low: int = 0, high: int | None = None) -> int:
+    """Attribute ``name`` as an int in ``[low, high]`` (numpy integers allowed)."""
+    value = attrs.get(name)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise fail(path, f"'{name}' must be an integer, found {type(value).__name__}")
+    if value < low or (high is not None and value > high):
+        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise fail(path, f"'{name}' is {value}, must be {bound}")
+    return int(value)
+
+
+def real(value: Any) -> bool:
+    """True for a real number (Python or numpy), excluding bools."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def choice(attrs: Mapping[str, Any], name: str, path: str, allowed: Collection[str]) -> str:
+    """Attribute ``name`` as one of the ``allowed`` strings."""
+    value = attrs.get(name)
+    if value not in allowed or type(value) is not str:
+        raise fail(path, f"'{name}' must be one of {sorted(allowed)}, found {str(value)[:80]!r}")
+    return value
+
+
+def class_labels(attrs: Mapping[str, Any], path: str, *, minimum: int = 1) -> int:
+    """``classes_`` as a 1-d array of at least ``minimum`` labels; returns their count."""
+    labels = attrs.get("classes_")
+    if not isinstance(labels, np.ndarray) or labels.ndim != 1 or labels.shape[0] < minimum:
+        raise fail(path, f"'classes_' must be a 1-d array of at least {minimum} labels")
+    return labels.shape[0]

@@ -1,0 +1,48 @@
+"""Schemas of SimpleImputer and the MissingIndicator it nests with ``add_indicator=True``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from sklearn import impute as sk
+
+from aprender import impute as ap
+from aprender.codec import ModelType, Spec
+from aprender.codec._checks import array, fail, n_features
+from aprender.codec.schemas.preprocessing_extra import check_feature_names
+
+
+def check_simple_imputer(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """One statistic per feature; the fitted dtypes are real dtypes; the indicator agrees."""
+    n = n_features(attrs, path)
+    check_feature_names(attrs, n, path)
+    statistics = array(attrs, "statistics_", path, ndim=(1,), kinds="biufO", shape={0: n})
+    for name in ("_fit_dtype", "_fill_dtype"):
+        if not isinstance(attrs.get(name), np.dtype):
+            raise fail(path, f"'{name}' must be a numpy dtype")
+    try:  # transform casts the statistics to the fill dtype
+        statistics.astype(attrs["_fill_dtype"])
+    except (TypeError, ValueError, OverflowError):
+        raise fail(path, f"'statistics_' cannot be cast to the fill dtype {attrs['_fill_dtype']}") from None
+    indicator = attrs.get("indicator_")
+    fitted_on = getattr(indicator, "_n_features", None)
+    if indicator is not None and (not isinstance(indicator, sk.MissingIndicator) or fitted_on != n):
+        raise fail(path, f"'indicator_' must be a MissingIndicator fitted on the imputer's {n} features")
+
+
+def check_missing_indicator(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """features_ are distinct column indices below the fitted width."""
+    n = n_features(attrs, path)
+    if attrs.get("_n_features") != n or type(attrs.get("_precomputed")) is not bool:
+        raise fail(path, f"'_n_features' must equal n_features_in_ ({n}) and '_precomputed' be a bool")
+    features = array(attrs, "features_", path, ndim=(1,), kinds="iu")
+    if features.size and (features.min() < 0 or features.max() >= n or np.unique(features).size != features.size):
+        raise fail(path, f"'features_' must be distinct column indices in [0, {n})")
+
+
+SCHEMAS = [
+    ((ap.SimpleImputer, sk.SimpleImputer), Spec(ModelType.IMPUTER, validate=check_simple_imputer)),
+    ((sk.MissingIndicator,), Spec(ModelType.IMPUTER, validate=check_missing_indicator)),
+]

@@ -1,0 +1,151 @@
+"""Schemas of the k-nearest-neighbour estimators.
+
+The fitted KDTree/BallTree is not stored. Its node arrays are a pure function of the
+training data, the leaf size and the metric, so ``pack`` replaces the tree by its leaf
+size (after checking that scikit-learn's public constructor rebuilds exactly the same
+arrays) and ``unpack`` rebuilds it from the validated ``_fit_X``. A file therefore never
+supplies node indices that the Cython query code would trust.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn import neighbors as sk
+
+from aprender import neighbors as ap
+from aprender.codec import ModelType, Spec
+from aprender.codec._checks import array, fail, n_features
+from aprender.codec.schemas._model_checks import choice, integer, is_fitted
+from aprender.exceptions import UnsupportedTypeError
+
+_TREES = {"kd_tree": sk.KDTree, "ball_tree": sk.BallTree}
+
+
+def _build_tree(method: str, fit_X: np.ndarray, leaf_size: int, metric: str, metric_params: dict) -> Any:
+    # The same call as sklearn.neighbors._base.NeighborsBase._fit.
+    return _TREES[method](fit_X, leaf_size, metric=metric, **metric_params)
+
+
+def _tree_leaf_size(tree: Any, state: Mapping[str, Any]) -> int:
+    """The tree's leaf size, once a rebuild from ``_fit_X`` is shown to be identical."""
+    method = state.get("_fit_method")
+    if method not in _TREES or type(tree) is not _TREES[method]:
+        raise UnsupportedTypeError("_tree", type(tree).__name__, f"does not match _fit_method {method!r}")
+    # __getstate__ is the tree's own export of its build parameters (no pickling involved).
+    leaf_size = int(tree.__getstate__()[4])
+    rebuilt = _build_tree(method, state["_fit_X"], leaf_size, state["effective_metric_"],
+                          state["effective_metric_params_"])
+    same_metric = type(rebuilt.__getstate__()[11]) is type(tree.__getstate__()[11])
+    same_arrays = all(np.array_equal(a, b) for a, b in zip(rebuilt.get_arrays(), tree.get_arrays(), strict=True))
+    if not (same_metric and same_arrays):
+        raise UnsupportedTypeError("_tree", type(tree).__name__,
+                                   "the tree was not built from _fit_X with the effective metric; refit the model")
+    return leaf_size
+
+
+def pack_neighbors(state: dict[str, Any]) -> dict[str, Any]:
+    """Replace the search tree by ``{"leaf_size": n}`` (``None`` stays for brute force)."""
+    tree = state.get("_tree")
+    if tree is None:
+        return state
+    # fit() on a prebuilt KDTree/BallTree keeps the tree's data as a Cython memoryview.
+    state = {**state, "_fit_X": np.asarray(state["_fit_X"])}
+    return {**state, "_tree": {"leaf_size": _tree_leaf_size(tree, state)}}
+
+
+def unpack_neighbors(attrs: dict[str, Any], params: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """Rebuild the search tree from the validated training data."""
+    method = attrs.get("_fit_method")
+    if is_fitted(attrs) and method in _TREES:
+        leaf_size = attrs["_tree"]["leaf_size"]
+        tree = _build_tree(method, attrs["_fit_X"], leaf_size, attrs["effective_metric_"],
+                           attrs["effective_metric_params_"])
+        attrs = {**attrs, "_tree": tree}
+    return attrs
+
+
+def _check_fit_data(attrs: Mapping[str, Any], path: str) -> int:
+    m = integer(attrs, "n_samples_fit_", path, low=1)
+    fit_X = attrs.get("_fit_X")
+    if sp.issparse(fit_X):
+        if fit_X.format != "csr":
+            raise fail(path, f"sparse '_fit_X' must be CSR, found {fit_X.format}")
+        shape = fit_X.shape
+    else:
+        shape = array(attrs, "_fit_X", path, ndim=(2,), kinds="biuf").shape
+    # fit() on a prebuilt KDTree/BallTree sets no n_features_in_.
+    n = n_features(attrs, path) if "n_features_in_" in attrs else shape[1]
+    if shape != (m, n):
+        raise fail(path, f"'_fit_X' has shape {shape}, expected (n_samples_fit_, n_features_in_) = ({m}, {n})")
+    return m
+
+
+def _check_tree(attrs: Mapping[str, Any], path: str) -> None:
+    method = choice(attrs, "_fit_method", path, ("brute", *_TREES))
+    metric, metric_params = attrs.get("effective_metric_"), attrs.get("effective_metric_params_")
+    tree = attrs.get("_tree")
+    if type(metric) is not str:
+        raise fail(path, f"'effective_metric_' must be a metric name, found {type(metric).__name__}")
+    if type(metric_params) is not dict or not all(type(k) is str for k in metric_params):
+        raise fail(path, "'effective_metric_params_' must be a dict with string keys")
+    if method == "brute":
+        valid = sk.VALID_METRICS_SPARSE["brute"] if sp.issparse(attrs.get("_fit_X")) else sk.VALID_METRICS["brute"]
+        if metric not in valid:
+            raise fail(path, f"metric {metric[:80]!r} is not supported by brute-force search")
+        if tree is not None:
+            raise fail(path, "'_tree' must be null when _fit_method is 'brute'")
+        return
+    if type(tree) is not dict or set(tree) != {"leaf_size"}:
+        raise fail(path, "'_tree' must be {'leaf_size': n}: search trees are rebuilt, never read from files")
+    integer(tree, "leaf_size", f"{path}._tree" if path else "_tree", low=1)
+    if metric not in _TREES[method].valid_metrics:
+        raise fail(path, f"metric {metric[:80]!r} is not supported by {_TREES[method].__name__}")
+    fit_X = attrs["_fit_X"]
+    if not isinstance(fit_X, np.ndarray) or not np.isfinite(fit_X).all():
+        raise fail(path, f"'_fit_X' of a {method} must be a dense array of finite values")
+
+
+def _check_targets(attrs: Mapping[str, Any], m: int, path: str) -> None:
+    """Class indices in ``_y`` lie inside ``classes_`` (one label array per output when 2-d)."""
+    outputs_2d = attrs.get("outputs_2d_")
+    if type(outputs_2d) is not bool:
+        raise fail(path, f"'outputs_2d_' must be a bool, found {type(outputs_2d).__name__}")
+    y = array(attrs, "_y", path, ndim=(2,) if outputs_2d else (1,), kinds="iu", shape={0: m})
+    codes = y if outputs_2d else y[:, None]
+    label_sets = attrs.get("classes_") if outputs_2d else [attrs.get("classes_")]
+    if type(label_sets) is not list or len(label_sets) != codes.shape[1]:
+        raise fail(path, f"'classes_' must hold one label array per output ({codes.shape[1]})")
+    for j, labels in enumerate(label_sets):
+        if not isinstance(labels, np.ndarray) or labels.ndim != 1 or labels.shape[0] < 1:
+            raise fail(path, f"'classes_' of output {j} must be a non-empty 1-d array")
+        column = codes[:, j]
+        if column.size and (column.min() < 0 or column.max() >= labels.shape[0]):
+            raise fail(path, f"'_y' holds class indices outside [0, {labels.shape[0]}) for output {j}")
+
+
+def check_neighbors_classifier(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """Training data matches n_samples_fit_ x n_features_in_; class indices lie inside classes_."""
+    m = _check_fit_data(attrs, path)
+    _check_tree(attrs, path)
+    _check_targets(attrs, m, path)
+
+
+def check_neighbors_regressor(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """Training data matches n_samples_fit_ x n_features_in_; one target row per sample."""
+    m = _check_fit_data(attrs, path)
+    _check_tree(attrs, path)
+    array(attrs, "_y", path, ndim=(1, 2), kinds="biuf", shape={0: m})
+
+
+def _spec(validate: Any) -> Spec:
+    return Spec(ModelType.KNN, validate=validate, pack=pack_neighbors, unpack=unpack_neighbors)
+
+
+SCHEMAS = [
+    ((ap.KNeighborsClassifier, sk.KNeighborsClassifier), _spec(check_neighbors_classifier)),
+    ((ap.KNeighborsRegressor, sk.KNeighborsRegressor), _spec(check_neighbors_regressor)),
+]

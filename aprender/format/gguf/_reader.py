@@ -1,0 +1,198 @@
+"""Reading GGUF files safely with the official ``gguf.GGUFReader``.
+
+``GGUFReader`` trusts the counts and lengths in a file: a truncated file gives short
+slices that surface later as assorted numpy errors, and a claimed array length of
+2**60 makes it loop (nearly) forever. :class:`BoundedReader` only adds a bounds check
+to the reader's one low-level accessor, so every read past the end of the file stops
+parsing at once with a :class:`~aprender.exceptions.FormatError` and every loop is
+bounded by the file size; anything else the reader raises becomes a FormatError too.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType
+from gguf.gguf_reader import READER_SUPPORTED_VERSIONS
+
+from aprender.codec import ModelState, parse_json
+from aprender.exceptions import FormatError, UnsupportedVersion
+from aprender.format.gguf import _layout as layout
+
+__all__ = ["BoundedReader", "check_extent", "open_any", "open_reader", "read_fields", "read_tensors"]
+
+#: Tensor types aprender reads (it writes no others).
+READ_TYPES = frozenset(
+    [
+        GGMLQuantizationType.F64, GGMLQuantizationType.F32, GGMLQuantizationType.F16, GGMLQuantizationType.BF16,
+        GGMLQuantizationType.I64, GGMLQuantizationType.I32, GGMLQuantizationType.I16, GGMLQuantizationType.I8,
+        GGMLQuantizationType.Q8_0, GGMLQuantizationType.Q4_0, GGMLQuantizationType.Q4_1,
+    ]
+)
+_QUANTIZED = {
+    GGMLQuantizationType.Q8_0: "q8_0",
+    GGMLQuantizationType.Q4_0: "q4_0",
+    GGMLQuantizationType.Q4_1: "q4_1",
+}
+
+#: Top-level metadata entries stored under their own keys, never as ``aprender.meta.*``.
+_OWN_KEYS = frozenset(["schema", "model_type", "model", "versions", "user", "quantization"])
+
+
+class _PastEnd(FormatError):
+    pass
+
+
+class BoundedReader(GGUFReader):
+    """``gguf.GGUFReader`` whose reads never run past the end of the file."""
+
+    def _get(self, offset: int, dtype: Any, count: int = 1, override_order: Any = None) -> np.ndarray:
+        offset, count = int(offset), int(count)
+        end = offset + np.dtype(dtype).itemsize * count
+        if offset < 0 or count < 0 or end > len(self.data):
+            raise _PastEnd(f"needs bytes {offset}-{end} but the file has {len(self.data)} bytes (truncated?)")
+        return super()._get(offset, dtype, count, override_order)
+
+
+def _check_preamble(path: str | os.PathLike, where: str) -> None:
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if len(head) < 8 or head[:4] != b"GGUF":
+        raise FormatError(f"{where}: not a GGUF file (needs the magic 'GGUF' and a version in bytes 0-7, "
+                          f"found {head.hex() or 'an empty file'})")
+    little, big = int.from_bytes(head[4:], "little"), int.from_bytes(head[4:], "big")
+    if little not in READER_SUPPORTED_VERSIONS and big not in READER_SUPPORTED_VERSIONS:
+        supported = ", ".join(f"GGUF v{v}" for v in READER_SUPPORTED_VERSIONS)
+        raise UnsupportedVersion(f"GGUF v{little}", supported)
+
+
+def open_reader(path: str | os.PathLike, where: str) -> BoundedReader:
+    """Parse the header, key-values and tensor table of a GGUF file aprender reads, or raise FormatError."""
+    reader = open_any(path, where)
+    check_extent(reader, where)
+    return reader
+
+
+def open_any(path: str | os.PathLike, where: str) -> BoundedReader:
+    """Parse any GGUF file (every tensor type; data past the tensors allowed), or raise FormatError."""
+    _check_preamble(path, where)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            reader = BoundedReader(path)
+    except _PastEnd as exc:
+        raise FormatError(f"{where}: {exc}") from None
+    except (ValueError, KeyError, IndexError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
+        raise FormatError(f"{where}: not a valid GGUF file: {type(exc).__name__}: {str(exc)[:200]}") from None
+    return reader
+
+
+def check_extent(reader: BoundedReader, where: str) -> None:
+    """The file ends exactly where its last (padded) tensor ends: no truncation, no trailing bytes."""
+    align = int(reader.alignment)
+    end = reader.data_offset
+    for tensor in reader.tensors:
+        if tensor.tensor_type not in READ_TYPES:
+            raise FormatError(f"{where}: tensor '{tensor.name[:80]}' has type {tensor.tensor_type.name}, "
+                              "which aprender does not read")
+        stop = tensor.data_offset + int(tensor.n_bytes)
+        end = max(end, stop + (-stop % align))
+    if end != len(reader.data):
+        raise FormatError(f"{where}: the tensor table ends the file at byte {end}, but it has "
+                          f"{len(reader.data)} bytes (truncated or trailing data)")
+
+
+def _value(reader: BoundedReader, key: str, gtype: GGUFValueType, where: str, *, required: bool = True) -> Any:
+    field = reader.get_field(key)
+    if field is None:
+        if required:
+            raise FormatError(f"{where}: no '{key}' key: not a model file written by aprender")
+        return None
+    if field.types != [gtype]:
+        raise FormatError(f"{where}: key '{key}' must be a {gtype.name}, found {[t.name for t in field.types]}")
+    try:
+        return field.contents()
+    except UnicodeDecodeError:
+        raise FormatError(f"{where}: key '{key}' is not valid UTF-8") from None
+
+
+def _json(reader: BoundedReader, key: str, where: str, *, required: bool = True) -> Any:
+    text = _value(reader, key, GGUFValueType.STRING, where, required=required)
+    return None if text is None else parse_json(text, f"{where}: key '{key}'")
+
+
+def read_fields(reader: BoundedReader, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The codec metadata and the tensor map stored in the key-values."""
+    arch = _value(reader, "general.architecture", GGUFValueType.STRING, where)
+    if arch != layout.ARCHITECTURE:
+        raise FormatError(f"{where}: general.architecture is {arch[:40]!r}, not {layout.ARCHITECTURE!r}: "
+                          "not a model file written by aprender")
+    params, attrs = _json(reader, layout.KEY_PARAMS, where), _json(reader, layout.KEY_ATTRS, where)
+    meta: dict[str, Any] = {}
+    for name, key in (("schema", layout.KEY_SCHEMA), ("model_type", layout.KEY_MODEL_TYPE)):
+        value = _value(reader, key, GGUFValueType.UINT32, where, required=False)
+        if value is not None:
+            meta[name] = value
+    meta["model"] = {"__t__": "estimator", "class": _value(reader, layout.KEY_CLASS, GGUFValueType.STRING, where),
+                     "params": params, "attrs": attrs}
+    versions = {}
+    for key in reader.fields:
+        if key.startswith(layout.PREFIX_VERSIONS):
+            versions[key[len(layout.PREFIX_VERSIONS) :]] = _value(reader, key, GGUFValueType.STRING, where)
+        elif key.startswith(layout.PREFIX_EXTRA):
+            name = key[len(layout.PREFIX_EXTRA) :]
+            if name in _OWN_KEYS:
+                raise FormatError(f"{where}: key '{key}' duplicates a dedicated aprender key")
+            meta[name] = _json(reader, key, where)
+    if versions:
+        meta["versions"] = versions
+    for name, key in (("user", layout.KEY_USER), ("quantization", layout.KEY_QUANTIZATION)):
+        value = _json(reader, key, where, required=False)
+        if value is not None:
+            meta[name] = value
+    tensor_map = _json(reader, layout.KEY_TENSOR_MAP, where, required=False)
+    tensor_map = {} if tensor_map is None else tensor_map
+    if not isinstance(tensor_map, dict):
+        raise FormatError(f"{where}: key '{layout.KEY_TENSOR_MAP}' must be a JSON object")
+    return meta, tensor_map
+
+
+def quantized_type(meta: dict[str, Any]) -> str | None:
+    """The quantization type the metadata declares, if any."""
+    record = meta.get("quantization")
+    return record.get("type") if isinstance(record, dict) else None
+
+
+def read_tensors(reader: BoundedReader, meta: dict[str, Any], tensor_map: dict[str, Any],
+                 where: str) -> dict[str, np.ndarray]:
+    """Copy every tensor out of the memory map, restoring aprender names, shapes and dtypes."""
+    qtype = quantized_type(meta)
+    if "quantization" in meta and qtype not in _QUANTIZED.values():
+        raise FormatError(f"{where}: unknown quantization type {str(qtype)[:40]!r}; "
+                          f"supported: {', '.join(_QUANTIZED.values())}")
+    tensors: dict[str, np.ndarray] = {}
+    for tensor in reader.tensors:
+        block = _QUANTIZED.get(tensor.tensor_type)
+        if block is not None and block != qtype:
+            declared = f"quantization {qtype!r}" if qtype else "no quantization"
+            raise FormatError(f"{where}: tensor '{tensor.name[:80]}' is {block.upper()} but the metadata "
+                              f"declares {declared}")
+        name, array = layout.restore(tensor.name, np.array(tensor.data), tensor.tensor_type,
+                                     tensor_map.get(tensor.name), where)
+        if name in tensors:
+            raise FormatError(f"{where}: two tensors map to the name '{name[:80]}'")
+        tensors[name] = array  # a fresh C-ordered copy (views and reshapes of np.array)
+    unused = sorted(set(tensor_map) - {t.name for t in reader.tensors})
+    if unused:
+        raise FormatError(f"{where}: aprender.tensor_map names a missing tensor '{unused[0][:80]}'")
+    return tensors
+
+
+def read_state(path: str | os.PathLike, where: str) -> ModelState:
+    """Parse and validate a GGUF file into a (possibly quantized) ModelState."""
+    reader = open_reader(path, where)
+    meta, tensor_map = read_fields(reader, where)
+    return ModelState(tensors=read_tensors(reader, meta, tensor_map, where), meta=meta)

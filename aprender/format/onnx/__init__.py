@@ -1,0 +1,468 @@
+"""Estimator -> ONNX, for ONNX Runtime. Export only.
+
+skl2onnx converts the scikit-learn-backed estimators (aprender's subclasses are
+registered with it under their parent's converter, lazily, see
+``_onnx_registry``); aprender's own estimators bring converters through
+:func:`register_converter`. Every exported model:
+
+- passes ``onnx.checker.check_model(full_check=True)``,
+- takes one input ``"X"`` (``[None, n_features]``) unless a DataFrame sample asks
+  for one input per column,
+- returns labels plus a plain probability tensor for classifiers (no ZipMap),
+- carries aprender's metadata (``aprender.*`` ``metadata_props``) and names the
+  class in ``doc_string``.
+
+docs/onnx.md lists input and output names per estimator kind, the options, the
+metadata keys and what cannot be exported and why.
+
+Examples
+--------
+>>> import numpy as np
+>>> import onnxruntime as ort
+>>> from aprender.linear_model import LogisticRegression
+>>> from aprender.format.onnx import input_feed, to_onnx
+>>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+>>> clf = LogisticRegression().fit(X, [0, 0, 1, 1])
+>>> onx = to_onnx(clf)
+>>> [o.name for o in onx.graph.output]
+['label', 'probabilities']
+>>> sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+>>> sess.run(["label"], input_feed(onx, X))[0].tolist()
+[0, 0, 1, 1]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+import numpy as np
+
+try:  # the optional extra: fail here, once, with the command that fixes it
+    import onnx
+    import skl2onnx  # noqa: F401
+except ImportError as exc:
+    raise ImportError(
+        f"ONNX support needs the optional ONNX packages ({exc.name} is missing): pip install 'aprender[onnx]'"
+    ) from exc
+
+from aprender.codec import ModelType
+from aprender.exceptions import AprenderError, FormatError, UnsupportedExportError
+from aprender.format._info import ModelInfo, TensorInfo
+from aprender.format._io import existing_file, write_bytes_atomic
+from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
+from aprender.format.onnx._meta import doc_string, model_props, read_props
+from aprender.format.onnx._registry import check_exportable, register_converter, sync
+
+__all__ = [
+    "EXPORT_ONLY",
+    "input_feed",
+    "inspect_file",
+    "load",
+    "load_file",
+    "register_converter",
+    "save",
+    "save_file",
+    "to_onnx",
+    "validate_file",
+]
+
+#: Why ONNX files cannot be loaded back (the message of load/load_file).
+EXPORT_ONLY = (
+    "ONNX is an export-only format in aprender: a graph of ONNX operators cannot be turned back into "
+    "a scikit-learn estimator. Run it with onnxruntime.InferenceSession, and keep a .apr, .safetensors "
+    "or .gguf copy of the model to load it in Python"
+)
+
+_TREE_OPS = ("TreeEnsembleClassifier", "TreeEnsembleRegressor", "TreeEnsemble")
+_MISSING_TYPE = re.compile(r"<class '([\w.]+)'>")
+
+
+def _final_estimator(model: Any) -> Any:
+    from sklearn.pipeline import Pipeline
+
+    while isinstance(model, Pipeline):
+        model = model.steps[-1][1]
+    return model
+
+
+def _accepts_option(model: Any, option: str) -> bool:
+    """The converter of ``model`` (of a Pipeline's last step) declares ``option``."""
+    from skl2onnx._supported_operators import sklearn_operator_name_map
+    from skl2onnx.common._registration import get_converter
+
+    alias = sklearn_operator_name_map.get(type(_final_estimator(model)))
+    if alias is None:
+        return False
+    return option in (get_converter(alias).get_allowed_options() or {})
+
+
+def _options(model: Any, options: Mapping[Any, Any] | None) -> dict[Any, Any] | None:
+    """skl2onnx options: the caller's, plus ``zipmap=False`` for classifiers unless given."""
+    given = dict(options or {})
+    if not _accepts_option(model, "zipmap"):
+        return given or None
+    if all(isinstance(k, str) for k in given):
+        return {"zipmap": False, **given}
+    # Keyed by estimator class or id(): skl2onnx does not mix those with names.
+    if not any(isinstance(v, Mapping) and "zipmap" in v for v in given.values()):
+        given[id(model)] = {"zipmap": False, **given.get(id(model), {})}
+    return given
+
+
+def _unsupported(model: Any, exc: Exception) -> UnsupportedExportError:
+    """Turn a skl2onnx failure into an error naming the estimator and what is missing."""
+    from skl2onnx.common.exceptions import MissingConverter, MissingShapeCalculator
+
+    name = type(model).__name__
+    text = str(exc).strip()
+    if isinstance(exc, (MissingShapeCalculator, MissingConverter)):
+        found = _MISSING_TYPE.search(text)
+        missing = found.group(1) if found else text.splitlines()[0]
+        hint = (
+            "aprender's own estimators need a converter: see aprender.format.onnx.register_converter()"
+            if missing.startswith("aprender.")
+            else "skl2onnx has no converter for this class"
+        )
+        return UnsupportedExportError(f"cannot export {name} to ONNX: no ONNX converter for {missing} ({hint})")
+    if "Expected an int, got a boolean" in text:
+        import google.protobuf
+
+        text += (
+            f" (protobuf {google.protobuf.__version__}: skl2onnx writes boolean attributes that protobuf 7 "
+            "rejects; install the onnx extra, which pins protobuf<7)"
+        )
+    if "scipy.sparse" in text:
+        text += " (the model keeps scipy.sparse fitted data, which skl2onnx cannot embed: fit it on a dense array)"
+    return UnsupportedExportError(f"skl2onnx cannot convert {name} to ONNX: {type(exc).__name__}: {text}")
+
+
+def _convert(model: Any, types: list[tuple[str, Any]], target_opset: Any, options: Any) -> onnx.ModelProto:
+    import warnings
+
+    import skl2onnx
+
+    try:
+        with warnings.catch_warnings():
+            # skl2onnx's tree converters write boolean ints attributes; protobuf 6 warns (the pinned
+            # extra), protobuf 7 raises, which _unsupported() explains. The user cannot act on the warning.
+            warnings.filterwarnings("ignore", "Field onnx.AttributeProto.ints: Expected an int", DeprecationWarning)
+            return skl2onnx.to_onnx(model, initial_types=types, target_opset=target_opset, options=options)
+    except AprenderError:
+        raise  # a converter of aprender's own estimators already said what is wrong
+    except NameError as exc:  # skl2onnx's "Option 'x' not in [...] for class 'Y'"
+        raise ValueError(f"invalid ONNX conversion option: {exc}") from exc
+    except Exception as exc:
+        raise _unsupported(model, exc) from exc
+
+
+def _check(onx: onnx.ModelProto, model: Any, dtype: np.dtype) -> None:
+
+    name = type(model).__name__
+    trees = sorted({node.op_type for node in onx.graph.node if node.op_type in _TREE_OPS})
+    if dtype == np.float64 and trees:
+        raise UnsupportedExportError(
+            f"cannot export {name} to ONNX with dtype=float64: its {', '.join(trees)} nodes compare double "
+            "inputs with float32 thresholds, while scikit-learn's trees compare float32 inputs, so predictions "
+            "would differ (and skl2onnx's double tree attributes fail ONNX type checking). Use dtype=np.float32, "
+            "which reproduces scikit-learn's tree decisions exactly."
+        )
+    try:
+        onnx.checker.check_model(onx, full_check=True)
+    except Exception as exc:  # ValidationError, InferenceError: the graph is unusable
+        raise UnsupportedExportError(
+            f"skl2onnx produced an invalid ONNX graph for {name} (dtype={dtype.name}): {exc}"
+        ) from exc
+
+
+def _check_runtime(onx: onnx.ModelProto, model: Any) -> None:
+    """Refuse a float64 graph that the installed ONNX Runtime has no double kernels for.
+
+    Only a missing kernel is a property of the graph; other session failures (a
+    StringNormalizer locale that this machine lacks) depend on where it runs.
+    """
+    try:
+        import onnxruntime as ort
+    except ImportError:  # nothing to check against; the ONNX checker has passed
+        return
+    quiet = ort.SessionOptions()
+    quiet.log_severity_level = 4  # the exception below says it; no duplicate log line
+    try:
+        ort.InferenceSession(onx.SerializeToString(), quiet, providers=["CPUExecutionProvider"])
+    except ort.capi.onnxruntime_pybind11_state.NotImplemented as exc:
+        raise UnsupportedExportError(
+            f"cannot export {type(model).__name__} to ONNX with dtype=float64: ONNX Runtime {ort.__version__} "
+            f"has no double kernel for an operator of the graph ({str(exc).strip()}). Use dtype=np.float32."
+        ) from exc
+    except Exception:  # e.g. a locale missing on this machine: not a property of the graph
+        return
+
+
+def to_onnx(
+    model: Any,
+    X: Any = None,
+    *,
+    target_opset: int | Mapping[str, int] | None = None,
+    dtype: Any = np.float32,
+    options: Mapping[Any, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> onnx.ModelProto:
+    """Convert a fitted estimator to an ``onnx.ModelProto`` for ONNX Runtime.
+
+    Parameters
+    ----------
+    model : estimator
+        A fitted aprender estimator, scikit-learn estimator or Pipeline.
+    X : array-like or DataFrame, optional
+        A few rows of input. Needed when the input is not ``n_features_in_`` numbers:
+        texts, strings, integers, or a DataFrame fed column by column
+        (ColumnTransformer). Without it the input is ``"X"`` of shape
+        ``[None, n_features_in_]``.
+    target_opset : int or dict, optional
+        ONNX opset (``{"": 21, "ai.onnx.ml": 3}`` per domain); skl2onnx's latest
+        tested opset by default.
+    dtype : {numpy.float32, numpy.float64}, default=numpy.float32
+        Element type of float inputs and outputs. float64 gives tighter parity where
+        the converter supports doubles; tree models need float32.
+    options : dict, optional
+        skl2onnx converter options, e.g. ``{"zipmap": True}`` to get ZipMap
+        probabilities back, ``{"raw_scores": True}``, or per step
+        ``{"clf__raw_scores": True}``. Classifiers get ``zipmap=False`` unless set.
+    metadata : dict, optional
+        JSON-able user metadata, stored as ``aprender.user`` in ``metadata_props``.
+
+    Returns
+    -------
+    onnx.ModelProto
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If the model is not fitted.
+    UnsupportedExportError
+        If the model (or a part of it) has no ONNX converter or no ONNX graph; the
+        message names the estimator and what is missing.
+
+    Examples
+    --------
+    >>> from aprender.linear_model import LinearRegression
+    >>> from aprender.format.onnx import to_onnx
+    >>> onx = to_onnx(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]))
+    >>> onx.graph.input[0].name, onx.graph.output[0].name
+    ('X', 'variable')
+    >>> {p.key: p.value for p in onx.metadata_props}["aprender.class"]
+    'aprender.linear_model.LinearRegression'
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    dtype = np.dtype(dtype)
+    if dtype not in FLOAT_DTYPES:
+        raise ValueError(f"dtype must be numpy.float32 or numpy.float64, got {dtype}")
+    check_is_fitted(model)
+    check_exportable(model)
+    sync()
+    props = model_props(model, metadata)
+    onx = _convert(model, initial_types(model, X, dtype), target_opset, _options(model, options))
+    _check(onx, model, dtype)
+    if dtype == np.float64:
+        _check_runtime(onx, model)
+    onnx.helper.set_model_props(onx, props)
+    onx.doc_string = doc_string(model, props["aprender.class"])
+    return onx
+
+
+def save(model: Any, X: Any = None, **options: Any) -> bytes:
+    """Serialize :func:`to_onnx`'s model to bytes.
+
+    Examples
+    --------
+    >>> import onnx
+    >>> from aprender.preprocessing import StandardScaler
+    >>> from aprender.format import onnx as apr_onnx
+    >>> data = apr_onnx.save(StandardScaler().fit([[0.0], [2.0]]))
+    >>> onnx.load_from_string(data).graph.output[0].name
+    'variable'
+    """
+    return to_onnx(model, X, **options).SerializeToString()
+
+
+def save_file(model: Any, path: str | os.PathLike, X: Any = None, **options: Any) -> None:
+    """Write :func:`to_onnx`'s model to ``path`` atomically.
+
+    ``aprender.save(model, "model.onnx", X=..., dtype=...)`` calls this.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> import aprender
+    >>> from aprender.linear_model import Ridge
+    >>> path = os.path.join(tempfile.mkdtemp(), "ridge.onnx")
+    >>> aprender.save(Ridge().fit([[0.0], [1.0]], [0.0, 1.0]), path)
+    >>> os.path.getsize(path) > 0
+    True
+    """
+    write_bytes_atomic(path, save(model, X, **options))
+
+
+def load(data: bytes | bytearray | memoryview, expected: Any = None, **options: Any) -> NoReturn:
+    """Always raises :class:`UnsupportedExportError`: ONNX is export-only."""
+    raise UnsupportedExportError(f"cannot load a model from ONNX bytes: {EXPORT_ONLY}.")
+
+
+def load_file(path: str | os.PathLike, expected: Any = None, **options: Any) -> NoReturn:
+    """Always raises :class:`UnsupportedExportError`: ONNX is export-only.
+
+    ``aprender.load("model.onnx")`` lands here. A missing file raises
+    :class:`FileNotFoundError` first.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> import aprender
+    >>> from aprender.exceptions import UnsupportedExportError
+    >>> from aprender.linear_model import Ridge
+    >>> path = os.path.join(tempfile.mkdtemp(), "ridge.onnx")
+    >>> aprender.save(Ridge().fit([[0.0], [1.0]], [0.0, 1.0]), path)
+    >>> try:
+    ...     aprender.load(path)
+    ... except UnsupportedExportError as exc:
+    ...     print("export-only" in str(exc))
+    True
+    """
+    p = existing_file(path)
+    raise UnsupportedExportError(f"cannot load '{p}': {EXPORT_ONLY}.")
+
+
+# -- inspect ---------------------------------------------------------------------
+
+
+def _read_model(path: str | os.PathLike) -> tuple[onnx.ModelProto, int, str]:
+    from google.protobuf.message import DecodeError
+
+    p = existing_file(path)
+    size = p.stat().st_size
+    try:
+        onx = onnx.load(str(p), load_external_data=False)
+    except (DecodeError, ValueError, RuntimeError) as exc:
+        raise FormatError(f"'{p}': not a valid ONNX model (protobuf ModelProto): {exc}") from None
+    if onx.ir_version <= 0 or not onx.HasField("graph"):
+        raise FormatError(f"'{p}': not an ONNX model: no IR version or no graph in the {size}-byte file")
+    return onx, size, str(p)
+
+
+def _elem_name(elem_type: int) -> str:
+
+    if elem_type == onnx.TensorProto.STRING:
+        return "string"
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)).name
+    except (KeyError, TypeError, ValueError):
+        return f"onnx:{elem_type}"
+
+
+def _value_info(info: Any) -> dict[str, Any]:
+    tensor = info.type.tensor_type
+    dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
+    return {"name": info.name, "dtype": _elem_name(tensor.elem_type), "shape": dims}
+
+
+def _initializer(init: Any) -> TensorInfo:
+    import math
+
+    dtype = _elem_name(init.data_type)
+    shape = tuple(int(d) for d in init.dims)
+    if init.HasField("raw_data"):
+        nbytes = len(init.raw_data)
+    elif init.string_data:
+        nbytes = sum(len(s) for s in init.string_data)
+    else:
+        itemsize = np.dtype(dtype).itemsize if not dtype.startswith(("onnx:", "string")) else 0
+        nbytes = math.prod(shape) * itemsize
+    return TensorInfo(name=init.name, dtype=dtype, shape=shape, nbytes=nbytes)
+
+
+def inspect_file(path: str | os.PathLike) -> ModelInfo:
+    """Describe an ONNX file: opsets, inputs/outputs, aprender metadata, initializers.
+
+    Works on any ONNX model; the aprender fields are empty for files other tools wrote.
+    ``extra`` holds ``opset`` (domain -> version), ``inputs`` and ``outputs``
+    (name, dtype, shape with ``None`` or a symbol for free dimensions),
+    ``producer``, ``graph``, ``doc_string`` and all raw ``metadata_props``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is not a file.
+    FormatError
+        If the file is not an ONNX model.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from aprender.linear_model import LinearRegression
+    >>> from aprender.format import onnx as apr_onnx
+    >>> path = os.path.join(tempfile.mkdtemp(), "lr.onnx")
+    >>> apr_onnx.save_file(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path)
+    >>> info = apr_onnx.inspect_file(path)
+    >>> info.model_type.name, info.extra["inputs"]
+    ('LINEAR_REGRESSION', [{'name': 'X', 'dtype': 'float32', 'shape': [None, 1]}])
+    """
+    onx, size, where = _read_model(path)
+    raw = {p.key: p.value for p in onx.metadata_props}
+    meta = read_props(raw)
+    try:
+        model_type = ModelType[meta["model_type"]] if "model_type" in meta else None
+    except KeyError:
+        model_type = None
+    graph = onx.graph
+    return ModelInfo(
+        format="onnx",
+        path=where,
+        file_size=size,
+        model_type=model_type,
+        class_key=meta.get("class"),
+        format_version=str(onx.ir_version),
+        metadata=meta,
+        tensors=tuple(_initializer(init) for init in graph.initializer),
+        extra={
+            "opset": {op.domain or "ai.onnx": op.version for op in onx.opset_import},
+            "inputs": [_value_info(i) for i in graph.input],
+            "outputs": [_value_info(o) for o in graph.output],
+            "producer": f"{onx.producer_name} {onx.producer_version}".strip(),
+            "graph": graph.name,
+            "doc_string": onx.doc_string,
+            "metadata_props": raw,
+        },
+    )
+
+
+def validate_file(path: str | os.PathLike, **keys: Any) -> None:
+    """Check an ONNX file completely: it parses and passes ``onnx.checker`` (full check).
+
+    ``aprender.validate("model.onnx")`` lands here; ``keys`` are accepted for the common
+    backend signature and unused (ONNX files are neither signed nor encrypted).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is not a file.
+    FormatError
+        If the file is not an ONNX model or fails the checker (type or shape inference).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> import aprender
+    >>> from aprender.linear_model import Ridge
+    >>> path = os.path.join(tempfile.mkdtemp(), "ridge.onnx")
+    >>> aprender.save(Ridge().fit([[0.0], [1.0]], [0.0, 1.0]), path)
+    >>> aprender.validate(path)
+    """
+
+    onx, _, where = _read_model(path)
+    try:
+        onnx.checker.check_model(onx, full_check=True)
+    except Exception as exc:  # ValidationError, InferenceError
+        raise FormatError(f"'{where}': the ONNX model fails onnx.checker: {str(exc).strip()}") from None

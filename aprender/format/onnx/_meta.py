@@ -1,0 +1,113 @@
+"""aprender's metadata in an ONNX model: ``metadata_props`` and ``doc_string``.
+
+Every key starts with ``aprender.``; values are plain strings, JSON where noted
+(docs/onnx.md lists them). The class and parameter tree come from the codec
+(:func:`~aprender.format.to_state`) so they read exactly as in the other formats,
+without the fitted attributes, which the graph itself carries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from aprender.codec import ModelType
+from aprender.codec._registry import entry_for_class, public_key
+from aprender.codec._state import _versions, canonical_json, to_state
+from aprender.exceptions import UnsupportedTypeError
+
+__all__ = ["PREFIX", "doc_string", "model_props", "read_props"]
+
+PREFIX = "aprender."
+#: Keys whose values are JSON; the others are plain strings.
+JSON_KEYS = frozenset({"params", "versions", "user", "feature_names_in"})
+
+
+def _params_only(node: Any) -> Any:
+    """The codec's model tree without fitted attributes (they reference tensors)."""
+    if isinstance(node, dict):
+        if node.get("__t__") == "estimator":
+            return {"__t__": "estimator", "class": node["class"], "params": _params_only(node["params"])}
+        return {k: _params_only(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_params_only(v) for v in node]
+    return node
+
+
+def _plain_params(est: Any) -> dict[str, Any]:
+    """Parameters of a class the codec does not know, as readable JSON."""
+    out: dict[str, Any] = {}
+    for name, value in sorted(est.get_params(deep=False).items()):
+        if value is None or isinstance(value, (bool, int, float, str)):
+            out[name] = value
+        elif hasattr(value, "get_params") and hasattr(value, "fit"):
+            out[name] = {"__t__": "estimator", "class": public_key(type(value)), "params": _plain_params(value)}
+        else:
+            out[name] = repr(value)
+    return out
+
+
+def model_props(model: Any, metadata: Mapping[str, Any] | None) -> dict[str, str]:
+    """The ``metadata_props`` of ``model``'s ONNX export."""
+    import onnx
+    import skl2onnx
+
+    user = dict(metadata or {})
+    try:
+        meta = to_state(model, metadata=user).meta
+        key, model_type = meta["model"]["class"], _type_name(meta["model_type"])
+        params, versions = _params_only(meta["model"]["params"]), meta["versions"]
+    except UnsupportedTypeError:  # a scikit-learn class off the allow-list: skl2onnx may still convert it
+        canonical_json(user)
+        key, model_type = public_key(type(model)), _registered_type(model)
+        params, versions = _plain_params(model), _versions()
+    versions = {**versions, "onnx": onnx.__version__, "skl2onnx": skl2onnx.__version__}
+    props = {
+        "class": key,
+        "model_type": model_type,
+        "params": canonical_json(params),
+        "versions": canonical_json(versions),
+        "user": canonical_json(user),
+    }
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None:
+        props["feature_names_in"] = canonical_json([str(n) for n in names])
+    return {PREFIX + k: v for k, v in sorted(props.items())}
+
+
+def _type_name(code: int) -> str:
+    return ModelType(code).name
+
+
+def _registered_type(model: Any) -> str:
+    try:
+        return entry_for_class(type(model)).spec.model_type.name
+    except UnsupportedTypeError:
+        return ModelType.CUSTOM.name
+
+
+def doc_string(model: Any, key: str) -> str:
+    """One line naming the exported class."""
+    from aprender import __version__
+
+    return f"{type(model).__name__} ({key}) exported by aprender {__version__}"
+
+
+def read_props(props: Mapping[str, str]) -> dict[str, Any]:
+    """aprender's ``metadata_props`` without the prefix, JSON values parsed.
+
+    A value that is not valid JSON is kept as its string: the file is readable even
+    when another tool rewrote its properties.
+    """
+    out: dict[str, Any] = {}
+    for name, value in props.items():
+        if not name.startswith(PREFIX):
+            continue
+        key = name[len(PREFIX):]
+        if key in JSON_KEYS:
+            with contextlib.suppress(ValueError):
+                value = json.loads(value)
+        out[key] = value
+    return out

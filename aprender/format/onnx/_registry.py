@@ -1,0 +1,275 @@
+"""Which estimators skl2onnx may convert, and how aprender's classes join its registry.
+
+skl2onnx looks converters up by the *exact* class of each estimator, so aprender's
+thin subclasses (``aprender.linear_model.LogisticRegression`` ...) are unknown to it.
+:func:`sync` registers every allow-listed aprender class whose scikit-learn base
+skl2onnx supports under that base's alias, shape calculator, converter and parser,
+plus the converters given to :func:`register_converter` for aprender's own
+estimators. It runs lazily (skl2onnx takes seconds to import) and registers each
+class once; classes allow-listed later are picked up by the next call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aprender.codec import ModelType, registered
+from aprender.exceptions import UnsupportedExportError, UnsupportedTypeError
+
+__all__ = ["UNSUPPORTED", "check_exportable", "register_converter", "sync"]
+
+#: Model families with no ONNX graph, and why. Checked before skl2onnx is involved.
+UNSUPPORTED: dict[ModelType, str] = {
+    ModelType.NGRAM_LM: (
+        "an n-gram language model scores and generates variable-length token sequences by "
+        "count-table lookups with backoff; ONNX has no operator set for that, and "
+        "its predictions are not a function of a fixed-width numeric input"
+    ),
+    ModelType.CONTENT_RECOMMENDER: (
+        "recommend() ranks stored items by similarity and returns item identifiers for a "
+        "query item, which is a lookup into the fitted catalogue, not a graph over an input tensor"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class _Converter:
+    shape_calculator: Callable[..., Any]
+    converter: Callable[..., Any]
+    parser: Callable[..., Any] | None
+    alias: str
+    options: Mapping[str, Any] | None
+
+
+_lock = threading.RLock()
+_extra: dict[type, _Converter] = {}
+_done: set[type] = set()
+_synced = False
+
+
+def register_converter(
+    cls: type,
+    shape_calculator: Callable[..., Any],
+    converter: Callable[..., Any],
+    parser: Callable[..., Any] | None = None,
+    *,
+    alias: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> None:
+    """Give an estimator class its own ONNX converter (skl2onnx's three-function protocol).
+
+    skl2onnx is not imported here: the functions are handed to
+    ``skl2onnx.update_registered_converter`` on the first export, so a module may
+    call this at import time for free. Registering a class twice is an error.
+
+    Parameters
+    ----------
+    cls : type
+        The estimator class.
+    shape_calculator : callable
+        ``shape_calculator(operator)``: sets the types and shapes of the outputs.
+    converter : callable
+        ``converter(scope, operator, container)``: adds the ONNX nodes.
+    parser : callable, optional
+        ``parser(scope, model, inputs, custom_parsers=None)``: declares the outputs.
+        Classifiers that accept the ``zipmap`` option need none (skl2onnx's classifier
+        parser is used when ``options`` lists ``zipmap``).
+    alias : str, optional
+        Operator name in skl2onnx's registry; ``"Aprender" + class name`` by default.
+    options : dict, optional
+        Converter options and their allowed values, e.g. ``{"zipmap": [True, False]}``.
+
+    Examples
+    --------
+    >>> from sklearn.base import BaseEstimator
+    >>> from aprender.format.onnx import register_converter
+    >>> class Doubler(BaseEstimator):
+    ...     pass
+    >>> def shape(operator): ...
+    >>> def convert(scope, operator, container): ...
+    >>> register_converter(Doubler, shape, convert)
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"register_converter() needs a class, got {type(cls).__name__}")
+    for name, fn in (("shape_calculator", shape_calculator), ("converter", converter), ("parser", parser)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+    entry = _Converter(shape_calculator, converter, parser, alias or f"Aprender{cls.__qualname__}",
+                       dict(options) if options is not None else None)
+    with _lock:
+        if cls in _extra:
+            raise ValueError(f"an ONNX converter for {cls.__qualname__} is already registered")
+        _extra[cls] = entry
+        if _synced:
+            _apply(cls, entry)
+
+
+def _apply(cls: type, entry: _Converter) -> None:
+    """Hand ``entry`` to skl2onnx; a refused registration is forgotten so other exports still work."""
+    from skl2onnx import update_registered_converter
+    from skl2onnx.common._registration import get_converter
+
+    try:
+        get_converter(entry.alias)
+    except ValueError:  # the alias is free
+        # overwrite=False: skl2onnx itself refuses to replace an existing converter.
+        update_registered_converter(cls, entry.alias, entry.shape_calculator, entry.converter, overwrite=False,
+                                    parser=entry.parser, options=entry.options)
+        _done.add(cls)
+        return
+    # Checked before registering: skl2onnx maps the class onto the alias before refusing it.
+    del _extra[cls]
+    raise ValueError(
+        f"cannot register the ONNX converter of {cls.__qualname__}: skl2onnx already has a converter named "
+        f"'{entry.alias}'; pass another alias="
+    )
+
+
+def _inherit(cls: type) -> None:
+    """Map ``cls`` onto the alias (converter, shape calculator, parser) of its nearest supported base."""
+    from skl2onnx import update_registered_parser
+    from skl2onnx._parse import sklearn_parsers_map
+    from skl2onnx._supported_operators import sklearn_operator_name_map
+
+    base = next((b for b in cls.__mro__[1:] if b in sklearn_operator_name_map), None)
+    if base is None:
+        return  # nothing to inherit: the export fails with a message naming the class
+    # The subclass takes the parent's alias, the key of the parent's converter and shape
+    # calculator: several converters branch on it (operator.type == "SklearnGaussianNB").
+    # update_registered_converter() would re-register the alias and, for converters with
+    # an output_class_labels option, also force the classifier parser onto the class
+    # (wrong for LinearSVC), so the class is added to the alias map directly.
+    sklearn_operator_name_map[cls] = sklearn_operator_name_map[base]
+    parser = sklearn_parsers_map.get(base)
+    if parser is not None:
+        update_registered_parser(cls, parser)
+
+
+def sync() -> None:
+    """Register every not-yet-registered class with skl2onnx (idempotent, thread-safe)."""
+    global _synced
+    with _lock:
+        from skl2onnx._supported_operators import sklearn_operator_name_map
+
+        # aprender's own estimators bring their converters with this package (importing
+        # the module registers them once), never with the codec's schemas.
+        from aprender.format.onnx import _moe  # noqa: F401
+
+        entries = registered()
+        for cls, entry in list(_extra.items()):
+            if cls not in _done:
+                _apply(cls, entry)
+        for reg in entries:
+            cls = reg.cls
+            if cls in _done or cls in _extra:
+                continue
+            if cls not in sklearn_operator_name_map:
+                _inherit(cls)
+            _done.add(cls)
+        _synced = True
+
+
+def _nested(model: Any) -> list[Any]:
+    """``model`` and every estimator among its (deep) parameters."""
+    found = [model]
+    if hasattr(model, "get_params"):
+        try:
+            params = model.get_params(deep=True)
+        except (TypeError, AttributeError):  # a half-built user estimator
+            params = {}
+        found += [v for v in params.values() if hasattr(v, "get_params") and hasattr(v, "fit")]
+    return found
+
+
+def _svm_gap(est: Any) -> str | None:
+    kernel = est.kernel
+    if kernel != "precomputed" and not callable(kernel):
+        return None
+    what = "a precomputed kernel matrix" if kernel == "precomputed" else "a Python kernel function"
+    return (
+        f"kernel={kernel!r}: ONNX's SVM operators evaluate a built-in kernel against stored support "
+        f"vectors, and {what} has no ONNX equivalent"
+    )
+
+
+def _text_gap(est: Any) -> str | None:
+    # Measured against ONNX Runtime: both conversions run but give other numbers.
+    ngram_range = getattr(est, "ngram_range", (1, 1))  # TfidfTransformer has none
+    if getattr(est, "analyzer", "word") == "word" and ngram_range[1] > 1:
+        return (
+            f"ngram_range={ngram_range}: ONNX Runtime's TfIdfVectorizer misses the n-grams that "
+            "scikit-learn forms across removed tokens (stop words, one-letter words), "
+            "see onnxruntime issue 4201; use unigrams"
+        )
+    if getattr(est, "sublinear_tf", False):
+        return "sublinear_tf=True: skl2onnx's 1 + log(tf) scaling does not reproduce scikit-learn's values"
+    return None
+
+
+def _knn_gap(est: Any) -> str | None:
+    if est.weights == "uniform":
+        return None
+    return (
+        f"weights={est.weights!r}: scikit-learn gives a query equal to a training row that row's target "
+        "(zero distance), while skl2onnx's graph divides by the zero distance there"
+    )
+
+
+def _imputer_gap(est: Any) -> str | None:
+    if not est.add_indicator:
+        return None
+    return "add_indicator=True: skl2onnx drops the missing-value indicator columns from the output"
+
+
+def _parameter_gap(est: Any) -> str | None:
+    """Why an otherwise convertible estimator cannot be converted faithfully with its parameters."""
+    from sklearn import feature_extraction, impute, neighbors, svm
+
+    checks = (
+        ((svm.SVC, svm.NuSVC, svm.SVR, svm.NuSVR, svm.OneClassSVM), _svm_gap),
+        ((feature_extraction.text.CountVectorizer, feature_extraction.text.TfidfTransformer), _text_gap),
+        ((neighbors.KNeighborsClassifier, neighbors.KNeighborsRegressor), _knn_gap),
+        ((impute.SimpleImputer,), _imputer_gap),
+    )
+    for classes, check in checks:
+        if isinstance(est, classes):
+            return check(est)
+    return None
+
+
+def check_exportable(model: Any) -> None:
+    """Raise :class:`UnsupportedExportError` for a model that has no ONNX graph."""
+    from aprender.codec._registry import entry_for_class
+
+    for est in _nested(model):
+        gap = _parameter_gap(est)
+        if gap is not None:
+            raise UnsupportedExportError(f"{type(est).__name__} cannot be exported to ONNX: {gap}.")
+        try:
+            model_type = entry_for_class(type(est)).spec.model_type
+        except UnsupportedTypeError:  # not on the allow-list: skl2onnx decides
+            continue
+        reason = UNSUPPORTED.get(model_type)
+        if reason is not None:
+            raise UnsupportedExportError(
+                f"{type(est).__name__} cannot be exported to ONNX: {reason}."
+                f"{_exportable_parts(est)} Save it as .apr, .safetensors or .gguf instead."
+            )
+
+
+def _exportable_parts(est: Any) -> str:
+    """Point at fitted sub-estimators that do convert (a recommender's TF-IDF vectorizer)."""
+    from skl2onnx._supported_operators import sklearn_operator_name_map
+
+    sync()
+    parts = sorted(
+        name for name, value in vars(est).items()
+        if name.endswith("_") and type(value) in sklearn_operator_name_map and _parameter_gap(value) is None
+    )
+    if not parts:
+        return ""
+    listed = ", ".join(f"model.{name}" for name in parts)
+    return f" Its fitted {listed} can be exported on its own with aprender.format.onnx.to_onnx()."
