@@ -9,6 +9,17 @@ True
 
 __version__ = "0.1.0"
 
+from aprender._pretrained import from_pretrained, save_pretrained
 from aprender.format import ModelType, inspect, load, register_estimator, save, validate
 
-__all__ = ["ModelType", "__version__", "inspect", "load", "register_estimator", "save", "validate"]
+__all__ = [
+    "ModelType",
+    "__version__",
+    "from_pretrained",
+    "inspect",
+    "load",
+    "register_estimator",
+    "save",
+    "save_pretrained",
+    "validate",
+]

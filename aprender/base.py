@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -211,3 +212,22 @@ class SerializableMixin:
         from aprender.format import onnx
 
         onnx.save_file(self, path, X, **kwargs)
+
+    def save_pretrained(self, folder: PathLike, **options: Any) -> Path:
+        """Write a Hugging Face-style model folder (see :func:`aprender.save_pretrained`).
+
+        ``model.safetensors``, ``config.json`` and a ``README.md`` model card; load it
+        back with :func:`aprender.from_pretrained`. Needs the ``card`` extra.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from aprender.linear_model import LinearRegression
+        >>> model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
+        >>> folder = model.save_pretrained(os.path.join(tempfile.mkdtemp(), "line"))
+        >>> (folder / "config.json").is_file()
+        True
+        """
+        from aprender._pretrained import save_pretrained
+
+        return save_pretrained(self, folder, **options)

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from aprender import __version__
+from aprender.cli._card import card
 from aprender.cli._convert import convert, import_, quantize_cmd
 from aprender.cli._crypto import decrypt, encrypt, keygen, sign, verify
 from aprender.cli._diff import diff
@@ -44,7 +45,7 @@ export = copy.copy(convert)
 export.name = "export"
 export.short_help = "Alias of convert."
 for command in (inspect, validate, convert, export, import_, quantize_cmd, keygen, sign, verify, encrypt, decrypt,
-                diff):
+                diff, card):
     cli.add_command(command)
 
 
