@@ -16,6 +16,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from test_apr_hostile import layout_of, refresh_crcs
 from test_cli import Run, flip_byte, invoke, one_error_line
 from zoo import assert_identical_outputs, iris
 
@@ -236,3 +237,40 @@ def test_sign_keeps_encryption_and_encrypt_drops_a_signature(cli, setup, model, 
     assert run.code == 0
     assert run.err == f"warning: the signature of '{plain_signed}' is not carried over; sign the new file with 'sign'\n"
     assert not aprender.inspect(tmp_path / "unsigned.apr").signed
+
+
+def _tamper_data(path: Path, target: Path) -> Path:
+    """Flip the first data byte and recompute both CRCs, as a forger would: only the signature can tell."""
+    data = bytearray(path.read_bytes())
+    data[layout_of(bytes(data))[2]] ^= 0x01
+    target.write_bytes(refresh_crcs(data))
+    return target
+
+
+def test_a_tampered_signed_source_is_never_laundered(cli, setup, tmp_path: Path) -> None:
+    signed, enc_signed = tmp_path / "signed.apr", tmp_path / "enc-signed.apr"
+    cli("sign", setup["apr"], "--key", setup["signer"], "-o", signed)
+    cli("sign", setup["enc"], "--key", setup["signer"], "-o", enc_signed, "--password-file", setup["pw"])
+    tampered = _tamper_data(signed, tmp_path / "tampered.apr")
+    enc_tampered = _tamper_data(enc_signed, tmp_path / "enc-tampered.apr")
+    out = tmp_path / "out"
+    commands = {
+        "convert": ("convert", tampered, "--format", "gguf", "-o", out),
+        "export": ("export", tampered, "--format", "safetensors", "-o", out),
+        "quantize": ("quantize", tampered, "--type", "q8_0", "-o", out.with_suffix(".apr")),
+        "decrypt": ("decrypt", enc_tampered, "-o", out, "--password-file", setup["pw"]),
+    }
+    for name, args in commands.items():
+        run = cli(*args)
+        assert run.code == 1, name
+        assert "the Ed25519 signature does not verify" in one_error_line(run), name
+        assert not out.exists() and not out.with_suffix(".apr").exists(), name
+
+
+def test_convert_of_a_signed_source_says_what_was_verified(cli, setup, tmp_path: Path) -> None:
+    signed = tmp_path / "signed.apr"
+    cli("sign", setup["apr"], "--key", setup["signer"], "-o", signed)
+    run = cli("convert", signed, "--format", "gguf", "-o", tmp_path / "out.gguf")
+    assert run.code == 0
+    assert run.err == (f"warning: '{tmp_path / 'out.gguf'}' is not signed (its source's signature verified against "
+                       "the key embedded in it); sign the output with 'sign'\n")

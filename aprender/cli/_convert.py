@@ -76,7 +76,8 @@ def transcode(src: Path, out: Path, fmt: str, secrets: Secrets, *, qtype: str | 
     if info.encrypted:
         warn(f"'{out}' is not encrypted (its source was); seal it with 'encrypt'")
     if info.signed:
-        warn(f"'{out}' is not signed (its source was); sign it with 'sign'")
+        warn(f"'{out}' is not signed (its source's signature verified against the key embedded in it); "
+             "sign the output with 'sign'")
     summary = {
         "input": str(src),
         "input_format": info.format,

@@ -307,10 +307,9 @@ def save_for_recipient(model: Any, path: PathLike, recipient_public_key: Any,
 
 def _read(path: PathLike, keys: Keys, *, mmap: bool = False, verify: bool = False) -> ModelState:
     if mmap:
-        if verify:
-            raise ValueError("mmap=True does not read the data, so it cannot verify a signature; load without mmap")
         buffer, where = map_file(path)
-        parsed = check(buffer, buffer.shape[0], where, crc=None, mapped=True)
+        parsed = check(buffer, buffer.shape[0], where, crc=None, verify=verify, verifying_key=keys.verifying_key,
+                       mapped=True)
     else:
         buffer, crc, where = read_file(path)
         parsed = check(buffer, buffer.shape[0], where, crc=crc, verify=verify, verifying_key=keys.verifying_key)
@@ -385,13 +384,15 @@ def load(
     mmap : bool, default=False
         Memory-map an uncompressed, unencrypted file: O(1) in the model size,
         tensors are read-only views, and the data is neither read nor checksummed
-        (see the module docstring). By default the whole file is read and verified.
+        (see the module docstring), except that a signed file's signature is
+        verified. By default the whole file is read and verified.
     password : str or bytes, optional
         For a file saved with :func:`save_encrypted`.
     secret_key : X25519PrivateKey or bytes, optional
         For a file saved with :func:`save_for_recipient`.
     verifying_key : Ed25519PublicKey or bytes, optional
-        Require a valid signature by this key (see :func:`load_verified`).
+        Require a valid signature by this key (see :func:`load_verified`). Without
+        it, a signed file is still verified against the public key it embeds.
 
     Raises
     ------
@@ -637,10 +638,8 @@ def validate_file(
     >>> apr.validate_file(path)
     """
     buffer, crc, where = read_file(path)
-    signed = buffer.shape[0] >= 8 and bool(int.from_bytes(bytes(buffer[6:8]), "little") & Flags.SIGNED)
     keys = Keys(password, secret_key, verifying_key)
-    parsed = check(buffer, buffer.shape[0], where, crc=crc, verify=signed or verifying_key is not None,
-                   verifying_key=verifying_key)
+    parsed = check(buffer, buffer.shape[0], where, crc=crc, verifying_key=verifying_key)
     if parsed.encrypted and password is None and secret_key is None:
         return
     state = state_of(parsed, buffer, keys)

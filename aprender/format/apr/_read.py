@@ -183,10 +183,14 @@ def check(
     """Every check that precedes the data section, in the documented order.
 
     ``crc`` is the CRC32 of all but the footer (None: the footer is not checked,
-    the memory-mapped path). ``verify`` demands a valid signature.
+    the memory-mapped path). ``verify`` (or a ``verifying_key``) demands a valid
+    signature, checked before any header field is trusted. Any other file whose header
+    says it is signed has its signature checked, once its structure has passed, against
+    the public key embedded in it: a signed file never loads unverified.
     """
     check_magic(buffer[:4], total, where)
-    if verify:
+    demanded = verify or verifying_key is not None
+    if demanded:
         verify_signature(buffer, total, verifying_key, where)
     header = parse_header(buffer[:HEADER_SIZE], total, where)
     if crc is not None:
@@ -194,6 +198,8 @@ def check(
         if stored != crc:
             raise ChecksumMismatch(stored, crc, f"{where} (footer CRC32 of bytes 0-{total - FOOTER_SIZE - 1})")
     parsed = parse(header, buffer, total, where)
+    if header.flags & Flags.SIGNED and not demanded:
+        verify_signature(buffer, total, None, where)
     if mapped and (parsed.encrypted or parsed.compression is not None):
         kind = "encrypted" if parsed.encrypted else "compressed"
         raise ValueError(f"{where}: mmap=True needs an uncompressed, unencrypted file and this one is {kind}; "
