@@ -16,13 +16,8 @@ def test_examples_exist() -> None:
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
-def test_example_runs(script: Path) -> None:
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+def test_example_runs(script: Path, tmp_path: Path) -> None:
+    # examples may leave files where they run (the quickstart does, for the CLI): never in the repo
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip(), "an example must print what it did"
-
-
-def test_quickstart_reports_identical_predictions() -> None:
-    script = next(p for p in EXAMPLES if p.name == "quickstart.py")
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
-    assert "predictions bit-identical: True" in result.stdout
