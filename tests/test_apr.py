@@ -230,8 +230,27 @@ def test_raw_32_byte_keys(tmp_path: Path) -> None:
     assert np.array_equal(loaded.coef_, _small_model().coef_)
     with pytest.raises(ValueError, match="32 bytes"):
         apr.save_to_bytes(_small_model(), signing_key=b"short")
-    with pytest.raises(TypeError, match="Ed25519PrivateKey or 32 raw bytes"):
+    with pytest.raises(FileNotFoundError, match="no such key file: 'not a key'"):
         apr.save_to_bytes(_small_model(), signing_key="not a key")
+    with pytest.raises(TypeError, match="Ed25519PrivateKey, 32 raw bytes, PEM text or bytes, or the path"):
+        apr.save_to_bytes(_small_model(), signing_key=42)
+
+
+def test_key_files_written_by_keygen_are_accepted_everywhere(tmp_path: Path) -> None:
+    from aprender.cli import main
+
+    for name, kind in (("signer", "ed25519"), ("bob", "x25519")):
+        assert main(["keygen", "--type", kind, "--output", str(tmp_path / name)]) == 0
+    signed, sealed = tmp_path / "signed.apr", tmp_path / "sealed.apr"
+    model = _small_model()
+    apr.save_signed(model, signed, tmp_path / "signer")                       # a path to a PEM private key
+    apr.save_for_recipient(model, sealed, str(tmp_path / "bob.pub"))          # a str path to a PEM public key
+    for key in (tmp_path / "signer.pub", (tmp_path / "signer.pub").read_bytes(),
+                (tmp_path / "signer.pub").read_text(), tmp_path / "signer"):  # a private key stands for its public half
+        assert np.array_equal(apr.load_verified(signed, key).coef_, model.coef_)
+    assert np.array_equal(apr.load_as_recipient(sealed, (tmp_path / "bob").read_bytes()).coef_, model.coef_)
+    with pytest.raises(TypeError, match="holds an X25519 public key; this needs an Ed25519 public key"):
+        apr.load_verified(signed, tmp_path / "bob.pub")
 
 
 def test_model_type_mismatch_messages(tmp_path: Path) -> None:

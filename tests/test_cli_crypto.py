@@ -136,6 +136,8 @@ def test_sign_needs_an_ed25519_key(cli, setup, tmp_path: Path) -> None:
     assert run.code == 2
     assert "holds an X25519 private key; this needs an Ed25519 private key" in one_error_line(run)
     run = cli("sign", setup["apr"], "--key", setup["signer.pub"], "-o", tmp_path / "s.apr")
+    assert run.code == 2 and "holds an Ed25519 public key; this needs an Ed25519 private key" in one_error_line(run)
+    run = cli("sign", setup["apr"], "--key", setup["pw"], "-o", tmp_path / "s.apr")
     assert run.code == 2 and "is not an unencrypted PEM private key" in one_error_line(run)
     run = cli("sign", setup["apr"], "--key", setup["signer"], "-o", tmp_path / "s.gguf")
     assert run.code == 2 and "has the suffix of gguf, not apr" in one_error_line(run)

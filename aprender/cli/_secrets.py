@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import click
-from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 from aprender.cli._options import INPUT, check_output
 from aprender.format import ModelInfo
+from aprender.format.apr._keys import key_from_pem
 
 __all__ = [
     "KEY_TYPES",
@@ -39,9 +39,6 @@ __all__ = [
 
 #: keygen --type -> private key class.
 KEY_TYPES = {"ed25519": Ed25519PrivateKey, "x25519": X25519PrivateKey}
-_PUBLIC = {Ed25519PrivateKey: Ed25519PublicKey, X25519PrivateKey: X25519PublicKey}
-_KIND = {Ed25519PrivateKey: "Ed25519 private", X25519PrivateKey: "X25519 private",
-         Ed25519PublicKey: "Ed25519 public", X25519PublicKey: "X25519 public"}
 
 
 def stdin_is_tty() -> bool:
@@ -159,39 +156,21 @@ def encryption_options(f: Callable[..., Any]) -> Callable[..., Any]:
 # -- key files ---------------------------------------------------------------------------
 
 
-def _wrong_kind(path: Path, key: object, wanted: type, hint: str) -> click.BadParameter:
-    found = next((name for cls, name in _KIND.items() if isinstance(key, cls)), type(key).__name__)
-    return click.BadParameter(f"'{path}' holds an {found} key; this needs an {_KIND[wanted]} key",
-                              param_hint=hint)
+def _key_file(path: Path, cls: type, hint: str) -> Any:
+    try:
+        return key_from_pem(path.read_bytes(), cls, f"'{path}'")
+    except (ValueError, TypeError) as exc:
+        raise click.BadParameter(str(exc), param_hint=hint) from None
 
 
 def load_private_key(path: Path, cls: type, hint: str) -> Any:
     """A PEM private key of class ``cls`` (Ed25519PrivateKey or X25519PrivateKey)."""
-    try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        raise click.BadParameter(f"'{path}' is not an unencrypted PEM private key ({exc})", param_hint=hint) from None
-    if not isinstance(key, cls):
-        raise _wrong_kind(path, key, cls, hint)
-    return key
+    return _key_file(path, cls, hint)
 
 
 def load_public_key(path: Path, cls: type, hint: str) -> Any:
     """A PEM public key of class ``cls``; a private key file of the matching kind gives its public key."""
-    data = path.read_bytes()
-    private = next((p for p, pub in _PUBLIC.items() if pub is cls), None)
-    try:
-        key = serialization.load_pem_public_key(data)
-    except (ValueError, TypeError, UnsupportedAlgorithm):
-        try:
-            key = serialization.load_pem_private_key(data, password=None)
-        except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-            raise click.BadParameter(f"'{path}' is not a PEM public key ({exc})", param_hint=hint) from None
-        if isinstance(key, private):
-            key = key.public_key()
-    if not isinstance(key, cls):
-        raise _wrong_kind(path, key, cls, hint)
-    return key
+    return _key_file(path, cls, hint)
 
 
 def public_hex(key: Any) -> str:

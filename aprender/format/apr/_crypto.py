@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from aprender.exceptions import DecryptionFailed, FormatError, KeyRequired, SignatureInvalid
+from aprender.format.apr._keys import coerce_key
 
 __all__ = [
     "ARGON2",
@@ -57,23 +58,6 @@ _HKDF_INFO = b"aprender .apr v2 x25519 recipient key"
 _RAW = serialization.Encoding.Raw, serialization.PublicFormat.Raw
 
 
-def _raw32(key: object, what: str) -> bytes | None:
-    if isinstance(key, bytes | bytearray | memoryview):
-        if len(key) != 32:
-            raise ValueError(f"a raw {what} must be 32 bytes, got {len(key)}")
-        return bytes(key)
-    return None
-
-
-def _coerce(key: object, cls: type, from_raw: Any, what: str) -> Any:
-    if isinstance(key, cls):
-        return key
-    raw = _raw32(key, what)
-    if raw is None:
-        raise TypeError(f"{what} must be a {cls.__name__} or 32 raw bytes, got {type(key).__name__}")
-    return from_raw(raw)
-
-
 def public_key_bytes(key: Ed25519PublicKey | X25519PublicKey) -> bytes:
     """The raw 32 bytes of a public key."""
     return key.public_bytes(*_RAW)
@@ -84,7 +68,7 @@ def public_key_bytes(key: Ed25519PublicKey | X25519PublicKey) -> bytes:
 
 def sign(message: bytes | memoryview, signing_key: object) -> bytes:
     """The 96-byte signature block: Ed25519 signature, then the raw public key."""
-    key = _coerce(signing_key, Ed25519PrivateKey, Ed25519PrivateKey.from_private_bytes, "signing key (Ed25519)")
+    key = coerce_key(signing_key, Ed25519PrivateKey, Ed25519PrivateKey.from_private_bytes, "signing key (Ed25519)")
     return key.sign(bytes(message)) + public_key_bytes(key.public_key())
 
 
@@ -97,7 +81,7 @@ def verify(message: bytes | memoryview, block: bytes, verifying_key: object | No
         except ValueError as exc:
             raise SignatureInvalid(f"{where}: the embedded public key is invalid: {exc}") from None
     else:
-        key = _coerce(verifying_key, Ed25519PublicKey, Ed25519PublicKey.from_public_bytes, "verifying key (Ed25519)")
+        key = coerce_key(verifying_key, Ed25519PublicKey, Ed25519PublicKey.from_public_bytes, "verifying key (Ed25519)")
     # The embedded key is not under the signature: a file whose key differs from the
     # caller's is refused even when the signature itself verifies.
     same_key = public_key_bytes(key) == embedded
@@ -130,7 +114,7 @@ def new_encryption(password: object = None, recipient_public_key: object = None)
     if password is not None:
         params.update({"kdf": "argon2id", "salt": os.urandom(SALT_SIZE).hex(), **ARGON2})
         return params, _argon2(_password_bytes(password), params)
-    recipient = _coerce(recipient_public_key, X25519PublicKey, X25519PublicKey.from_public_bytes,
+    recipient = coerce_key(recipient_public_key, X25519PublicKey, X25519PublicKey.from_public_bytes,
                         "recipient public key (X25519)")
     ephemeral = X25519PrivateKey.generate()
     params.update({"kdf": "x25519-hkdf-sha256", "ephemeral_public_key": public_key_bytes(ephemeral.public_key()).hex()})
@@ -192,7 +176,7 @@ def derive_key(params: Mapping[str, Any], password: object, secret_key: object, 
     if secret_key is None:
         raise KeyRequired(f"{where}: file is encrypted; pass secret_key= (it was encrypted for an X25519 "
                           "recipient)")
-    secret = _coerce(secret_key, X25519PrivateKey, X25519PrivateKey.from_private_bytes, "secret key (X25519)")
+    secret = coerce_key(secret_key, X25519PrivateKey, X25519PrivateKey.from_private_bytes, "secret key (X25519)")
     ephemeral = _hex(params, "ephemeral_public_key", 32, where)
     try:
         shared = secret.exchange(X25519PublicKey.from_public_bytes(ephemeral))
