@@ -155,21 +155,32 @@ def to_state(
     return ModelState(tensors=encoder.tensors, meta=meta)
 
 
-def _expected_name(expected: type | ModelType) -> str:
-    return expected.name if isinstance(expected, ModelType) else expected.__name__
+def _expectation(expected: object) -> type | ModelType | str | None:
+    """A ``model_type=`` argument as a class, a ModelType or a class name (an int code becomes a ModelType)."""
+    if expected is None or isinstance(expected, ModelType | str | type):
+        return expected
+    if isinstance(expected, int) and not isinstance(expected, bool):
+        try:
+            return ModelType(expected)
+        except ValueError:
+            known = ", ".join(f"{m.value:#06x} {m.name}" for m in ModelType)
+            raise ValueError(f"model_type {expected:#06x} is not a known model type code; known: {known}") from None
+    raise TypeError(f"model_type must be an estimator class, a class name, a ModelType or its int code, "
+                    f"got {type(expected).__name__}")
 
 
-def from_state(state: ModelState, expected: type | ModelType | None = None) -> Any:
+def from_state(state: ModelState, expected: type | ModelType | int | str | None = None) -> Any:
     """Validate a :class:`ModelState` and rebuild its estimator.
 
     Parameters
     ----------
     state : ModelState
         Usually produced by a format backend's parser.
-    expected : class or ModelType, optional
+    expected : class, class name, ModelType or int, optional
         Fail fast with :class:`ModelTypeMismatch` when the state holds something
         else. An aprender class also accepts its plain scikit-learn twin and
-        rebuilds it as the aprender class.
+        rebuilds it as the aprender class; a name (``"KMeans"``) matches the
+        stored class or its twin; an int is a :class:`ModelType` code.
 
     Returns
     -------
@@ -195,17 +206,20 @@ def from_state(state: ModelState, expected: type | ModelType | None = None) -> A
     if not isinstance(model, dict):
         raise FormatError("metadata has no 'model' object: this is not an aprender model file")
     entry = entry_for_key(model.get("class"), "model")
+    expected = _expectation(expected)
     build_as = None
-    if expected is not None:
-        if isinstance(expected, ModelType):
-            if entry.spec.model_type != expected:
-                raise ModelTypeMismatch(expected.name, f"{entry.cls.__name__} ({entry.spec.model_type.name})")
-        elif issubclass(entry.cls, expected):
-            pass
-        elif same_schema(entry.cls, expected):
-            build_as = expected
-        else:
-            raise ModelTypeMismatch(_expected_name(expected), entry.cls.__name__)
+    if isinstance(expected, ModelType):
+        if entry.spec.model_type != expected:
+            raise ModelTypeMismatch(expected.name, f"{entry.cls.__name__} ({entry.spec.model_type.name})")
+    elif isinstance(expected, str):
+        if expected not in {entry.key, *(c.__name__ for c in (entry.cls, *entry.twins))}:
+            raise ModelTypeMismatch(expected, entry.cls.__name__)
+    elif expected is None or issubclass(entry.cls, expected):
+        pass
+    elif same_schema(entry.cls, expected):
+        build_as = expected
+    else:
+        raise ModelTypeMismatch(expected.__name__, entry.cls.__name__)
     _warn_on_version_skew(meta.get("versions"))
     decoder = Decoder(state.tensors)
     estimator = decoder.estimator(model, "", build_as=build_as)

@@ -9,7 +9,6 @@ extended to soft targets and to the Switch-Transformer load-balancing term.
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -225,7 +224,7 @@ class SoftmaxGating(SerializableMixin, ClassifierMixin, BaseEstimator):
                 options={"maxiter": self.max_iter, "gtol": self.tol, "ftol": 64 * np.finfo(float).eps, "maxls": 50},
             )
         if warn and not result.success:
-            warnings.warn(f"SoftmaxGating did not converge: {result.message}", ConvergenceWarning, stacklevel=3)
+            warn(f"SoftmaxGating did not converge: {result.message}", ConvergenceWarning)
         self.weights_ = result.x[: n_features * n_out].reshape(n_features, n_out).copy()
         bias = result.x[n_features * n_out :]
         self.bias_ = bias - bias.mean()

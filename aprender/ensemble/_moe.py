@@ -16,7 +16,6 @@ states the algorithm precisely, including the ``capacity_factor`` overflow rule.
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -30,6 +29,7 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter, validate_data
 
+from aprender._warn import warn
 from aprender.base import SerializableMixin
 from aprender.ensemble._gating import SoftmaxGating, _single_threaded_blas
 
@@ -279,10 +279,10 @@ class _BaseMixtureOfExperts(BaseEstimator):
             experts, losses, fitted = self._expectation_maximisation(X, target, prototypes, gate)
         self.converged_ = len(losses) > 1 and losses[-2] - losses[-1] < self.tol
         if not self.converged_ and self.max_iter > 1:
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}: EM did not converge in {self.max_iter} iterations "
                 f"(last improvement {losses[-2] - losses[-1]:.3g} >= tol={self.tol}); increase max_iter or tol",
-                ConvergenceWarning, stacklevel=3,
+                ConvergenceWarning,
             )
         self.experts_ = experts
         self.gating_ = gate

@@ -41,6 +41,8 @@ def sniff(path: str | os.PathLike) -> str:
     p = existing_file(path)
     with open(p, "rb") as f:
         head = f.read(16)
+    if not head:
+        raise FormatError(f"'{p}': the file is empty (0 bytes); it holds no model")
     if head[:4] in _MAGIC:
         return _MAGIC[head[:4]]
     if len(head) >= 9 and head[8:9] == b"{":

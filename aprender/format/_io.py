@@ -29,7 +29,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     the filesystem's rename-over-replace ordering.
     """
     target = Path(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    folder = target.parent
+    if not folder.is_dir():
+        what = "is not a directory" if folder.exists() else "does not exist"
+        raise FileNotFoundError(f"cannot save '{target}': the folder '{folder}' {what}")
+    if target.is_dir():
+        raise IsADirectoryError(f"cannot save to '{target}': it is a directory; name a file in it")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -51,5 +57,7 @@ def existing_file(path: str | os.PathLike) -> Path:
     """``path`` as a Path; :class:`FileNotFoundError` naming it if it is not a file."""
     p = Path(path)
     if not p.is_file():
+        if p.is_dir():
+            raise FileNotFoundError(f"'{p}' is a directory, not a model file")
         raise FileNotFoundError(f"no such model file: '{p}'")
     return p

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import math
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,6 +35,7 @@ import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf import quants as ggml_quants
 
+from aprender._warn import warn
 from aprender.codec import ModelState
 from aprender.codec._registry import entry_for_key
 from aprender.exceptions import FormatError
@@ -234,8 +234,7 @@ def quantize(state: ModelState, qtype: str) -> ModelState:
         raise ValueError("the model state is already quantized; dequantize it first")
     names = quantizable_tensors(state)
     if not names:
-        warnings.warn(f"{state.class_key or 'this model'} has no quantizable tensors; "
-                      "it is stored unquantized", UserWarning, stacklevel=2)
+        warn(f"{state.class_key or 'this model'} has no quantizable tensors; it is stored unquantized")
         return state
     tensors = dict(state.tensors)
     record = {}

@@ -31,6 +31,11 @@ class Compression(Enum):
     ZSTD_MAX = "zstd-max"
     LZ4 = "lz4"
 
+    @classmethod
+    def _missing_(cls, value: object) -> None:
+        valid = ", ".join(repr(m.value) for m in cls)
+        raise ValueError(f"{value!r} is not a valid compression; use one of {valid} (or None)")
+
     @property
     def algorithm(self) -> str | None:
         """``"zstd"``, ``"lz4"`` or None."""

@@ -1,0 +1,28 @@
+"""Warnings attributed to the user's line, however deep inside aprender they are raised."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import sklearn
+
+__all__ = ["warn"]
+
+#: Frames in these folders are skipped: aprender's own, and scikit-learn's (its fit
+#: wrappers stand between a user's ``fit`` call and aprender's estimator code).
+_SKIPPED = (str(Path(__file__).resolve().parent), str(Path(sklearn.__file__).resolve().parent))
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` with the stack level of the first caller outside aprender and scikit-learn.
+
+    A fixed ``stacklevel`` points at aprender's own code whenever the warning is raised
+    one call deeper than its author assumed (``aprender.save`` -> backend -> quantize);
+    walking the stack always names the line that called aprender.
+    """
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
