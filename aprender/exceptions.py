@@ -52,11 +52,12 @@ class ChecksumMismatch(FormatError):
 class UnsupportedVersion(FormatError):
     """The file declares a format version this aprender cannot read."""
 
-    def __init__(self, found: str, supported: str) -> None:
+    def __init__(self, found: str, supported: str, where: str = "") -> None:
         self.found = found
         self.supported = supported
+        self.where = where
         super().__init__(
-            f"unsupported format version {found}; this aprender reads {supported}. "
+            f"{where + ': ' if where else ''}unsupported format version {found}; this aprender reads {supported}. "
             "Upgrade aprender to read this file."
         )
 

@@ -77,7 +77,7 @@ def test_an_unsupported_sklearn_class_does_not_suggest_register_estimator() -> N
     from aprender.exceptions import UnsupportedTypeError
 
     mine = type("Mine", (BaseEstimator,), {"__module__": "my_project.models"})
-    with pytest.raises(UnsupportedTypeError, match="call aprender.register_estimator"):
+    with pytest.raises(UnsupportedTypeError, match=r"call aprender\.register_estimator"):
         entry_for_class(mine)
     fake_sklearn = type("Unlisted", (BaseEstimator,), {"__module__": "sklearn.unlisted"})
     with pytest.raises(UnsupportedTypeError, match="allow-list, and this one is not on it") as caught:

@@ -602,3 +602,31 @@ def test_python_dash_m_aprender(files, tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2
     assert "exists; pass --force" in done.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ("inspect", "{bad}", "--json"),
+    ("convert", "{bad}", "--format", "apr", "--output", "{out}", "--json"),
+    ("import", "{bad}", "--output", "{out}", "--json"),
+    ("validate", "{bad}", "--json"),
+    ("verify", "{bad}", "--json"),
+    ("quantize", "{bad}", "--type", "q8_0", "--output", "{out}", "--json"),
+    ("diff", "{bad}", "{bad}", "--json"),
+], ids=lambda c: c[0])
+def test_json_failures_print_one_error_object(cli, tmp_path: Path, command: tuple[str, ...]) -> None:
+    bad = tmp_path / "bad.apr"
+    bad.write_bytes(b"APR\x00" + bytes(100))
+    args = [a.format(bad=bad, out=tmp_path / "out.apr") for a in command]
+    run = cli(*args)
+    assert run.code == 1
+    error = run.json["error"]
+    assert set(error) == {"type", "message"} and error["type"] in {"FormatError", "ChecksumMismatch",
+                                                                 "UnsupportedVersion", "SignatureInvalid"}
+    assert str(bad) in error["message"]
+
+
+def test_help_and_docs_agree_on_onnx(cli) -> None:
+    help_text = " ".join(cli("--help").out.split())
+    assert ".onnx too for inspect and validate, and as a convert target" in help_text
+    docs = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    assert "`.onnx` is\n  written by `convert` and read by `inspect` and `validate`" in docs

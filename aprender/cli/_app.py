@@ -18,6 +18,7 @@ from aprender.cli._crypto import decrypt, encrypt, keygen, sign, verify
 from aprender.cli._diff import diff
 from aprender.cli._inspect import inspect
 from aprender.cli._options import Invalid, debug_option
+from aprender.cli._render import emit_json
 from aprender.cli._validate import validate
 
 __all__ = ["cli", "main"]
@@ -34,7 +35,8 @@ _INTERRUPTED = 130
 def cli() -> None:
     """Inspect, validate, convert, quantize, sign and encrypt aprender model files.
 
-    Files: .apr, .safetensors, .gguf and (for inspect and convert targets) .onnx.
+    Files: .apr, .safetensors and .gguf; .onnx too for inspect and validate, and as a
+    convert target.
     Every command takes --help and --json. Exit status: 0 ok, 1 invalid or
     different, 2 usage error. Errors are one line on stderr; --debug shows the
     traceback.
@@ -126,5 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if failure is not None:
         if run["debug"]:
             traceback.print_exception(type(failure), failure, failure.__traceback__, file=sys.stderr)
-        click.echo(f"error: {_describe(failure)}", err=True)
+        message = _describe(failure)
+        click.echo(f"error: {message}", err=True)
+        if run.get("json") or "--json" in args:
+            # the shape validate and verify print for an invalid file: {"error": {"type", "message"}}
+            emit_json({"error": {"type": type(failure).__name__, "message": message}})
     return code

@@ -110,9 +110,16 @@ def debug_option(f: F) -> F:
                         help="Show the full traceback of an error.")(f)
 
 
+def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    if value and isinstance(ctx.find_root().obj, dict):
+        ctx.find_root().obj["json"] = True
+    return value
+
+
 def json_option(f: F) -> F:
-    """``--json``: machine-readable output on stdout."""
-    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of tables.")(f)
+    """``--json``: machine-readable output on stdout, a JSON ``{"error": ...}`` object on failure too."""
+    return click.option("--json", "as_json", is_flag=True, is_eager=True, callback=_set_json,
+                        help="Print machine-readable JSON instead of tables.")(f)
 
 
 def force_option(f: F) -> F:

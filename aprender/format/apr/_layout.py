@@ -181,7 +181,7 @@ def parse_header(head: bytes | memoryview, total: int, where: str) -> Header:
     (_, major, minor, flags, count, meta_offset, meta_size, index_offset, data_offset, crc,
      reserved) = _HEADER.unpack(bytes(head[:HEADER_SIZE]))
     if (major, minor) != VERSION:
-        raise UnsupportedVersion(f"{major}.{minor}", f"{VERSION[0]}.{VERSION[1]}")
+        raise UnsupportedVersion(f"{major}.{minor}", f"{VERSION[0]}.{VERSION[1]}", where)
     actual = header_crc(head)
     if crc != actual:
         raise ChecksumMismatch(crc, actual, "header (bytes 0-63)")

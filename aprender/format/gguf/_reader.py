@@ -66,7 +66,7 @@ def _check_preamble(path: str | os.PathLike, where: str) -> None:
     little, big = int.from_bytes(head[4:], "little"), int.from_bytes(head[4:], "big")
     if little not in READER_SUPPORTED_VERSIONS and big not in READER_SUPPORTED_VERSIONS:
         supported = ", ".join(f"GGUF v{v}" for v in READER_SUPPORTED_VERSIONS)
-        raise UnsupportedVersion(f"GGUF v{little}", supported)
+        raise UnsupportedVersion(f"GGUF v{little}", supported, where)
 
 
 def open_reader(path: str | os.PathLike, where: str) -> BoundedReader:
