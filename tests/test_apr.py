@@ -213,7 +213,7 @@ def test_provenance_honours_source_date_epoch(monkeypatch: pytest.MonkeyPatch, t
 def test_bad_options_are_rejected() -> None:
     with pytest.raises(TypeError, match="JSON-serializable"):
         SaveOptions(metrics={"when": object()})
-    with pytest.raises(ValueError, match="not a valid Compression"):
+    with pytest.raises(ValueError, match="is not a valid compression; use one of"):
         SaveOptions().with_compression("gzip")
     with pytest.raises(TypeError, match="unexpected keyword"):
         apr.save_to_bytes(_small_model(), colour="blue")
