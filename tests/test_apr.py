@@ -424,8 +424,15 @@ def test_validate_encrypted_and_signed(tmp_path: Path, cheap_argon2: None) -> No
 
     path = tmp_path / "m.apr"
     apr.save(_small_model(), path, password="pw", signing_key=SIGNING_KEY)
-    apr.validate_file(path)  # no key: structure, CRCs and the embedded-key signature
-    apr.validate_file(path, password="pw", verifying_key=SIGNING_KEY.public_key())
+    report = apr.validate_file(path)  # no key: structure, CRCs and the embedded-key signature
+    assert report.checks == ("header CRC32, layout, metadata and tensor index", "footer CRC32 over the whole file",
+                             "Ed25519 signature (embedded key)")
+    assert not report.complete and report.not_checked.startswith("encrypted data not opened: pass password=")
+    assert aprender.validate(path) == report
+    report = apr.validate_file(path, password="pw", verifying_key=SIGNING_KEY.public_key())
+    assert report.complete and report.model
+    assert report.checks[2:] == ("Ed25519 signature (key given)", "AES-256-GCM decryption",
+                                 "model rebuilt through the allow-list")
     with pytest.raises(DecryptionFailed):
         apr.validate_file(path, password="wrong")
     with pytest.raises(SignatureInvalid):

@@ -630,3 +630,15 @@ def test_help_and_docs_agree_on_onnx(cli) -> None:
     assert ".onnx too for inspect and validate, and as a convert target" in help_text
     docs = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
     assert "`.onnx` is\n  written by `convert` and read by `inspect` and `validate`" in docs
+
+
+@pytest.mark.parametrize("name", ["hf", "llama", "apr", "gguf", "safetensors"])
+def test_library_and_cli_validate_agree(cli, files, name: str) -> None:
+    """One meaning of valid: what aprender.validate reports is what apr validate prints, foreign files included."""
+    report = aprender.validate(files[name])
+    run = cli("validate", files[name], "--json")
+    assert run.code == 0
+    assert run.json["valid"] and run.json["checks"] == list(report.checks) and report.complete
+    assert report.model is (name not in ("hf", "llama"))
+    if not report.model:
+        assert report.checks[-1] == "tensors read (no aprender model: raw tensors)"

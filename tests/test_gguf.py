@@ -299,7 +299,8 @@ def test_inspect_and_validate(tmp_path) -> None:
     model = LinearRegression().fit(X, y)
     path = tmp_path / "lr.gguf"
     gguf.save_file(model, path, quantize="q8_0")
-    assert gguf.validate_file(path) is None and aprender.validate(path) is None
+    report = gguf.validate_file(path)
+    assert report == aprender.validate(path) and report.model and report.complete
     info = aprender.inspect(path)
     assert info == gguf.inspect_file(path)
     assert info.format == "gguf" and info.format_version == "3" and info.file_size == path.stat().st_size

@@ -186,9 +186,17 @@ def test_crafting_helper_reproduces_a_loadable_file(tmp_path) -> None:
     assert gguf.load(data).coef_.tolist() == _model().coef_.tolist()
 
 
+def test_another_architecture_is_no_model_but_valid_raw_tensors(tmp_path) -> None:
+    path = tmp_path / "llama.gguf"
+    path.write_bytes(_craft(tmp_path, lambda kv, t: kv.update({"general.architecture": _string("llama")})))
+    for load in (lambda: gguf.load_file(path), lambda: aprender.load(path)):
+        with pytest.raises(FormatError, match=r"general\.architecture is 'llama', not 'aprender'"):
+            load()
+    report = aprender.validate(path)  # a well-formed GGUF of another architecture: its tensors all read
+    assert not report.model and report.checks[-1] == "tensors read (no aprender model: raw tensors)"
+
+
 CRAFTED = [
-    ("foreign architecture", lambda kv, t: kv.update({"general.architecture": _string("llama")}),
-     "general.architecture is 'llama', not 'aprender'"),
     ("no class", lambda kv, t: kv.pop("aprender.class"), "no 'aprender.class' key"),
     ("no attrs", lambda kv, t: kv.pop("aprender.attrs"), "no 'aprender.attrs' key"),
     ("schema as string", lambda kv, t: kv.update({"aprender.schema": _string("1")}),

@@ -9,7 +9,7 @@ Examples
 
 from aprender.codec import ModelState, ModelType, from_state, register_estimator, to_state
 from aprender.format._api import inspect, load, save, validate
-from aprender.format._info import ModelInfo, TensorInfo
+from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format.apr import (
     load_as_recipient,
     load_encrypted,
@@ -28,6 +28,7 @@ __all__ = [
     "ModelType",
     "SaveOptions",
     "TensorInfo",
+    "ValidationReport",
     "from_state",
     "inspect",
     "load",

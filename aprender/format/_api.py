@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from aprender.codec import ModelType
-from aprender.exceptions import FormatError
-from aprender.format._info import ModelInfo
+from aprender.exceptions import FormatError, SignatureInvalid
+from aprender.format._info import ModelInfo, ValidationReport
 from aprender.format._io import existing_file
 
 __all__ = ["backend_for_path", "inspect", "load", "save", "sniff", "validate"]
@@ -124,12 +124,16 @@ def inspect(path: str | os.PathLike) -> ModelInfo:
     return importlib.import_module(_SUFFIXES[sniff(path)]).inspect_file(path)
 
 
-def validate(path: str | os.PathLike, **keys: Any) -> None:
+def validate(path: str | os.PathLike, **keys: Any) -> ValidationReport:
     """Verify a model file completely (checksums, structure, signature, rebuild).
 
     Raises the specific :class:`~aprender.exceptions.AprenderError` of the first
-    problem found; returns None for a sound file. ``keys`` (``password=``,
-    ``secret_key=``, ``verifying_key=``) open encrypted or signed .apr files.
+    problem found; for a sound file returns a :class:`~aprender.format.ValidationReport`
+    of what was checked (``apr validate`` prints the same). ``keys`` (``password=``,
+    ``secret_key=``, ``verifying_key=``) open encrypted or signed .apr files; an
+    encrypted file given none is checked up to its ciphertext and the report says so
+    (``report.complete`` is False). A SafeTensors or GGUF file another tool wrote is
+    valid when its layout passes and every tensor reads (``report.model`` is False).
 
     Examples
     --------
@@ -138,6 +142,13 @@ def validate(path: str | os.PathLike, **keys: Any) -> None:
     >>> from aprender.preprocessing import StandardScaler
     >>> path = os.path.join(tempfile.mkdtemp(), "scaler.apr")
     >>> aprender.save(StandardScaler().fit([[0.0], [4.0]]), path)
-    >>> aprender.validate(path)
+    >>> aprender.validate(path).complete
+    True
     """
-    importlib.import_module(_SUFFIXES[sniff(path)]).validate_file(path, **keys)
+    suffix = sniff(path)
+    if suffix != ".apr" and keys.get("verifying_key") is not None:
+        raise SignatureInvalid(f"'{path}': {suffix[1:]} files carry no signature; only .apr files are signed")
+    if suffix != ".apr" and any(v is not None for v in keys.values()):
+        raise ValueError(f"'{path}': {suffix[1:]} files are never encrypted; keys open .apr files only")
+    module = importlib.import_module(_SUFFIXES[suffix])
+    return module.validate_file(path, **keys) if suffix == ".apr" else module.validate_file(path)

@@ -12,7 +12,7 @@ from typing import Any
 
 from aprender.codec import ModelType
 
-__all__ = ["ModelInfo", "TensorInfo"]
+__all__ = ["ModelInfo", "TensorInfo", "ValidationReport"]
 
 
 @dataclass(frozen=True)
@@ -124,3 +124,46 @@ class ModelInfo:
         from math import prod
 
         return sum(prod(t.shape) for t in self.tensors)
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """What :func:`aprender.validate` checked in a file (``apr validate`` prints the same).
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    format : str
+        ``"apr"``, ``"safetensors"``, ``"gguf"`` or ``"onnx"``.
+    checks : tuple of str
+        Every check that passed, in the order they ran.
+    model : bool
+        True when an estimator was rebuilt through the allow-list; False for a file of
+        raw tensors (another tool's SafeTensors or GGUF, an ``apr import``) or ONNX.
+    not_checked : str, optional
+        What could not be checked and why: an encrypted .apr given no key is checked up
+        to its ciphertext (which the CRC covers). None when the file was checked whole.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> import aprender
+    >>> from aprender.linear_model import LinearRegression
+    >>> path = os.path.join(tempfile.mkdtemp(), "lr.apr")
+    >>> aprender.save(LinearRegression().fit([[0.0], [1.0]], [0.0, 2.0]), path)
+    >>> report = aprender.validate(path)
+    >>> report.complete, report.model, report.checks[-1]
+    (True, True, 'model rebuilt through the allow-list')
+    """
+
+    path: str
+    format: str
+    checks: tuple[str, ...]
+    model: bool
+    not_checked: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when nothing was left unchecked."""
+        return self.not_checked is None

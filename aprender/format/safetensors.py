@@ -35,7 +35,7 @@ from safetensors import SafetensorError, TensorSpec, safe_open, serialize, seria
 
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, parse_json, to_state
 from aprender.exceptions import FormatError
-from aprender.format._info import ModelInfo, TensorInfo
+from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import atomic_path, existing_file
 
 __all__ = [
@@ -375,8 +375,12 @@ def inspect_file(path: str | os.PathLike) -> ModelInfo:
     )
 
 
-def validate_file(path: str | os.PathLike) -> None:
-    """Verify a SafeTensors model file completely: header, tiling, metadata, and a rebuild of the model.
+def validate_file(path: str | os.PathLike) -> ValidationReport:
+    """Verify a SafeTensors file completely: header, tiling, metadata, and a rebuild of the model.
+
+    A file another tool wrote (no aprender metadata) is valid when its header and tensor
+    layout pass the package's rules and every tensor reads: the report then says
+    ``model=False`` (raw tensors). Raises the first problem found.
 
     Examples
     --------
@@ -385,6 +389,13 @@ def validate_file(path: str | os.PathLike) -> None:
     >>> from aprender.format import safetensors
     >>> path = os.path.join(tempfile.mkdtemp(), "s.safetensors")
     >>> safetensors.save_file(StandardScaler().fit([[1.0], [3.0]]), path)
-    >>> safetensors.validate_file(path)
+    >>> safetensors.validate_file(path).model
+    True
     """
+    if inspect_file(path).class_key is None:
+        load_tensors(path)
+        return ValidationReport(str(path), "safetensors", ("header and tensor layout",
+                                "tensors read (no aprender model: raw tensors)"), model=False)
     from_state(read_state(path))
+    return ValidationReport(str(path), "safetensors", ("header, metadata and tensor layout",
+                            "model rebuilt through the allow-list"), model=True)

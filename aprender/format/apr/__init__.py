@@ -33,6 +33,7 @@ array([5.])
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import zlib
 from typing import Any
@@ -41,7 +42,7 @@ import numpy as np
 
 from aprender.codec import ModelState, ModelType, from_state, to_state
 from aprender.exceptions import FormatError, ModelTypeMismatch
-from aprender.format._info import ModelInfo, TensorInfo
+from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import atomic_path
 from aprender.format.apr._layout import Entry, Flags
 from aprender.format.apr._options import Compression, SaveOptions
@@ -616,7 +617,7 @@ def validate_file(
     password: str | bytes | None = None,
     secret_key: Any = None,
     verifying_key: Any = None,
-) -> None:
+) -> ValidationReport:
     """Verify an .apr file completely: every check of :func:`load`, and more.
 
     Checks the header and footer CRCs over every byte, the metadata and index, the
@@ -626,7 +627,8 @@ def validate_file(
     to its ciphertext, which the CRC covers. A file of raw tensors with no estimator
     (model type Custom, from ``apr import`` or :func:`write_state`) is checked the
     same way up to its tensors; there is no model to rebuild. Raises the error
-    :func:`load` (or :func:`read_state`, for raw tensors) would.
+    :func:`load` (or :func:`read_state`, for raw tensors) would, and otherwise returns
+    a :class:`~aprender.format.ValidationReport` of what was checked.
 
     Examples
     --------
@@ -635,14 +637,29 @@ def validate_file(
     >>> from aprender.format import apr
     >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
     >>> apr.save(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path)
-    >>> apr.validate_file(path)
+    >>> apr.validate_file(path).checks[:2]
+    ('header CRC32, layout, metadata and tensor index', 'footer CRC32 over the whole file')
     """
     buffer, crc, where = read_file(path)
     keys = Keys(password, secret_key, verifying_key)
     parsed = check(buffer, buffer.shape[0], where, crc=crc, verifying_key=verifying_key)
+    checks = ["header CRC32, layout, metadata and tensor index", "footer CRC32 over the whole file"]
+    if parsed.header.flags & Flags.SIGNED:
+        checks.append("Ed25519 signature (" + ("key given" if verifying_key is not None else "embedded key") + ")")
+    model = "model" in parsed.meta
+    report = functools.partial(ValidationReport, str(path), "apr")
     if parsed.encrypted and password is None and secret_key is None:
-        return
+        return report(tuple(checks), model, "encrypted data not opened: pass password= or secret_key= (the CLI's "
+                                            "--password-file, --password-env or --secret-key)")
     state = state_of(parsed, buffer, keys)
-    if "model" in state.meta:  # raw tensors (no estimator node) are checked by now
+    if parsed.encrypted:
+        checks.append("AES-256-GCM decryption")
+    if parsed.compression is not None:
+        checks.append(f"{parsed.compression} decompression")
+    if model:
         _build(state, None)
+        checks.append("model rebuilt through the allow-list")
+    else:  # raw tensors (no estimator node) are checked by now
+        checks.append("tensors read (raw tensors, model type Custom)")
+    return report(tuple(checks), model)
 

@@ -37,7 +37,7 @@ from gguf import GGML_QUANT_VERSION, GGUFValueType, GGUFWriter, LlamaFileType
 
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, to_state
 from aprender.format import quantize as _quantize
-from aprender.format._info import ModelInfo, TensorInfo
+from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import atomic_path, existing_file
 from aprender.format.gguf import _foreign as foreign
 from aprender.format.gguf import _layout as layout
@@ -415,11 +415,13 @@ def _plain(field: Any) -> Any:
         return None
 
 
-def validate_file(path: str | os.PathLike) -> None:
-    """Verify a GGUF model file completely: structure, key-values, tensors, and a rebuild of the model.
+def validate_file(path: str | os.PathLike) -> ValidationReport:
+    """Verify a GGUF file completely: structure, key-values, tensors, and a rebuild of the model.
 
     Raises the specific :class:`~aprender.exceptions.AprenderError` of the first
-    problem found; returns None for a sound file.
+    problem found. A file another tool wrote (no aprender keys) is valid when its
+    structure passes and every tensor reads (GGML blocks dequantized): the report then
+    says ``model=False`` (raw tensors).
 
     Examples
     --------
@@ -428,6 +430,13 @@ def validate_file(path: str | os.PathLike) -> None:
     >>> from aprender.format import gguf
     >>> path = os.path.join(tempfile.mkdtemp(), "lr.gguf")
     >>> gguf.save_file(LinearRegression().fit([[0.0], [1.0]], [0.0, 2.0]), path)
-    >>> gguf.validate_file(path)
+    >>> gguf.validate_file(path).model
+    True
     """
+    if inspect_file(path).extra.get("foreign"):
+        load_tensors(path)
+        return ValidationReport(str(path), "gguf", ("header, key-values and tensor layout",
+                                "tensors read (no aprender model: raw tensors)"), model=False)
     load_file(path)
+    return ValidationReport(str(path), "gguf", ("header, key-values and tensor layout",
+                            "model rebuilt through the allow-list"), model=True)

@@ -50,7 +50,7 @@ except ImportError as exc:
 
 from aprender.codec import ModelType
 from aprender.exceptions import AprenderError, FormatError, UnsupportedExportError
-from aprender.format._info import ModelInfo, TensorInfo
+from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import existing_file, write_bytes_atomic
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format.onnx._meta import doc_string, model_props, read_props
@@ -438,11 +438,11 @@ def inspect_file(path: str | os.PathLike) -> ModelInfo:
     )
 
 
-def validate_file(path: str | os.PathLike, **keys: Any) -> None:
+def validate_file(path: str | os.PathLike) -> ValidationReport:
     """Check an ONNX file completely: it parses and passes ``onnx.checker`` (full check).
 
-    ``aprender.validate("model.onnx")`` lands here; ``keys`` are accepted for the common
-    backend signature and unused (ONNX files are neither signed nor encrypted).
+    ``aprender.validate("model.onnx")`` lands here (ONNX files are neither signed nor
+    encrypted, and aprender cannot load them back into a model).
 
     Raises
     ------
@@ -458,11 +458,13 @@ def validate_file(path: str | os.PathLike, **keys: Any) -> None:
     >>> from aprender.linear_model import Ridge
     >>> path = os.path.join(tempfile.mkdtemp(), "ridge.onnx")
     >>> aprender.save(Ridge().fit([[0.0], [1.0]], [0.0, 1.0]), path)
-    >>> aprender.validate(path)
+    >>> aprender.validate(path).checks
+    ('ONNX protobuf parsed', 'onnx.checker (full check, shape inference)')
     """
-
     onx, _, where = _read_model(path)
     try:
         onnx.checker.check_model(onx, full_check=True)
     except Exception as exc:  # ValidationError, InferenceError
         raise FormatError(f"'{where}': the ONNX model fails onnx.checker: {str(exc).strip()}") from None
+    return ValidationReport(str(path), "onnx", ("ONNX protobuf parsed", "onnx.checker (full check, shape inference)"),
+                            model=False)
