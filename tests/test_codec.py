@@ -172,3 +172,24 @@ def test_property_random_linear_models_roundtrip(data, fit_intercept) -> None:
     loaded = safetensors.load(safetensors.save(model))
     assert np.array_equal(loaded.predict(X), model.predict(X), equal_nan=True)
     assert type(loaded.intercept_) is type(model.intercept_)
+
+
+def test_the_saving_machines_thread_count_is_never_stored() -> None:
+    from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
+
+    from aprender.cluster import KMeans
+
+    X = np.array([[0.0], [0.1], [5.0], [5.1]])
+    one, two = (KMeans(n_clusters=2, n_init=1, random_state=0).fit(X) for _ in range(2))
+    one._n_threads, two._n_threads = 1, 7  # as fitted on a 1-core and a 7-core machine
+    assert safetensors.save(one) == safetensors.save(two)
+    assert to_state(one).meta["model"]["attrs"]["_n_threads"] == {"__t__": "n_threads"}
+    assert safetensors.load(safetensors.save(two))._n_threads == _openmp_effective_n_threads()
+
+
+def test_an_n_threads_node_elsewhere_is_refused() -> None:
+    from aprender.codec._decode import Decoder
+    from aprender.exceptions import FormatError
+
+    with pytest.raises(FormatError, match="may only stand for a '_n_threads' attribute"):
+        Decoder({}).value({"__t__": "n_threads"}, "model.n_init", 1)

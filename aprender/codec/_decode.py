@@ -185,6 +185,13 @@ class Decoder:
             return np.dtype(v[6:]).type
         raise fail(path, f"type {str(v)[:80]!r} is not allowed")
 
+    def _n_threads(self, node: Mapping[str, Any], path: str, depth: int) -> int:
+        from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
+
+        if not path.endswith("_n_threads"):
+            raise fail(path, "an 'n_threads' node may only stand for a '_n_threads' attribute")
+        return _openmp_effective_n_threads()
+
     def _tensor(self, node: Mapping[str, Any], path: str, depth: int) -> Any:
         return self.tensor(node, path)
 
@@ -260,5 +267,6 @@ _TAG_METHODS = {
     "strarray": Decoder._strarray,
     "objarray": Decoder._objarray,
     "type": Decoder._type,
+    "n_threads": Decoder._n_threads,
     "estimator": Decoder._estimator,
 }

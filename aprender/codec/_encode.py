@@ -97,6 +97,9 @@ class Encoder:
         }
 
     def _attr(self, name: str, value: Any, prefix: str, spec: Spec) -> Any:
+        if name == "_n_threads" and type(value) is int:
+            # a property of the machine that fitted the model, not of the model: the loader uses its own
+            return {"__t__": "n_threads"}
         alias = spec.aliases.get(name)
         if alias is not None and "{i}" in alias:
             # A list of arrays (an MLP's coefs_) names one tensor per item: layers.{i}.weight
