@@ -10,22 +10,56 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 README = Path(__file__).with_name("README.md")
+#: The project README: its benchmark summary is a section these scripts rewrite too.
+TOP_README = Path(__file__).parent.parent / "README.md"
 
 
-def median_seconds(fn: Callable[[], object], repeat: int, *, setup: Callable[[], object] | None = None) -> float:
-    """Median wall time of ``fn`` over ``repeat`` runs (``setup`` runs untimed before each)."""
-    times = []
-    for _ in range(repeat):
-        if setup is not None:
-            setup()
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+@dataclass(frozen=True)
+class Timing:
+    """Median, fastest and slowest of repeated runs, in seconds."""
+
+    median: float
+    min: float
+    max: float
+
+    def spread(self) -> str:
+        """``min-max`` in the unit that suits the median."""
+        return f"{fmt_time(self.min)}-{fmt_time(self.max)}"
+
+
+def fmt_time(seconds: float) -> str:
+    """``0.000123`` -> ``'123 µs'``; ms and s as they fit."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} µs"
+    return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def interleaved(
+    runs: Mapping[str, Callable[[], object]], repeat: int, *, setup: Callable[[str], object] | None = None
+) -> dict[str, Timing]:
+    """Time every run ``repeat`` times, interleaved: round ``r`` runs them all, in an order rotated by ``r``.
+
+    Running A, B, C, then B, C, A, ... spreads machine noise (another process, a
+    frequency change, a cold cache) over every contender instead of over whichever
+    ran during it, and no contender always runs first or right after another.
+    ``setup(name)`` runs untimed before each timed call.
+    """
+    names = list(runs)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeat):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            if setup is not None:
+                setup(name)
+            start = time.perf_counter()
+            runs[name]()
+            times[name].append(time.perf_counter() - start)
+    return {name: Timing(statistics.median(t), min(t), max(t)) for name, t in times.items()}
 
 
 def machine() -> str:
@@ -47,10 +81,10 @@ def machine() -> str:
     )
 
 
-def write_section(name: str, markdown: str) -> None:
-    """Replace the ``name`` section of benchmarks/README.md (appending it if new)."""
+def write_section(name: str, markdown: str, readme: Path = README) -> None:
+    """Replace the ``name`` section of ``readme`` (benchmarks/README.md; appended if new)."""
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    text = README.read_text() if README.exists() else "# Benchmarks\n"
+    text = readme.read_text() if readme.exists() else "# Benchmarks\n"
     block = f"{start}\n{markdown.strip()}\n{end}"
     if start in text and end in text:
         before, rest = text.split(start, 1)
@@ -58,4 +92,4 @@ def write_section(name: str, markdown: str) -> None:
         text = before + block + after
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
-    README.write_text(text)
+    readme.write_text(text)

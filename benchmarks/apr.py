@@ -22,7 +22,7 @@ from typing import Any
 
 import joblib
 import numpy as np
-from _report import machine, median_seconds, write_section
+from _report import interleaved, machine, write_section
 from sklearn.datasets import make_classification
 
 from aprender.format import apr
@@ -88,17 +88,25 @@ def _once(fn: Callable[[], Any]) -> float:
 
 
 def measure(model: Any, formats: dict, folder: Path, repeat: int) -> dict[str, tuple[float, float, int]]:
-    """(save seconds, median load seconds, bytes) per format; formats sharing a suffix share one file."""
+    """(save seconds, median load seconds, bytes) per format; formats sharing a suffix share one file.
+
+    Each file is saved once; the loads of every format are then interleaved, round by
+    round in a rotating order, so machine noise falls on all of them alike.
+    """
     saved: dict[str, float] = {}
-    results = {}
-    for name, (suffix, save, load) in formats.items():
-        path = folder / f"model.{suffix}"
+    paths = {}
+    for name, (suffix, save, _) in formats.items():
+        paths[name] = folder / f"model.{suffix}"
         if suffix not in saved:
-            saved[suffix] = _once(lambda s=save, p=path: s(model, p))
-        load_s = median_seconds(lambda ld=load, p=path: ld(p), repeat)
-        size = path.stat().st_size
-        results[name] = (saved[suffix], load_s, size)
-        print(f"  {name:22s} save {_t(saved[suffix]):>10s}  load {_t(load_s):>10s}  {_size(size)}", flush=True)
+            saved[suffix] = _once(lambda s=save, p=paths[name]: s(model, p))
+    loads = interleaved({name: (lambda ld=load, p=paths[name]: ld(p)) for name, (_, _, load) in formats.items()},
+                        repeat)
+    results = {}
+    for name, (suffix, _, _) in formats.items():
+        size = paths[name].stat().st_size
+        results[name] = (saved[suffix], loads[name].median, size)
+        print(f"  {name:22s} save {_t(saved[suffix]):>10s}  load {_t(loads[name].median):>10s} "
+              f"({loads[name].spread()})  {_size(size)}", flush=True)
     for path in folder.iterdir():
         path.unlink()
     return results

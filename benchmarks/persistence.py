@@ -1,11 +1,14 @@
-"""Save/load time and file size: aprender SafeTensors vs pickle, joblib and skops.
+"""Save/load time and file size: aprender (SafeTensors and .apr) vs pickle, joblib and skops.
 
-All four run in the same process on the same fitted models, so the ratios are
-comparable even on a noisy machine. Run from the repository root:
+Every backend runs in the same process on the same fitted model, **interleaved**: each
+round saves (or loads) with every backend once, in an order rotated from round to
+round, so machine noise falls on all of them alike. Medians, min and max are printed.
+Run from the repository root:
 
     python benchmarks/persistence.py [--quick]
 
-Prints a table and rewrites the "persistence" section of benchmarks/README.md.
+Prints a table and rewrites the "persistence" section of benchmarks/README.md and the
+benchmark summary of the project README.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 import joblib
 import numpy as np
 import skops.io as sio
-from _report import machine, median_seconds, write_section
+from _report import TOP_README, Timing, fmt_time, interleaved, machine, write_section
 from sklearn.datasets import load_digits, make_blobs, make_classification
 
 import aprender
@@ -42,6 +45,30 @@ def _ridge_100mb_multi() -> Any:
     # coef_ is 1000 x 12500 float64 = 100 MB and Fortran-ordered: written C-ordered,
     # restored Fortran-ordered, so aprender pays a transposing copy each way.
     return Ridge(alpha=1.0).fit(X, Y)
+
+
+def _logreg_10x64() -> Any:
+    X, y = make_classification(n_samples=2_000, n_features=64, n_informative=32, n_classes=10, random_state=0)
+    return LogisticRegression(max_iter=2000).fit(X, y)
+
+
+def _kmeans_8() -> Any:
+    X, _ = make_blobs(n_samples=2_000, n_features=16, centers=8, random_state=0)
+    return KMeans(n_clusters=8, n_init=1, random_state=0).fit(X)
+
+
+def _decision_tree() -> Any:
+    from aprender.tree import DecisionTreeClassifier
+
+    X, y = make_classification(n_samples=2_000, n_features=20, random_state=0)
+    return DecisionTreeClassifier(random_state=0).fit(X, y)
+
+
+def _forest_10() -> Any:
+    from aprender.ensemble import RandomForestClassifier
+
+    X, y = make_classification(n_samples=2_000, n_features=20, random_state=0)
+    return RandomForestClassifier(n_estimators=10, random_state=0, n_jobs=1).fit(X, y)
 
 
 def _logreg_10_classes() -> Any:
@@ -76,6 +103,10 @@ def _hist_boosting() -> Any:
 
 
 MODELS: list[tuple[str, Callable[[], Any]]] = [
+    ("LogisticRegression, 10 classes x 64 features", _logreg_10x64),
+    ("KMeans, k=8", _kmeans_8),
+    ("DecisionTree", _decision_tree),
+    ("RandomForest, 10 trees", _forest_10),
     ("Ridge, 100 MB coef_", _ridge_100mb),
     ("Ridge, 100 MB Fortran-ordered coef_", _ridge_100mb_multi),
     ("LogisticRegression, 10 classes", _logreg_10_classes),
@@ -87,11 +118,14 @@ MODELS: list[tuple[str, Callable[[], Any]]] = [
 
 
 NOTE = (
-    "Small models miss the target: aprender validates the file, parses its JSON metadata and checks the "
-    "hyperparameters (about 0.1 ms), and writes atomically through a temporary file and a rename, while "
-    "pickle checks nothing. A Fortran-ordered array costs a transposing copy on save and on load, because "
-    "tensors are stored C-ordered with their original order recorded."
+    "Load means file to a ready estimator. aprender validates the file, parses its JSON metadata and checks "
+    "the hyperparameters, and writes atomically through a temporary file and a rename; pickle checks nothing "
+    "and runs whatever the file says. A Fortran-ordered array costs a transposing copy on save and on load, "
+    "because tensors are stored C-ordered with their original order recorded."
 )
+
+#: Suffix of each backend's file; aprender's two formats are separate contenders.
+SUFFIXES = {"pickle": "pkl", "joblib": "joblib", "skops": "skops", "safetensors": "safetensors", "apr": "apr"}
 
 
 def _skops_load(path: Path) -> Any:
@@ -111,23 +145,19 @@ def _backends(model: Any) -> dict[str, tuple[Callable[[Path], None], Callable[[P
         "pickle": (pickle_save, pickle_load),
         "joblib": (lambda p: joblib.dump(model, p), joblib.load),
         "skops": (lambda p: sio.dump(model, p), _skops_load),
-        "aprender": (lambda p: aprender.save(model, p), aprender.load),
+        "safetensors": (lambda p: aprender.save(model, p), aprender.load),
+        "apr": (lambda p: aprender.save(model, p), aprender.load),
     }
 
 
-def measure(model: Any, folder: Path, repeat: int) -> dict[str, tuple[float, float, int]]:
-    """(save seconds, load seconds, bytes) per backend."""
-    results = {}
-    for name, (save, load) in _backends(model).items():
-        path = folder / f"model.{'safetensors' if name == 'aprender' else name}"
-        save_s = median_seconds(lambda s=save, p=path: s(p), repeat)
-        load_s = median_seconds(lambda ld=load, p=path: ld(p), repeat)
-        results[name] = (save_s, load_s, path.stat().st_size)
-    return results
-
-
-def _fmt_time(seconds: float) -> str:
-    return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
+def measure(model: Any, folder: Path, repeat: int) -> dict[str, tuple[Timing, Timing, int]]:
+    """(save timing, load timing, bytes) per backend, every backend interleaved with the others."""
+    backends = _backends(model)
+    paths = {name: folder / f"model.{SUFFIXES[name]}" for name in backends}
+    saves = interleaved({name: (lambda s=save, p=paths[name]: s(p)) for name, (save, _) in backends.items()}, repeat)
+    loads = interleaved({name: (lambda ld=load, p=paths[name]: ld(p)) for name, (_, load) in backends.items()},
+                        repeat)
+    return {name: (saves[name], loads[name], paths[name].stat().st_size) for name in backends}
 
 
 def _fmt_size(n: int) -> str:
@@ -139,10 +169,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repeats (smoke run)")
     args = parser.parse_args()
     rows = [
-        "| Model | Format | Save | Load | Size | Save / pickle | Load / pickle |",
-        "|---|---|---|---|---|---|---|",
+        "| Model | Backend | Save (median) | Save min-max | Load (median) | Load min-max | Size "
+        "| Save / pickle | Load / pickle |",
+        "|---|---|---:|---|---:|---|---:|---:|---:|",
     ]
-    verdicts = []
+    summary = ["| Model | load SafeTensors | load .apr | save | joblib load | skops load |",
+               "|---|---:|---:|---:|---:|---:|"]
     with tempfile.TemporaryDirectory() as tmp:
         for label, build in MODELS:
             try:
@@ -151,26 +183,41 @@ def main() -> None:
                 print(f"skipping {label}: {exc}")
                 continue
             big = "100 MB" in label
-            repeat = 3 if args.quick else (7 if big else 31)
+            repeat = 3 if args.quick else (7 if big else 41)
             results = measure(model, Path(tmp), repeat)
-            base_save, base_load, _ = results["pickle"]
-            save_ratio, load_ratio = results["aprender"][0] / base_save, results["aprender"][1] / base_load
-            verdicts.append(f"- {label}: load {load_ratio:.2f}x, save {save_ratio:.2f}x pickle "
-                            f"({'met' if max(load_ratio, save_ratio) <= 1.0 else 'missed'})")
-            for name, (save_s, load_s, size) in results.items():
-                line = (f"| {label} | {name} | {_fmt_time(save_s)} | {_fmt_time(load_s)} | {_fmt_size(size)} | "
-                        f"{save_s / base_save:.2f}x | {load_s / base_load:.2f}x |")
+            base_save, base_load = results["pickle"][0].median, results["pickle"][1].median
+
+            def ratio(name: str, which: int, base: float, r: dict = results) -> str:
+                return f"{r[name][which].median / base:.2f}x"
+
+            for name, (save, load, size) in results.items():
+                line = (f"| {label} | {name} | {fmt_time(save.median)} | {save.spread()} | {fmt_time(load.median)} "
+                        f"| {load.spread()} | {_fmt_size(size)} | {save.median / base_save:.2f}x "
+                        f"| {load.median / base_load:.2f}x |")
                 rows.append(line)
                 print(line, flush=True)
-    table = "\n".join(rows)
+            summary.append(f"| {label} | {ratio('safetensors', 1, base_load)} | {ratio('apr', 1, base_load)} "
+                           f"| {ratio('safetensors', 0, base_save)} | {ratio('joblib', 1, base_load)} "
+                           f"| {ratio('skops', 1, base_load)} |")
+    where = f"Machine: {machine()}. {repeat_note(args.quick)}"
     write_section(
         "persistence",
-        "## Persistence: aprender SafeTensors vs pickle, joblib, skops\n\n"
-        f"Medians of repeated save/load runs in one process (`python benchmarks/persistence.py`). "
-        f"Load means file to a ready estimator. Ratios below 1.00x beat pickle.\n\n"
-        f"Machine: {machine()}\n\n{table}\n\nTarget: aprender load <= 1.0x and save <= 1.0x pickle.\n\n"
-        + "\n".join(verdicts) + "\n\n" + NOTE,
+        "## Persistence: aprender (SafeTensors, .apr) vs pickle, joblib, skops\n\n"
+        "`python benchmarks/persistence.py`: every backend in one process, interleaved round by round in a "
+        "rotating order; medians with the fastest and slowest run. Ratios are to pickle protocol 5 writing and "
+        f"reading a file; below 1.00x beats pickle.\n\n{where}\n\n" + "\n".join(rows) + "\n\n" + NOTE,
     )
+    write_section(
+        "persistence-summary",
+        "Load and save time as a ratio to pickle protocol 5 (below 1.00x is faster), medians of interleaved "
+        f"runs. {where}\n\n" + "\n".join(summary),
+        TOP_README,
+    )
+
+
+def repeat_note(quick: bool) -> str:
+    """How many rounds each median is over."""
+    return "3 rounds per model (quick run)." if quick else "41 rounds per model (7 for the 100 MB models)."
 
 
 if __name__ == "__main__":

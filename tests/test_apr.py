@@ -536,3 +536,15 @@ if __name__ == "__main__":  # regenerate the golden file: python tests/test_apr.
     state, options = golden_state()
     GOLDEN.write_bytes(apr.state_to_bytes(state, options))
     print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes)")
+
+
+def test_the_fast_crc_is_zlibs_crc32() -> None:
+    """ISA-L's CRC32 (the fast extra) and zlib's give the same checksums: files do not depend on it."""
+    import zlib
+
+    from aprender.format._crc import crc32
+
+    data = np.random.default_rng(0).integers(0, 256, 1 << 20, dtype=np.uint8)
+    for start in (0, 0xDEADBEEF):
+        assert crc32(memoryview(data), start) == zlib.crc32(memoryview(data), start)
+        assert crc32(memoryview(data)[7:], start) == zlib.crc32(memoryview(data)[7:], start)

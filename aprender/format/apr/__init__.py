@@ -35,13 +35,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import zlib
 from typing import Any
 
 import numpy as np
 
 from aprender.codec import ModelState, ModelType, from_state, to_state
 from aprender.exceptions import FormatError, ModelTypeMismatch
+from aprender.format._crc import crc32
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import atomic_path
 from aprender.format.apr._layout import Entry, Flags
@@ -320,7 +320,7 @@ def _read(path: PathLike, keys: Keys, *, mmap: bool = False, verify: bool = Fals
 def _from_bytes(data: bytes | bytearray | memoryview, keys: Keys, verify: bool) -> tuple[Parsed, np.ndarray]:
     buffer = np.frombuffer(data, dtype=np.uint8)
     total = buffer.shape[0]
-    parsed = check(buffer, total, ".apr bytes", crc=zlib.crc32(buffer[: max(total - 4, 0)]), verify=verify,
+    parsed = check(buffer, total, ".apr bytes", crc=crc32(buffer[: max(total - 4, 0)]), verify=verify,
                    verifying_key=keys.verifying_key)
     return parsed, buffer
 

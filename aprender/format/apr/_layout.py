@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import struct
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntFlag
@@ -18,6 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from aprender.exceptions import ChecksumMismatch, FormatError, UnsupportedVersion
+from aprender.format._crc import crc32
 
 __all__ = [
     "ALIGNMENT",
@@ -156,7 +156,7 @@ class Header:
 
 def header_crc(header: bytes | memoryview) -> int:
     """CRC32 of header bytes 0-39 and 44-63 (everything but the CRC field)."""
-    return zlib.crc32(header[44:64], zlib.crc32(header[:40]))
+    return crc32(header[44:64], crc32(header[:40]))
 
 
 def check_magic(head: bytes | memoryview, total: int, where: str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -20,6 +19,7 @@ import numpy as np
 
 from aprender.codec import ModelState, parse_json
 from aprender.exceptions import ChecksumMismatch, FormatError, SignatureInvalid
+from aprender.format._crc import crc32
 from aprender.format._io import existing_file
 from aprender.format.apr._compress import decompress
 from aprender.format.apr._layout import (
@@ -105,10 +105,10 @@ def read_file(path: str | os.PathLike) -> tuple[np.ndarray, int, str]:
         _fill(f, view[:HEADER_SIZE], where)
         check_magic(view[:4], total, where)
         end = max(total - FOOTER_SIZE, 0)
-        crc = zlib.crc32(view[: min(HEADER_SIZE, end)])
+        crc = crc32(view[: min(HEADER_SIZE, end)])
         if total - HEADER_SIZE <= _CHUNK:
             _fill(f, view[HEADER_SIZE:], where)
-            return buffer, zlib.crc32(view[HEADER_SIZE:end], crc), where
+            return buffer, crc32(view[HEADER_SIZE:end], crc), where
         with ThreadPoolExecutor(max_workers=1) as pool:
             pending = None
             for start in range(HEADER_SIZE, total, _CHUNK):
@@ -116,7 +116,7 @@ def read_file(path: str | os.PathLike) -> tuple[np.ndarray, int, str]:
                 _fill(f, view[start:stop], where)
                 if pending is not None:
                     crc = pending.result()
-                pending = pool.submit(zlib.crc32, view[start : min(stop, end)], crc)
+                pending = pool.submit(crc32, view[start : min(stop, end)], crc)
             return buffer, pending.result(), where
 
 

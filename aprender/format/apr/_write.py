@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 import numpy as np
 
 from aprender.codec import ModelState, canonical_json
 from aprender.exceptions import FormatError
+from aprender.format._crc import crc32
 from aprender.format.apr._compress import compress
 from aprender.format.apr._layout import HEADER_SIZE, Entry, Flags, Header, align, layout, pack_index
 from aprender.format.apr._options import CONTAINER_KEYS, SaveOptions
@@ -89,6 +89,6 @@ def encode(
         chunks.append(sign(b"".join(chunks), signing_key))
     crc = 0
     for chunk in chunks:
-        crc = zlib.crc32(chunk, crc)
+        crc = crc32(chunk, crc)
     chunks.append(crc.to_bytes(4, "little"))
     return chunks
