@@ -83,3 +83,14 @@ def test_an_unsupported_sklearn_class_does_not_suggest_register_estimator() -> N
     with pytest.raises(UnsupportedTypeError, match="allow-list, and this one is not on it") as caught:
         entry_for_class(fake_sklearn)
     assert "register_estimator" not in str(caught.value)
+
+
+def test_a_file_with_another_formats_suffix_still_loads(saved: Path, tmp_path: Path) -> None:
+    """The suffix picks the backend first (one open); bytes of another format are sniffed and handed on."""
+    apr_named_safetensors = tmp_path / "km.safetensors"
+    apr_named_safetensors.write_bytes(saved.read_bytes())
+    assert isinstance(aprender.load(apr_named_safetensors), KMeans)
+    safetensors_named_apr = tmp_path / "km.apr"
+    aprender.save(aprender.load(saved), tmp_path / "real.safetensors")
+    safetensors_named_apr.write_bytes((tmp_path / "real.safetensors").read_bytes())
+    assert isinstance(aprender.load(safetensors_named_apr, KMeans), KMeans)

@@ -100,6 +100,15 @@ def load(path: str | os.PathLike, model_type: type | ModelType | None = None, **
     >>> aprender.load(path, StandardScaler).mean_
     array([2.])
     """
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix in _SUFFIXES and suffix != ".onnx" and (suffix == ".apr" or not options):
+        # The usual case: the suffix names the format. Open the file once, in that backend, which checks
+        # its magic; only a file whose bytes are another format is sniffed and handed on.
+        try:
+            return importlib.import_module(_SUFFIXES[suffix]).load_file(path, model_type, **options)
+        except FormatError:
+            if sniff(path) == suffix:
+                raise
     module = importlib.import_module(_SUFFIXES[sniff(path)])
     return module.load_file(path, model_type, **options)
 

@@ -7,8 +7,9 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["atomic_path", "existing_file", "write_bytes_atomic"]
+__all__ = ["atomic_path", "existing_file", "open_existing", "write_bytes_atomic"]
 
 # mkstemp creates 0600 files; saved models get the usual mode the umask allows.
 # Read once: os.umask can only be queried by setting it, which is not thread-safe.
@@ -61,3 +62,17 @@ def existing_file(path: str | os.PathLike) -> Path:
             raise FileNotFoundError(f"'{p}' is a directory, not a model file")
         raise FileNotFoundError(f"no such model file: '{p}'")
     return p
+
+
+def open_existing(path: str | os.PathLike, buffering: int = -1) -> BinaryIO:
+    """Open a model file for reading; :class:`FileNotFoundError` names it (or says it is a directory).
+
+    One ``open`` call, no ``stat`` before it: on a small model's load the extra system
+    call costs as much as a third of what pickle needs for the whole load.
+    """
+    try:
+        return open(path, "rb", buffering=buffering)
+    except IsADirectoryError:
+        raise FileNotFoundError(f"'{os.fspath(path)}' is a directory, not a model file") from None
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such model file: '{os.fspath(path)}'") from None

@@ -36,7 +36,7 @@ from safetensors import SafetensorError, TensorSpec, safe_open, serialize, seria
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, parse_json, to_state
 from aprender.exceptions import FormatError
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
-from aprender.format._io import atomic_path, existing_file
+from aprender.format._io import atomic_path, existing_file, open_existing
 
 __all__ = [
     "MAX_HEADER_SIZE",
@@ -240,13 +240,13 @@ def _state_from_buffer(buffer: np.ndarray, where: str) -> ModelState:
 
 def read_state(path: str | os.PathLike) -> ModelState:
     """Read and validate the :class:`ModelState` stored in a SafeTensors file."""
-    p = existing_file(path)
-    with open(p, "rb") as f:
+    where = f"'{os.fspath(path)}'"
+    with open_existing(path) as f:
         size = os.fstat(f.fileno()).st_size
         buffer = np.empty(size, dtype=np.uint8)
         if f.readinto(memoryview(buffer)) != size:
-            raise FormatError(f"'{p}': file changed size while being read")
-    return _state_from_buffer(buffer, f"'{p}'")
+            raise FormatError(f"{where}: file changed size while being read")
+    return _state_from_buffer(buffer, where)
 
 
 def state_from_bytes(data: bytes | bytearray | memoryview) -> ModelState:

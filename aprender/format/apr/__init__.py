@@ -597,12 +597,12 @@ def inspect_file(path: PathLike) -> ModelInfo:
         tensors=tensors,
         compressed=parsed.compression,
         encrypted=parsed.encrypted,
-        signed=bool(flags & Flags.SIGNED),
+        signed=bool(flags & Flags.SIGNED.value),
         created_at=meta.get("created_at"),
         quantization=quantization["type"] if quantization else None,
         embedded_public_key=public_key,
         extra={
-            "flags": [f.name for f in Flags if flags & f],
+            "flags": [f.name for f in Flags if flags & f.value],
             "tensor_index_offset": parsed.header.tensor_index_offset,
             "data_offset": base,
             "data_size": parsed.data_size,
@@ -644,7 +644,7 @@ def validate_file(
     keys = Keys(password, secret_key, verifying_key)
     parsed = check(buffer, buffer.shape[0], where, crc=crc, verifying_key=verifying_key)
     checks = ["header CRC32, layout, metadata and tensor index", "footer CRC32 over the whole file"]
-    if parsed.header.flags & Flags.SIGNED:
+    if parsed.header.flags & Flags.SIGNED.value:
         checks.append("Ed25519 signature (" + ("key given" if verifying_key is not None else "embedded key") + ")")
     model = "model" in parsed.meta
     report = functools.partial(ValidationReport, str(path), "apr")

@@ -136,7 +136,7 @@ def dtype_code(dtype: np.dtype, name: str) -> int:
 class Header:
     """The variable fields of the 64-byte header (metadata always starts at byte 64)."""
 
-    flags: Flags
+    flags: int  # a plain int: IntFlag arithmetic costs microseconds per test on every load
     tensor_count: int
     metadata_size: int
     tensor_index_offset: int
@@ -144,7 +144,7 @@ class Header:
 
     def tail_size(self) -> int:
         """Bytes after the data section: signature block (if signed) and footer."""
-        return FOOTER_SIZE + (SIGNATURE_BLOCK_SIZE if self.flags & Flags.SIGNED else 0)
+        return FOOTER_SIZE + (SIGNATURE_BLOCK_SIZE if self.flags & Flags.SIGNED.value else 0)
 
     def pack(self) -> bytes:
         """The 64 header bytes, CRC included."""
@@ -188,7 +188,7 @@ def parse_header(head: bytes | memoryview, total: int, where: str) -> Header:
     if reserved != bytes(20):
         raise FormatError(f"{where}: reserved header bytes 44-63 must be zero")
     _check_flags(flags, where)
-    header = Header(Flags(flags), count, meta_size, index_offset, data_offset)
+    header = Header(flags, count, meta_size, index_offset, data_offset)
     if meta_offset != HEADER_SIZE:
         raise FormatError(f"{where}: metadata_offset (bytes 12-19) is {meta_offset}, must be {HEADER_SIZE}")
     if meta_size == 0 or HEADER_SIZE + meta_size + header.tail_size() > total:
@@ -206,11 +206,11 @@ def parse_header(head: bytes | memoryview, total: int, where: str) -> Header:
 
 
 def _check_flags(flags: int, where: str) -> None:
-    if flags & Flags.SHARDED:
+    if flags & Flags.SHARDED.value:
         raise FormatError(f"{where}: sharded .apr files are not supported")
     if flags & ~_KNOWN_FLAGS:
         raise FormatError(f"{where}: unknown header flags 0x{flags & ~_KNOWN_FLAGS:04x} (bytes 6-7)")
-    if flags & Flags.LZ4 and flags & Flags.ZSTD:
+    if flags & Flags.LZ4.value and flags & Flags.ZSTD.value:
         raise FormatError(f"{where}: header flags select both LZ4 and zstd compression")
 
 

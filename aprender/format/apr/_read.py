@@ -20,7 +20,7 @@ import numpy as np
 from aprender.codec import ModelState, parse_json
 from aprender.exceptions import ChecksumMismatch, FormatError, SignatureInvalid
 from aprender.format._crc import crc32
-from aprender.format._io import existing_file
+from aprender.format._io import existing_file, open_existing
 from aprender.format.apr._compress import decompress
 from aprender.format.apr._layout import (
     FOOTER_SIZE,
@@ -40,7 +40,7 @@ __all__ = ["Keys", "Parsed", "check", "map_file", "parse", "read_file", "read_pr
 
 #: Read size of the default load; the CRC of one chunk runs while the next is read.
 _CHUNK = 1 << 23
-_COMPRESSION = {Flags.ZSTD: "zstd", Flags.LZ4: "lz4"}
+_COMPRESSION = {Flags.ZSTD.value: "zstd", Flags.LZ4.value: "lz4"}
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class Parsed:
 
     @property
     def encrypted(self) -> bool:
-        return bool(self.header.flags & Flags.ENCRYPTED)
+        return bool(self.header.flags & Flags.ENCRYPTED.value)
 
     @property
     def stored(self) -> slice:
@@ -96,9 +96,8 @@ def read_file(path: str | os.PathLike) -> tuple[np.ndarray, int, str]:
     The first bytes are checked for the magic before the rest is read; the CRC of
     each chunk is computed on a second thread while the next chunk is read.
     """
-    p = existing_file(path)
-    where = f"'{p}'"
-    with open(p, "rb", buffering=0) as f:
+    where = f"'{os.fspath(path)}'"
+    with open_existing(path, buffering=0) as f:
         total = os.fstat(f.fileno()).st_size
         buffer = np.empty(total, dtype=np.uint8)
         view = memoryview(buffer)
@@ -144,7 +143,7 @@ def read_prefix(path: str | os.PathLike) -> tuple[Parsed, bytes | None]:
         header = parse_header(head, total, where)
         prefix = head + f.read(header.data_offset - HEADER_SIZE)
         public_key = None
-        if header.flags & Flags.SIGNED:
+        if header.flags & Flags.SIGNED.value:
             f.seek(total - FOOTER_SIZE - 32)
             public_key = f.read(32)
     return parse(header, prefix, total, where), public_key
@@ -162,7 +161,7 @@ def verify_signature(buffer: np.ndarray, total: int, verifying_key: object, wher
     from aprender.format.apr._crypto import verify
 
     flags = int.from_bytes(bytes(buffer[6:8]), "little") if total >= 8 else 0
-    if not flags & Flags.SIGNED or total < HEADER_SIZE + SIGNATURE_BLOCK_SIZE + FOOTER_SIZE:
+    if not flags & Flags.SIGNED.value or total < HEADER_SIZE + SIGNATURE_BLOCK_SIZE + FOOTER_SIZE:
         raise SignatureInvalid(f"{where}: the file is not signed; there is no signature to verify")
     block_start = total - FOOTER_SIZE - SIGNATURE_BLOCK_SIZE
     block = bytes(buffer[block_start : total - FOOTER_SIZE])
@@ -198,7 +197,7 @@ def check(
         if stored != crc:
             raise ChecksumMismatch(stored, crc, f"{where} (footer CRC32 of bytes 0-{total - FOOTER_SIZE - 1})")
     parsed = parse(header, buffer, total, where)
-    if header.flags & Flags.SIGNED and not demanded:
+    if header.flags & Flags.SIGNED.value and not demanded:
         verify_signature(buffer, total, None, where)
     if mapped and (parsed.encrypted or parsed.compression is not None):
         kind = "encrypted" if parsed.encrypted else "compressed"
@@ -239,7 +238,7 @@ def _check_meta(p: Parsed) -> None:
 
         check_params(meta["encryption"], where)
     quantization = meta.get("quantization")
-    if bool(flags & Flags.QUANTIZED) != (quantization is not None):
+    if bool(flags & Flags.QUANTIZED.value) != (quantization is not None):
         raise FormatError(f"{where}: header flags and 'quantization' metadata disagree")
     blocks = {e.name: e.dtype.name for e in p.entries if e.dtype.block}
     if quantization is None:
