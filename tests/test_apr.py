@@ -289,7 +289,8 @@ def _mapped_root(array: np.ndarray) -> Any:
     return array.obj if isinstance(array, memoryview) else array
 
 
-def test_mmap_returns_read_only_views(tmp_path: Path) -> None:
+def test_mmap_returns_read_only_views(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(apr, "MMAP_MIN_BYTES", 0)  # map even this small file
     model = _small_model()
     path = tmp_path / "lr.apr"
     model.save_apr(path)
@@ -301,10 +302,11 @@ def test_mmap_returns_read_only_views(tmp_path: Path) -> None:
     assert default.coef_.flags.writeable and not isinstance(_mapped_root(default.coef_), mmap.mmap)
 
 
-def test_mmap_svc_copies_only_what_predict_proba_writes(tmp_path: Path) -> None:
+def test_mmap_svc_copies_only_what_predict_proba_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # libsvm.predict_proba takes these four as non-const memoryviews; the support vectors stay mapped.
     from aprender.svm import SVC, SVR
 
+    monkeypatch.setattr(apr, "MMAP_MIN_BYTES", 0)
     X, y = iris()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # SVC(probability=True) is deprecated in sklearn 1.9
@@ -318,6 +320,24 @@ def test_mmap_svc_copies_only_what_predict_proba_writes(tmp_path: Path) -> None:
     assert np.array_equal(platt.predict_proba(X), models["platt"].predict_proba(X))
     for name in ("plain", "svr"):  # no predict_proba to feed: nothing is copied
         assert isinstance(_mapped_root(apr.load(tmp_path / f"{name}.apr", mmap=True)._dual_coef_), mmap.mmap)
+
+
+def test_mmap_of_a_small_file_reads_and_checksums_it(tmp_path: Path) -> None:
+    """Mapping costs more than reading a file under MMAP_MIN_BYTES: such files are read, fully checked, read-only."""
+    model = _small_model()
+    path = tmp_path / "lr.apr"
+    model.save_apr(path)
+    assert path.stat().st_size < apr.MMAP_MIN_BYTES
+    loaded = apr.load(path, mmap=True)
+    assert not loaded.coef_.flags.writeable and not isinstance(_mapped_root(loaded.coef_), mmap.mmap)
+    assert np.array_equal(loaded.coef_, model.coef_)
+    data = bytearray(path.read_bytes())
+    data[apr.inspect_file(path).extra["data_offset"]] ^= 0x10
+    path.write_bytes(data)
+    from aprender.exceptions import ChecksumMismatch
+
+    with pytest.raises(ChecksumMismatch, match="footer CRC32"):
+        apr.load(path, mmap=True)
 
 
 def test_mmap_of_large_model_reads_no_data(tmp_path: Path) -> None:

@@ -306,14 +306,22 @@ def save_for_recipient(model: Any, path: PathLike, recipient_public_key: Any,
 # -- reading ---------------------------------------------------------------------------
 
 
+#: Below this size ``mmap=True`` reads the file instead: setting up a map costs more than
+#: reading (and checksumming) a small file. The tensors are read-only views either way.
+MMAP_MIN_BYTES = 1 << 20
+
+
 def _read(path: PathLike, keys: Keys, *, mmap: bool = False, verify: bool = False) -> ModelState:
-    if mmap:
+    if mmap and os.path.getsize(path) >= MMAP_MIN_BYTES:
         buffer, where = map_file(path)
         parsed = check(buffer, buffer.shape[0], where, crc=None, verify=verify, verifying_key=keys.verifying_key,
                        mapped=True)
     else:
         buffer, crc, where = read_file(path)
-        parsed = check(buffer, buffer.shape[0], where, crc=crc, verify=verify, verifying_key=keys.verifying_key)
+        parsed = check(buffer, buffer.shape[0], where, crc=crc, verify=verify, verifying_key=keys.verifying_key,
+                       mapped=mmap)
+        if mmap:
+            buffer.flags.writeable = False
     return state_of(parsed, buffer, keys)
 
 
@@ -386,7 +394,9 @@ def load(
         Memory-map an uncompressed, unencrypted file: O(1) in the model size,
         tensors are read-only views, and the data is neither read nor checksummed
         (see the module docstring), except that a signed file's signature is
-        verified. By default the whole file is read and verified.
+        verified. Files under 1 MiB (``MMAP_MIN_BYTES``) are read and fully
+        checksummed instead, which is faster than mapping them; their tensors are
+        read-only too. By default the whole file is read and verified.
     password : str or bytes, optional
         For a file saved with :func:`save_encrypted`.
     secret_key : X25519PrivateKey or bytes, optional
