@@ -1,0 +1,152 @@
+"""The ``aprender`` MLflow flavor, with the real mlflow package and a file store under tmp_path."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+import sklearn.ensemble
+import yaml
+from mlflow.models import Model
+
+import aprender
+import aprender.mlflow
+from aprender.ensemble import RandomForestClassifier
+from aprender.exceptions import FormatError
+from aprender.linear_model import LinearRegression, LogisticRegression
+
+
+@pytest.fixture
+def tracking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A local file store under tmp_path as the tracking URI (nothing is written to the repo)."""
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri((tmp_path / "mlruns").as_uri())
+    yield tmp_path / "mlruns"
+    if mlflow.active_run() is not None:
+        mlflow.end_run()
+    mlflow.set_tracking_uri(previous)
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[pd.DataFrame, np.ndarray]:
+    rng = np.random.RandomState(0)
+    X = pd.DataFrame(rng.normal(size=(200, 4)), columns=["age", "income", "tenure", "score"])
+    y = (X["income"] + 0.5 * X["score"] > 0).to_numpy().astype(np.int64)
+    return X, y
+
+
+def no_unpickling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every unpickling entry point raise."""
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("unpickling on the aprender load path")
+
+    for name in ("load", "loads", "Unpickler"):
+        monkeypatch.setattr(pickle, name, refuse)
+
+
+def test_log_load_by_runs_uri_and_predict(tracking: Path, data: tuple[pd.DataFrame, np.ndarray],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = data
+    model = RandomForestClassifier(n_estimators=10, max_depth=5, random_state=0).fit(X, y)
+    with mlflow.start_run() as run:
+        info = aprender.mlflow.log_model(model, name="churn", input_example=X.head(5))
+    uri = f"runs:/{run.info.run_id}/churn"
+    with monkeypatch.context() as patched:
+        no_unpickling(patched)
+        pyfunc = mlflow.pyfunc.load_model(uri)
+        loaded = aprender.mlflow.load_model(uri)
+    np.testing.assert_array_equal(pyfunc.predict(X), model.predict(X))
+    assert type(loaded) is RandomForestClassifier
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+    assert type(pyfunc.get_raw_model()) is RandomForestClassifier
+
+    assert info.signature.inputs.input_names() == ["age", "income", "tenure", "score"]
+    assert info.flavors["python_function"]["loader_module"] == "aprender._mlflow_pyfunc"
+    folder = Path(mlflow.artifacts.download_artifacts(uri, dst_path=str(tracking.parent / "download")))
+    files = sorted(p.name for p in folder.rglob("*") if p.is_file())
+    assert "model.apr" in files and "MLmodel" in files and "input_example.json" in files
+    assert not [f for f in files if f.endswith((".pkl", ".pickle", ".joblib", ".cloudpickle"))]
+    flavor = Model.load(str(folder / "MLmodel")).flavors["aprender"]
+    assert flavor["format"] == "apr" and flavor["model_class"] == "aprender.ensemble.RandomForestClassifier"
+    requirements = (folder / "requirements.txt").read_text().splitlines()
+    assert f"aprender=={aprender.__version__}" in requirements
+    assert any(r.startswith("scikit-learn==") for r in requirements)
+    assert yaml.safe_load((folder / "python_env.yaml").read_text())["dependencies"] == ["-r requirements.txt"]
+
+
+def test_safetensors_and_predict_proba_for_plain_sklearn(tmp_path: Path, data: tuple[pd.DataFrame, np.ndarray],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = data
+    model = sklearn.ensemble.RandomForestClassifier(n_estimators=5, random_state=0).fit(X.to_numpy(), y)
+    path = tmp_path / "m"
+    aprender.mlflow.save_model(model, path, serialization_format="safetensors", pyfunc_predict_fn="predict_proba",
+                               input_example=X.to_numpy()[:3])
+    assert sorted(p.name for p in path.iterdir() if p.suffix in (".safetensors", ".apr")) == ["model.safetensors"]
+    with monkeypatch.context() as patched:
+        no_unpickling(patched)
+        pyfunc = mlflow.pyfunc.load_model(str(path))
+    np.testing.assert_array_equal(pyfunc.predict(X.to_numpy()), model.predict_proba(X.to_numpy()))
+    assert pyfunc.metadata.signature.outputs.to_dict()[0]["tensor-spec"]["shape"] == (-1, 2)
+
+
+def test_signature_false_and_metadata(tmp_path: Path) -> None:
+    model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
+    aprender.mlflow.save_model(model, tmp_path / "m", signature=False, input_example=np.array([[2.0]]),
+                               metadata={"owner": "team"})
+    mlmodel = Model.load(str(tmp_path / "m" / "MLmodel"))
+    assert mlmodel.signature is None and mlmodel.metadata == {"owner": "team"}
+
+
+def test_changed_model_file_is_refused(tmp_path: Path) -> None:
+    model = LogisticRegression().fit([[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1])
+    path = tmp_path / "m"
+    aprender.mlflow.save_model(model, path)
+    LogisticRegression().fit([[0.0], [1.0], [2.0], [3.0]], [0, 1, 1, 1]).save_apr(path / "model.apr")
+    with pytest.raises(FormatError, match="changed after it was saved"):
+        aprender.mlflow.load_model(str(path))
+    with pytest.raises(FormatError, match="changed after it was saved"):
+        mlflow.pyfunc.load_model(str(path))
+
+
+def test_mlmodel_naming_another_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "m"
+    aprender.mlflow.save_model(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path)
+    mlmodel = yaml.safe_load((path / "MLmodel").read_text())
+    mlmodel["flavors"]["aprender"]["model_file"] = "../elsewhere.apr"
+    (path / "MLmodel").write_text(yaml.safe_dump(mlmodel))
+    with pytest.raises(FormatError, match=r"must name format 'apr' with model\.apr"):
+        aprender.mlflow.load_model(str(path))
+    del mlmodel["flavors"]["aprender"]
+    (path / "MLmodel").write_text(yaml.safe_dump(mlmodel))
+    with pytest.raises(FormatError, match="has no 'aprender' flavor"):
+        aprender.mlflow.load_model(str(path))
+
+
+def test_save_refuses_bad_requests(tmp_path: Path) -> None:
+    model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    with pytest.raises(FileExistsError, match="not an empty folder"):
+        aprender.mlflow.save_model(model, tmp_path / "full")
+    with pytest.raises(ValueError, match="serialization_format"):
+        aprender.mlflow.save_model(model, tmp_path / "a", serialization_format="pickle")
+    with pytest.raises(ValueError, match="no method 'predict_proba'"):
+        aprender.mlflow.save_model(model, tmp_path / "b", pyfunc_predict_fn="predict_proba")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_mlmodel_naming_another_method_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "m"
+    aprender.mlflow.save_model(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path)
+    mlmodel = yaml.safe_load((path / "MLmodel").read_text())
+    mlmodel["flavors"]["aprender"]["pyfunc_predict_fn"] = "__class__"
+    (path / "MLmodel").write_text(yaml.safe_dump(mlmodel))
+    with pytest.raises(FormatError, match="'__class__' is not a prediction method"):
+        mlflow.pyfunc.load_model(str(path))
