@@ -1,0 +1,214 @@
+"""Score Dask collections on a ``distributed`` cluster, with the model shipped as file bytes.
+
+:func:`predict` sends the bytes of the model's ``.apr`` (or SafeTensors) file and its
+SHA-256 to every worker once, in a ``WorkerPlugin``; each worker checks the digest,
+loads the file once (memory-mapped for an uncompressed ``.apr``) and caches the model.
+The task graph carries only the plugin's name, so the estimator object is never
+pickled, and a worker rebuilds the model through aprender's allow-list like any other
+load. ``trusted_key=`` makes every worker verify the file's Ed25519 signature first.
+docs/dask.md explains what travels over the network on a real cluster. Needs the
+``dask`` extra (``pip install "aprender[dask]"``).
+
+Examples
+--------
+>>> import numpy as np, pandas as pd
+>>> import dask.dataframe as dd
+>>> from distributed import Client, LocalCluster
+>>> import aprender.dask
+>>> from aprender.linear_model import LinearRegression
+>>> model = LinearRegression().fit(pd.DataFrame({"x": [0.0, 1.0]}), [1.0, 3.0])
+>>> with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster, Client(cluster) as client:
+...     frame = dd.from_pandas(pd.DataFrame({"x": [2.0, 3.0, 4.0]}), npartitions=2)
+...     aprender.dask.predict(model, frame).compute().round(9).tolist()
+[5.0, 7.0, 9.0]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+from dask.dataframe.utils import meta_nonempty
+
+from aprender._dask_scoring import ModelPlugin, load_model_file, output_frame, score_block, score_frame
+from aprender.exceptions import FormatError, SignatureInvalid
+
+__all__ = ["ModelBytes", "model_bytes", "predict", "release"]
+
+PathLike = str | os.PathLike
+
+
+class ModelBytes:
+    """A model file's bytes, format and SHA-256, and the model itself for this process.
+
+    Attributes
+    ----------
+    data : bytes
+        The .apr or SafeTensors file.
+    suffix : {".apr", ".safetensors"}
+    digest : str
+        Hex SHA-256 of ``data``.
+    model : estimator
+        The model, used here only to describe the output's columns and dtypes.
+    """
+
+    def __init__(self, data: bytes, suffix: str, model: Any) -> None:
+        self.data = data
+        self.suffix = suffix
+        self.digest = hashlib.sha256(data).hexdigest()
+        self.model = model
+
+    def plugin_name(self, trusted_key: bytes | None) -> str:
+        """The worker plugin's name: one per file and required key."""
+        return f"aprender-{self.digest[:32]}-{trusted_key.hex()[:16] if trusted_key else 'any'}"
+
+
+def _raw_key(key: Any) -> bytes | None:
+    if key is None or isinstance(key, bytes):
+        return key
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    return key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def model_bytes(model_or_path: Any, trusted_key: bytes | None = None) -> ModelBytes:
+    """The bytes :func:`predict` ships: a file's own, or an estimator saved as plain .apr.
+
+    Examples
+    --------
+    >>> import aprender.dask
+    >>> from aprender.linear_model import LinearRegression
+    >>> shipped = aprender.dask.model_bytes(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]))
+    >>> shipped.suffix, shipped.data[:4], len(shipped.digest)
+    ('.apr', b'APR\\x00', 64)
+    """
+    from aprender.format import apr
+
+    if not isinstance(model_or_path, (str, os.PathLike)):
+        return ModelBytes(apr.save_to_bytes(model_or_path), ".apr", model_or_path)
+    path = Path(model_or_path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such model file: '{path}'")
+    with open(path, "rb") as f:
+        head = f.read(16)
+    if head[:4] == b"APR\x00":
+        suffix = ".apr"
+    elif head[8:9] == b"{":
+        suffix = ".safetensors"
+        if trusted_key is not None:
+            raise SignatureInvalid(f"'{path}' is SafeTensors, which carries no signature; sign an .apr file to "
+                                   "require trusted_key")
+    else:
+        raise FormatError(f"'{path}': aprender.dask ships .apr or SafeTensors files (first bytes {head[:8].hex()})")
+    data = path.read_bytes()
+    return ModelBytes(data, suffix, load_model_file(path, trusted_key))
+
+
+def _client(client: Any) -> Any:
+    if client is not None:
+        return client
+    from distributed import get_client
+
+    return get_client()
+
+
+def _columns(model: Any, method: str, sample: Any) -> Any:
+    width = np.asarray(sample).shape[1]
+    if method in ("predict_proba", "predict_log_proba") and hasattr(model, "classes_"):
+        classes = np.asarray(model.classes_)
+        if classes.ndim == 1 and classes.shape[0] == width:
+            return classes.tolist()
+    if method == "transform" and hasattr(model, "get_feature_names_out"):
+        return list(model.get_feature_names_out())
+    return list(range(width))
+
+
+def predict(
+    model_or_path: Any,
+    data: dd.DataFrame | da.Array,
+    method: str = "predict",
+    *,
+    client: Any = None,
+    trusted_key: Any = None,
+    **kwargs: Any,
+) -> dd.Series | dd.DataFrame | da.Array:
+    """Apply ``model.<method>`` to every partition of ``data`` on the cluster.
+
+    Parameters
+    ----------
+    model_or_path : estimator or str or PathLike
+        A fitted model (saved to plain .apr bytes here) or an .apr / SafeTensors file
+        (its bytes are shipped as they are: a signed or compressed .apr stays so).
+    data : dask.dataframe.DataFrame or dask.array.Array
+        Rows to score. A 2-d array is rechunked to whole rows if needed.
+    method : str, default="predict"
+        ``predict``, ``predict_proba``, ``decision_function``, ``transform`` ...
+    client : distributed.Client, optional
+        The cluster's client; the current one by default.
+    trusted_key : Ed25519PublicKey or bytes, optional
+        Every worker verifies the .apr file's signature against this key before
+        loading it (:func:`aprender.format.apr.load_verified`).
+    **kwargs
+        Passed to the method on every partition.
+
+    Returns
+    -------
+    dask.dataframe.Series, dask.dataframe.DataFrame or dask.array.Array
+        Lazy, with ``data``'s partitions (and index for a dataframe); 1-d outputs are
+        Series, 2-d outputs DataFrames (columns: the classes for probabilities,
+        ``get_feature_names_out()`` for transforms). The dtypes are those the model
+        gives in one process.
+
+    Raises
+    ------
+    SignatureInvalid
+        ``trusted_key`` was given and a worker found the file unsigned or signed by
+        another key.
+    FormatError
+        The file is not an .apr or SafeTensors file, or the bytes arrived changed.
+    """
+    key = _raw_key(trusted_key)
+    shipped = model_bytes(model_or_path, key)
+    model = shipped.model
+    if not callable(getattr(model, method, None)):
+        raise AttributeError(f"{type(model).__name__} has no method {method!r}")
+    client = _client(client)
+    name = shipped.plugin_name(key)
+    try:
+        client.register_plugin(ModelPlugin(name, shipped.data, shipped.digest, shipped.suffix, key), name=name)
+    except BaseException:
+        client.unregister_worker_plugin(name)  # the scheduler keeps failed plugins: forget this one
+        raise
+    if isinstance(data, da.Array):
+        return _score_array(model, data, name, method, kwargs)
+    if isinstance(data, dd.DataFrame):
+        sample = meta_nonempty(data._meta)
+        out = getattr(model, method)(sample, **kwargs)
+        meta = output_frame(out, sample.index, _columns(model, method, out) if np.ndim(out) == 2 else None)
+        return data.map_partitions(score_frame, name, method, kwargs, None if meta.ndim == 1 else meta.columns,
+                                   meta=meta.iloc[:0], align_dataframes=False)
+    raise TypeError(f"data must be a dask DataFrame or Array, got {type(data).__name__}")
+
+
+def _score_array(model: Any, data: da.Array, name: str, method: str, kwargs: dict[str, Any]) -> da.Array:
+    if data.ndim != 2:
+        raise ValueError(f"a dask array to score must be 2-d (rows, features), got {data.ndim}-d")
+    if data.numblocks[1] != 1:
+        data = data.rechunk({1: -1})
+    out = np.asarray(getattr(model, method)(np.zeros((1, data.shape[1]), dtype=data.dtype), **kwargs))
+    if out.ndim == 1:
+        return data.map_blocks(score_block, name, method, kwargs, dtype=out.dtype, drop_axis=1,
+                               meta=np.empty((0,), dtype=out.dtype))
+    return data.map_blocks(score_block, name, method, kwargs, dtype=out.dtype, chunks=(data.chunks[0], out.shape[1:]),
+                           meta=np.empty((0, 0), dtype=out.dtype))
+
+
+def release(model_or_path: Any, *, client: Any = None, trusted_key: Any = None) -> None:
+    """Unload a model :func:`predict` shipped: workers drop it and delete its file."""
+    key = _raw_key(trusted_key)
+    _client(client).unregister_worker_plugin(model_bytes(model_or_path, key).plugin_name(key))
