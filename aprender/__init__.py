@@ -10,11 +10,13 @@ True
 __version__ = "0.1.0"
 
 from aprender._pretrained import from_pretrained, save_pretrained
+from aprender.distill import distill
 from aprender.format import ModelType, inspect, load, register_estimator, save, validate
 
 __all__ = [
     "ModelType",
     "__version__",
+    "distill",
     "from_pretrained",
     "inspect",
     "load",

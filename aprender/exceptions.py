@@ -17,6 +17,7 @@ __all__ = [
     "AprenderError",
     "ChecksumMismatch",
     "DecryptionFailed",
+    "DistillationError",
     "FormatError",
     "KeyRequired",
     "ModelTypeMismatch",
@@ -108,3 +109,7 @@ class UntrustedTypeError(AprenderError):
 
 class UnsupportedExportError(AprenderError):
     """A model cannot be exported to the requested format."""
+
+
+class DistillationError(AprenderError, ValueError):
+    """A distillation cannot run as asked: incompatible teachers and student, a bad layer map, ..."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,8 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
+#: Examples that train something large read this and use a small size.
+QUICK = {**os.environ, "APRENDER_EXAMPLE_QUICK": "1"}
 
 
 def test_examples_exist() -> None:
@@ -18,6 +21,7 @@ def test_examples_exist() -> None:
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(script: Path, tmp_path: Path) -> None:
     # examples may leave files where they run (the quickstart does, for the CLI): never in the repo
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                            env=QUICK)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip(), "an example must print what it did"

@@ -16,6 +16,7 @@ from aprender.cli._card import card
 from aprender.cli._convert import convert, import_, quantize_cmd
 from aprender.cli._crypto import decrypt, encrypt, keygen, sign, verify
 from aprender.cli._diff import diff
+from aprender.cli._distill import distill_cmd
 from aprender.cli._inspect import inspect
 from aprender.cli._options import Invalid, debug_option
 from aprender.cli._render import emit_json
@@ -47,7 +48,7 @@ export = copy.copy(convert)
 export.name = "export"
 export.short_help = "Alias of convert."
 for command in (inspect, validate, convert, export, import_, quantize_cmd, keygen, sign, verify, encrypt, decrypt,
-                diff, card):
+                diff, card, distill_cmd):
     cli.add_command(command)
 
 

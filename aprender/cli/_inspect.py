@@ -45,6 +45,15 @@ def _user_metadata(info: ModelInfo) -> dict[str, Any]:
     return meta
 
 
+def _leaves(prefix: str, value: Any) -> list[tuple[str, Any]]:
+    """``(dotted.path, leaf)`` of a JSON record; lists of numbers or strings stay one leaf."""
+    if isinstance(value, dict) and value:
+        return [leaf for k, v in value.items() for leaf in _leaves(f"{prefix}{k}.", v)]
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return [leaf for i, v in enumerate(value) for leaf in _leaves(f"{prefix}{i}.", v)]
+    return [(prefix[:-1], value)]
+
+
 def _original_dtypes(info: ModelInfo) -> dict[str, Any]:
     """Per quantized tensor, its dtype before quantization (the file's record; foreign files have none)."""
     record = info.metadata.get("quantization") if info.format in ("apr", "gguf") else None
@@ -179,8 +188,13 @@ def _render(report: dict[str, Any]) -> None:
         for key, value in sorted(report["metadata"].items()):
             # records such as user / source / license read better one field per row
             items = sorted(value.items()) if isinstance(value, dict) and value else [(None, value)]
-            rows += [(key if sub is None else f"{key}.{sub}", short(v)) for sub, v in items]
+            rows += [(key if sub is None else f"{key}.{sub}", short(v)) for sub, v in items
+                     if not (key == "user" and sub == "provenance" and isinstance(v, dict))]
         out.print(kv_table("Metadata", rows))
+    provenance = report["metadata"].get("user", {}).get("provenance") if isinstance(
+        report["metadata"].get("user"), dict) else None
+    if isinstance(provenance, dict):  # aprender.distill's record: one leaf per row, hashes in full
+        out.print(kv_table("Provenance", [(k, short(v, width=80)) for k, v in _leaves("", provenance)]))
     columns = ["Tensor", "DType", "Shape", "Bytes"]
     with_stats = any("stats" in t for t in report["tensors"])
     if with_stats:

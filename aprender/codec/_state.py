@@ -113,7 +113,9 @@ def to_state(
         Downcast float tensors for compact storage. Loading casts them back to the
         original dtype; the values keep the reduced precision.
     metadata : dict, optional
-        JSON-able user metadata (name, description, metrics, ...).
+        JSON-able user metadata (name, description, metrics, ...). An estimator's
+        ``provenance_`` record (set by :func:`aprender.distill`) is added under the key
+        ``"provenance"`` unless ``metadata`` has that key.
 
     Returns
     -------
@@ -139,6 +141,8 @@ def to_state(
     entry = entry_for_class(type(estimator))
     check_is_fitted(estimator)
     user = dict(metadata or {})
+    if getattr(estimator, "provenance_", None) is not None:  # set by aprender.distill
+        user.setdefault("provenance", estimator.provenance_)
     try:
         canonical_json(user)
     except (TypeError, ValueError) as exc:

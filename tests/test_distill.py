@@ -1,0 +1,213 @@
+"""aprender.distill and `apr distill`: soft targets, methods, provenance, refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from sklearn.datasets import load_iris, make_regression
+
+import aprender
+from aprender._distill_data import expand, soft_targets, synthesize, tempered
+from aprender.cli import main
+from aprender.cli._app import cli
+from aprender.cli._distill import parse_student
+from aprender.ensemble import RandomForestClassifier, RandomForestRegressor
+from aprender.exceptions import DistillationError
+from aprender.linear_model import LinearRegression, LogisticRegression
+from aprender.neighbors import KNeighborsClassifier
+from aprender.neural_network import MLPClassifier, MLPRegressor
+from aprender.tree import DecisionTreeClassifier
+
+X_IRIS, Y_IRIS = load_iris(return_X_y=True)
+
+
+@pytest.fixture(scope="module")
+def forest() -> RandomForestClassifier:
+    return RandomForestClassifier(n_estimators=15, random_state=0).fit(X_IRIS, Y_IRIS)
+
+
+def test_tempered_is_softmax_of_log_probabilities_over_t() -> None:
+    p = np.array([[0.5, 0.25, 0.25, 0.0]])
+    expected = np.array([0.5, 0.25, 0.25]) ** 0.5
+    np.testing.assert_allclose(tempered(p, 2.0)[0], np.r_[expected / expected.sum(), 0.0])
+
+
+def test_soft_targets_blend_labelled_rows_only() -> None:
+    probas = [np.array([[0.8, 0.2], [0.4, 0.6]]), np.array([[0.6, 0.4], [0.2, 0.8]])]
+    targets = soft_targets(probas, 1.0, 0.7, onehot=np.array([[0.0, 1.0]]))
+    np.testing.assert_allclose(targets, [[0.7 * 0.7, 0.7 * 0.3 + 0.3], [0.3, 0.7]])
+
+
+def test_row_expansion_cross_entropy_equals_soft_target_cross_entropy() -> None:
+    targets = np.array([[0.7, 0.3, 0.0], [0.1, 0.1, 0.8]])
+    student = np.array([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6]])
+    X = np.arange(4.0).reshape(2, 2)
+    Xe, ye, we = expand(X, targets, np.array([10, 20, 30]))
+    assert Xe.tolist() == [[0.0, 1.0], [0.0, 1.0], [2.0, 3.0], [2.0, 3.0], [2.0, 3.0]]
+    assert ye.tolist() == [10, 20, 10, 20, 30]
+    column = np.searchsorted([10, 20, 30], ye)
+    rows = np.repeat([0, 1], [2, 3])
+    weighted = -np.sum(we * np.log(student[rows, column]))
+    assert weighted == pytest.approx(-np.sum(targets[targets > 0] * np.log(student[targets > 0])))
+
+
+def test_synthesized_rows_stay_between_neighbours() -> None:
+    X = np.array([[0.0, 0.0], [0.0, 0.0], [10.0, 10.0], [11.0, 11.0]])
+    new = synthesize(X, 500, np.random.RandomState(0))
+    assert new.shape == (500, 2)
+    near_origin = np.all(np.abs(new) < 1e-12, axis=1)
+    # Rows built from the duplicated origin stay exactly there; the others stay near 10..11.
+    assert np.all(near_origin | (np.abs(new - 10.5) < 5).all(axis=1))
+
+
+def test_standard_distillation_records_provenance(forest: RandomForestClassifier, tmp_path) -> None:
+    teacher_path = tmp_path / "teacher.apr"
+    aprender.save(forest, teacher_path)
+    student = LogisticRegression(max_iter=500)
+    fitted = aprender.distill(str(teacher_path), student, X_IRIS, Y_IRIS, transfer_size=400)
+    assert not hasattr(student, "coef_"), "the student argument is cloned, not fitted"
+    record = fitted.provenance_
+    assert record["method"] == "standard" and record["temperature"] == 1.0 and record["alpha"] == 0.7
+    assert record["teachers"] == [{"class": "RandomForestClassifier", "file": "teacher.apr", "classes": [0, 1, 2],
+                                   "sha256": hashlib.sha256(teacher_path.read_bytes()).hexdigest()}]
+    assert record["transfer_set"]["size"] == 400 and record["transfer_set"]["labelled_rows"] == 120
+    assert record["soft_targets"] is True and record["final_loss"] > 0
+    assert record["report"]["held_out_rows"] == 30 and record["report"]["student"] >= 0.9
+    out = tmp_path / "student.apr"
+    aprender.save(fitted, out)
+    assert aprender.inspect(out).metadata["user"]["provenance"] == json.loads(json.dumps(record))
+    assert aprender.load(out).provenance_ == record
+
+
+def test_same_inputs_give_the_same_student_and_transfer_hash(forest: RandomForestClassifier) -> None:
+    a = aprender.distill(forest, LogisticRegression(max_iter=500), X_IRIS, Y_IRIS, transfer_size=300)
+    b = aprender.distill(forest, LogisticRegression(max_iter=500), X_IRIS, Y_IRIS, transfer_size=300)
+    assert a.provenance_ == b.provenance_
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+def test_student_without_sample_weight_learns_the_teachers_argmax(forest: RandomForestClassifier) -> None:
+    fitted = aprender.distill(forest, KNeighborsClassifier(n_neighbors=1), X_IRIS, y=None, transfer_size=150)
+    assert fitted.provenance_["soft_targets"] is False and fitted.provenance_["report"] is None
+    np.testing.assert_array_equal(fitted.predict(X_IRIS), forest.predict(X_IRIS))
+
+
+def test_ensemble_averages_teachers() -> None:
+    teachers = [DecisionTreeClassifier(max_depth=d, random_state=0).fit(X_IRIS, Y_IRIS) for d in (2, 3)]
+    fitted = aprender.distill(teachers, LogisticRegression(max_iter=500), X_IRIS, Y_IRIS, method="ensemble",
+                              transfer_size=200)
+    assert [t["class"] for t in fitted.provenance_["teachers"]] == ["DecisionTreeClassifier"] * 2
+    assert len(fitted.provenance_["report"]["teachers"]) == 2
+
+
+def test_regressor_blends_teacher_and_y() -> None:
+    X, y = make_regression(n_samples=200, n_features=3, noise=1.0, random_state=0)
+    teacher = RandomForestRegressor(n_estimators=10, random_state=0).fit(X, y)
+    fitted = aprender.distill(teacher, LinearRegression(), X, y, transfer_size=200, validation_fraction=0)
+    # Without synthesized rows, the transfer targets are exactly 0.7 * teacher + 0.3 * y.
+    expected = LinearRegression().fit(X, 0.7 * teacher.predict(X) + 0.3 * y)
+    np.testing.assert_allclose(fitted.coef_, expected.coef_)
+    assert fitted.provenance_["temperature"] is None and fitted.provenance_["teachers"][0]["classes"] is None
+
+
+def test_progressive_matches_mlp_layers() -> None:
+    teacher = MLPClassifier(hidden_layer_sizes=(16, 8, 8), solver="lbfgs", max_iter=500, random_state=0)
+    teacher.fit(X_IRIS, Y_IRIS)
+    student = MLPClassifier(hidden_layer_sizes=(16, 8), solver="lbfgs", max_iter=200, random_state=0)
+    phases = []
+    fitted = aprender.distill(teacher, student, X_IRIS, Y_IRIS, method="progressive", layer_map="0:0,1:2",
+                              transfer_size=300, progress=phases.append)
+    assert fitted.provenance_["layer_map"] == "0:0,1:2"
+    assert "matching student layer 1 to teacher layer 2" in phases
+    assert fitted.get_params()["warm_start"] is False and fitted.get_params()["max_iter"] == 200
+    assert fitted.provenance_["report"]["student"] >= 0.9
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"method": "magic"}, "method must be one of"),
+    ({"temperature": 0}, "temperature must be"),
+    ({"alpha": 1.5}, "alpha must be"),
+    ({"transfer_size": 0}, "transfer_size must be"),
+    ({"method": "progressive"}, "needs an MLP teacher and an MLP student"),
+])
+def test_bad_options_are_refused(forest: RandomForestClassifier, kwargs: dict, message: str) -> None:
+    with pytest.raises(DistillationError, match=message):
+        aprender.distill(forest, LogisticRegression(), X_IRIS, Y_IRIS, **kwargs)
+
+
+def test_incompatible_teachers_are_refused(forest: RandomForestClassifier) -> None:
+    with pytest.raises(DistillationError, match="takes one teacher"):
+        aprender.distill([forest, forest], LogisticRegression(), X_IRIS, Y_IRIS)
+    with pytest.raises(DistillationError, match="is not a regressor"):
+        aprender.distill(forest, LinearRegression(), X_IRIS, Y_IRIS)
+    other = RandomForestClassifier(n_estimators=2, random_state=0).fit(X_IRIS[:100], Y_IRIS[:100])
+    with pytest.raises(DistillationError, match="teacher 1 has classes"):
+        aprender.distill([forest, other], LogisticRegression(), X_IRIS, method="ensemble")
+    with pytest.raises(DistillationError, match="X has 2 features"):
+        aprender.distill(forest, LogisticRegression(), X_IRIS[:, :2])
+    with pytest.raises(DistillationError, match="labels the teachers do not know"):
+        aprender.distill(forest, LogisticRegression(), X_IRIS, Y_IRIS + 5)
+
+
+@pytest.mark.parametrize(("layer_map", "message"), [
+    ("0-0", "is not 'student:teacher'"),
+    ("0:0,2:1", "out of range"),
+    ("1:1,0:2", "must increase"),
+])
+def test_bad_layer_maps_are_refused(layer_map: str, message: str) -> None:
+    teacher = MLPRegressor(hidden_layer_sizes=(4, 4, 4), max_iter=20, random_state=0).fit(X_IRIS, Y_IRIS)
+    with pytest.raises(DistillationError, match=message):
+        aprender.distill(teacher, MLPRegressor(hidden_layer_sizes=(3, 3)), X_IRIS, Y_IRIS, method="progressive",
+                         layer_map=layer_map)
+
+
+def test_student_spec_is_parsed_not_evaluated() -> None:
+    model = parse_student("MLPClassifier(hidden_layer_sizes=(32,), alpha=1e-3)")
+    assert type(model) is MLPClassifier and model.hidden_layer_sizes == (32,) and model.alpha == 1e-3
+    assert type(parse_student("LogisticRegression")) is LogisticRegression
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("__import__('os').system('true')", "not a call of an estimator class"),
+    ("os.system('true')", "not a call of an estimator class"),
+    ("Popen(args='true')", "unknown estimator 'Popen'"),
+    ("LogisticRegression(C=abs(-1))", "'C' is not a literal"),
+    ("LogisticRegression(0.5)", "positional arguments"),
+    ("LogisticRegression(**{'C': 1})", "'\\*\\*' arguments"),
+    ("LogisticRegression(bogus=1)", "has no parameter 'bogus'"),
+    ("LogisticRegression(", "not a Python call"),
+])
+def test_bad_student_specs_are_usage_errors(spec: str, message: str, tmp_path) -> None:
+    result = CliRunner().invoke(cli, ["distill", __file__, "--student", spec, "--data", __file__,
+                                      "--output", str(tmp_path / "s.apr")], standalone_mode=True)
+    assert result.exit_code == 2
+    assert message.replace("\\", "") in result.output or pytest.fail(result.output)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".csv"])
+def test_cli_distill_writes_a_student_that_inspect_describes(forest, tmp_path, capsys, suffix: str) -> None:
+    teacher = tmp_path / "teacher.apr"
+    aprender.save(forest, teacher)
+    data = tmp_path / f"transfer{suffix}"
+    if suffix == ".npz":
+        np.savez(data, X=X_IRIS, y=Y_IRIS)
+    else:
+        header = ",".join([f"f{i}" for i in range(4)] + ["y"])
+        np.savetxt(data, np.c_[X_IRIS, Y_IRIS], delimiter=",", header=header, comments="")
+    out = tmp_path / "student.apr"
+    code = main(["distill", str(teacher), "--student", "LogisticRegression(max_iter=500)", "--data", str(data),
+                 "--output", str(out), "--transfer-size", "300", "--json"])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["provenance"]["teachers"][0]["sha256"] == hashlib.sha256(teacher.read_bytes()).hexdigest()
+    assert summary["provenance"]["report"]["held_out_rows"] == 30
+    assert main(["inspect", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metadata"]["user"]["provenance"] == summary["provenance"]
+    assert main(["inspect", str(out)]) == 0
+    assert "Provenance" in capsys.readouterr().out
+    assert main(["distill", str(teacher), "--student", "LogisticRegression()", "--data", str(data),
+                 "--output", str(out)]) == 2  # exists, no --force
