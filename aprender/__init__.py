@@ -10,6 +10,7 @@ True
 __version__ = "0.1.0"
 
 from aprender._pretrained import from_pretrained, save_pretrained
+from aprender.codec.handlers.functions import register_function
 from aprender.distill import distill
 from aprender.format import ModelType, inspect, load, register_estimator, save, validate
 
@@ -21,6 +22,7 @@ __all__ = [
     "inspect",
     "load",
     "register_estimator",
+    "register_function",
     "save",
     "save_pretrained",
     "validate",

@@ -1,4 +1,4 @@
-"""Schema of ColumnTransformer (and the FunctionTransformer it fits for ``"passthrough"``).
+"""Schema of ColumnTransformer and FunctionTransformer (functions are stored by name).
 
 Fitted transformers are nested under ``transformers_.{i}.{name}.``; column selections,
 ``output_indices_`` (slices) and the input-index map are metadata. Every column a
@@ -111,9 +111,10 @@ def check_column_transformer(params: Mapping[str, Any], attrs: Mapping[str, Any]
 
 
 def check_function_transformer(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
-    """Only the identity (func=None) can be stored: functions are code, never saved."""
-    if params.get("func") is not None or params.get("inverse_func") is not None:
-        raise fail(path, "FunctionTransformer with a function cannot be loaded")
+    """func and inverse_func are None or callables (decoded by name from the function allow-list)."""
+    for name in ("func", "inverse_func"):
+        if params.get(name) is not None and not callable(params[name]):
+            raise fail(path, f"FunctionTransformer '{name}' must be a function or None")
 
 
 SCHEMAS = [

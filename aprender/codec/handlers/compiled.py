@@ -1,0 +1,166 @@
+"""Values that reach compiled code indexing memory: rebuilt from validated data, never restored.
+
+- ``binary_tree``: ``sklearn.neighbors.KDTree`` / ``BallTree`` (the ``_tree`` of every
+  neighbors estimator, KernelDensity's ``tree_``). Their internal node arrays index the
+  data in Cython without bounds checks, so they are never read from a file: the file
+  holds the training data, ``leaf_size``, the metric name (and Minkowski ``p`` / ``w``)
+  and optional sample weights, and the tree is built again by its constructor (which
+  is deterministic: same data, same tree).
+- ``interp1d``: ``scipy.interpolate.interp1d`` (IsotonicRegression's ``f_``), rebuilt
+  by its constructor from ``x``, ``y`` and its options (the constructor checks them).
+- ``bspline``: ``scipy.interpolate.BSpline`` (SplineTransformer's ``bsplines_``),
+  rebuilt by its constructor, which checks knots, coefficients and degree agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from scipy.interpolate import BSpline, interp1d
+from sklearn.metrics._dist_metrics import METRIC_MAPPING64
+from sklearn.neighbors import BallTree, KDTree
+
+from aprender.codec._checks import fail
+from aprender.codec.handlers._base import Handler, register_handler, sub, tensor_field
+from aprender.exceptions import UnsupportedTypeError
+
+if TYPE_CHECKING:
+    from aprender.codec._decode import Decoder
+    from aprender.codec._encode import Encoder
+
+__all__ = ["BINARY_TREE", "BSPLINE", "INTERP1D"]
+
+_TREES = {"KDTree": KDTree, "BallTree": BallTree}
+#: Metrics without parameters, by the class scikit-learn builds for them.
+_PLAIN_METRICS = {cls.__name__: name for name, cls in METRIC_MAPPING64.items()
+                  if name in ("euclidean", "manhattan", "chebyshev", "hamming", "canberra", "braycurtis",
+                              "matching", "jaccard", "dice", "rogerstanimoto", "russellrao", "sokalmichener",
+                              "sokalsneath", "haversine")}
+_MAX_LEAF_SIZE = 1 << 20
+
+
+def _finite_number(v: Any) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+def _encode_tree(tree: Any, enc: Encoder, path: str) -> dict[str, Any]:
+    state = tree.__getstate__()
+    data, leaf_size, metric, weights = np.asarray(state[0]), state[4], state[11], state[12]
+    metric_cls = type(metric).__name__
+    node: dict[str, Any] = {"kind": type(tree).__name__, "leaf_size": int(leaf_size)}
+    if metric_cls in _PLAIN_METRICS:
+        node["metric"] = _PLAIN_METRICS[metric_cls]
+    elif metric_cls == "MinkowskiDistance64":
+        p, w, _ = metric.__reduce__()[2]
+        node["metric"], node["p"] = "minkowski", float(p)
+        if len(w):
+            node["w"] = enc.tensor(np.asarray(w), sub(path, "w"))
+    else:
+        raise UnsupportedTypeError(path, f"{type(tree).__name__} with metric {metric_cls}",
+                                   "only parameter-free metrics and Minkowski can be stored")
+    node["data"] = enc.tensor(data, sub(path, "data"))
+    if weights is not None:
+        node["sample_weight"] = enc.tensor(np.asarray(weights), sub(path, "sample_weight"))
+    return node
+
+
+def _decode_tree(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
+    cls = _TREES.get(node.get("kind")) if isinstance(node.get("kind"), str) else None
+    if cls is None:
+        raise fail(path, f"unknown neighbors tree {str(node.get('kind'))[:40]!r}")
+    leaf_size, metric = node.get("leaf_size"), node.get("metric")
+    if type(leaf_size) is not int or not 1 <= leaf_size <= _MAX_LEAF_SIZE:
+        raise fail(path, f"leaf_size must be an int in [1, {_MAX_LEAF_SIZE}], found {str(leaf_size)[:40]}")
+    data = tensor_field(dec, node, "data", path, "f")
+    if data.ndim != 2 or data.shape[0] == 0 or not np.all(np.isfinite(data)):
+        raise fail(path, f"tree data must be a non-empty 2-d array of finite floats, found shape {data.shape}")
+    kwargs: dict[str, Any] = {}
+    if metric == "minkowski":
+        p = node.get("p")
+        if not _finite_number(p) or p < 1:
+            raise fail(path, f"Minkowski p must be a finite number >= 1, found {str(p)[:40]}")
+        kwargs["p"] = float(p)
+        if "w" in node:
+            kwargs["w"] = tensor_field(dec, node, "w", path, "f")
+            if kwargs["w"].shape != (data.shape[1],):
+                raise fail(path, f"Minkowski weights need shape ({data.shape[1]},), found {kwargs['w'].shape}")
+    elif metric not in _PLAIN_METRICS.values():
+        raise fail(path, f"metric {str(metric)[:40]!r} is not allowed")
+    if "sample_weight" in node:
+        weights = tensor_field(dec, node, "sample_weight", path, "f")
+        if weights.shape != (data.shape[0],):
+            raise fail(path, f"sample_weight needs shape ({data.shape[0]},), found {weights.shape}")
+        kwargs["sample_weight"] = weights
+    try:
+        return cls(np.ascontiguousarray(data, dtype=np.float64), leaf_size=leaf_size, metric=metric, **kwargs)
+    except (ValueError, TypeError) as exc:
+        raise fail(path, f"cannot rebuild {cls.__name__}: {exc}") from None
+
+
+_INTERP_OPTIONS = ("kind", "axis", "bounds_error", "assume_sorted")
+_INTERP_KINDS = frozenset(["linear", "nearest", "nearest-up", "zero", "slinear", "quadratic", "cubic",
+                           "previous", "next"])
+
+
+def _encode_interp1d(f: interp1d, enc: Encoder, path: str) -> dict[str, Any]:
+    fill = f._fill_value_orig
+    if isinstance(fill, np.ndarray):
+        fill = fill.item() if fill.size == 1 else None
+    if not (fill is None or isinstance(fill, (str, float, int, np.floating))):
+        raise UnsupportedTypeError(path, "interp1d", "only scalar or 'extrapolate' fill values can be stored")
+    return {
+        "kind": f._kind, "axis": int(f.axis), "bounds_error": bool(f.bounds_error), "assume_sorted": True,
+        "fill_value": enc.value(float(fill) if isinstance(fill, (int, np.floating)) else fill, sub(path, "fill"), 1),
+        "x": enc.tensor(np.asarray(f.x), sub(path, "x")),
+        "y": enc.tensor(np.asarray(f.y), sub(path, "y")),
+    }
+
+
+def _decode_interp1d(node: Mapping[str, Any], dec: Decoder, path: str) -> interp1d:
+    kind, axis, bounds_error = node.get("kind"), node.get("axis"), node.get("bounds_error")
+    fill = dec.value(node.get("fill_value"), sub(path, "fill"), 1)
+    if kind not in _INTERP_KINDS or type(axis) is not int or type(bounds_error) is not bool \
+            or node.get("assume_sorted") is not True:
+        raise fail(path, "invalid interp1d options")
+    if not (fill is None or type(fill) is float or fill == "extrapolate"):
+        raise fail(path, f"invalid interp1d fill_value {str(fill)[:40]}")
+    x, y = tensor_field(dec, node, "x", path, "f"), tensor_field(dec, node, "y", path, "f")
+    if x.ndim != 1 or y.ndim < 1 or not -y.ndim <= axis < y.ndim or x.shape[0] != y.shape[axis] \
+            or np.any(np.diff(x) < 0):
+        raise fail(path, f"interp1d needs increasing x along y's axis, found x {x.shape}, y {y.shape}")
+    try:
+        return interp1d(x, y, kind=kind, axis=axis, bounds_error=bounds_error,
+                        fill_value=np.nan if fill is None else fill, assume_sorted=True)
+    except (ValueError, TypeError) as exc:
+        raise fail(path, f"cannot rebuild interp1d: {exc}") from None
+
+
+def _encode_bspline(b: BSpline, enc: Encoder, path: str) -> dict[str, Any]:
+    extrapolate = b.extrapolate
+    if extrapolate not in (True, False, "periodic"):
+        raise UnsupportedTypeError(path, "BSpline", f"extrapolate={extrapolate!r}")
+    return {"k": int(b.k), "axis": int(b.axis), "extrapolate": extrapolate if type(extrapolate) is str
+            else bool(extrapolate), "t": enc.tensor(np.asarray(b.t), sub(path, "t")),
+            "c": enc.tensor(np.asarray(b.c), sub(path, "c"))}
+
+
+def _decode_bspline(node: Mapping[str, Any], dec: Decoder, path: str) -> BSpline:
+    k, axis, extrapolate = node.get("k"), node.get("axis"), node.get("extrapolate")
+    if type(k) is not int or not 0 <= k <= 32 or type(axis) is not int or extrapolate not in (True, False, "periodic"):
+        raise fail(path, "invalid BSpline degree, axis or extrapolate")
+    t, c = tensor_field(dec, node, "t", path, "f"), tensor_field(dec, node, "c", path, "f")
+    if t.ndim != 1 or c.ndim < 1 or not 0 <= axis < c.ndim:
+        raise fail(path, f"BSpline needs 1-d knots and an axis of c, found t {t.shape}, c {c.shape}")
+    try:
+        # The constructor checks knots are sorted and that c has enough coefficients.
+        return BSpline(t, c, k, extrapolate=extrapolate, axis=axis)
+    except (ValueError, TypeError) as exc:
+        raise fail(path, f"cannot rebuild BSpline: {exc}") from None
+
+
+BINARY_TREE = register_handler(Handler("binary_tree", (KDTree, BallTree), _encode_tree, _decode_tree))
+INTERP1D = register_handler(Handler("interp1d", (interp1d,), _encode_interp1d, _decode_interp1d))
+BSPLINE = register_handler(Handler("bspline", (BSpline,), _encode_bspline, _decode_bspline))

@@ -1,0 +1,111 @@
+"""Named handlers for container and small compiled values of fitted meta-estimators and SGD models.
+
+- ``bunch``: ``sklearn.utils.Bunch`` (``named_estimators_`` of Voting/Stacking), a dict
+  whose items are encoded like a ``dict`` node's.
+- ``defaultdict`` / ``ordereddict``: the standard-library dicts; a ``defaultdict``'s
+  factory must be ``list``, ``dict``, ``int``, ``float`` or ``None``.
+- ``sgd_loss``: the Cython loss objects of SGD models (``Hinge(threshold)``,
+  ``ModifiedHuber()``, ...), rebuilt by calling the class from :data:`SGD_LOSSES` with
+  at most one finite float argument.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict, defaultdict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import sklearn.linear_model._sgd_fast as sgd_fast
+from sklearn.utils import Bunch
+
+from aprender.codec._checks import fail
+from aprender.codec._nodes import join
+from aprender.codec.handlers._base import Handler, register_handler
+from aprender.exceptions import UnsupportedTypeError
+
+if TYPE_CHECKING:
+    from aprender.codec._decode import Decoder
+    from aprender.codec._encode import Encoder
+
+__all__ = ["BUNCH", "DEFAULTDICT", "ORDEREDDICT", "SGD_LOSS", "SGD_LOSSES"]
+
+#: The SGD loss classes that can be rebuilt, and how many float arguments each takes.
+SGD_LOSSES: dict[str, tuple[type, int]] = {
+    "Hinge": (sgd_fast.Hinge, 1),
+    "SquaredHinge": (sgd_fast.SquaredHinge, 1),
+    "ModifiedHuber": (sgd_fast.ModifiedHuber, 0),
+    "EpsilonInsensitive": (sgd_fast.EpsilonInsensitive, 1),
+    "SquaredEpsilonInsensitive": (sgd_fast.SquaredEpsilonInsensitive, 1),
+}
+_FACTORIES: dict[str, type | None] = {"list": list, "dict": dict, "int": int, "float": float, "None": None}
+
+
+def _encode_items(value: Mapping[Any, Any], enc: Encoder, path: str) -> list:
+    return [[enc.value(k, path, 1), enc.value(v, join(path, k), 1)] for k, v in value.items()]
+
+
+def _decode_items(node: Mapping[str, Any], dec: Decoder, path: str, out: dict) -> dict:
+    return out | dec.value({"__t__": "dict", "items": node.get("items")}, path, 1)
+
+
+def _encode_bunch(value: Bunch, enc: Encoder, path: str) -> dict[str, Any]:
+    if not all(type(k) is str for k in value):
+        raise UnsupportedTypeError(path, "Bunch", "Bunch keys must be strings")
+    return {"items": _encode_items(value, enc, path)}
+
+
+def _decode_bunch(node: Mapping[str, Any], dec: Decoder, path: str) -> Bunch:
+    items = _decode_items(node, dec, path, {})
+    if not all(type(k) is str for k in items):
+        raise fail(path, "Bunch keys must be strings")
+    return Bunch(**items)
+
+
+def _encode_defaultdict(value: defaultdict, enc: Encoder, path: str) -> dict[str, Any]:
+    factory = next((k for k, f in _FACTORIES.items() if f is value.default_factory), None)
+    if factory is None:
+        raise UnsupportedTypeError(path, "defaultdict", f"default_factory {value.default_factory!r} is not storable")
+    return {"factory": factory, "items": _encode_items(value, enc, path)}
+
+
+def _decode_defaultdict(node: Mapping[str, Any], dec: Decoder, path: str) -> defaultdict:
+    factory = node.get("factory")
+    if factory not in _FACTORIES:
+        raise fail(path, f"defaultdict factory {str(factory)[:40]!r} is not allowed")
+    return _decode_items(node, dec, path, defaultdict(_FACTORIES[factory]))
+
+
+def _encode_ordereddict(value: OrderedDict, enc: Encoder, path: str) -> dict[str, Any]:
+    return {"items": _encode_items(value, enc, path)}
+
+
+def _decode_ordereddict(node: Mapping[str, Any], dec: Decoder, path: str) -> OrderedDict:
+    return _decode_items(node, dec, path, OrderedDict())
+
+
+def _encode_sgd_loss(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
+    name = type(value).__name__
+    if SGD_LOSSES.get(name, (None,))[0] is not type(value):
+        raise UnsupportedTypeError(path, f"sklearn.linear_model._sgd_fast.{name}")
+    _, args = value.__reduce__()
+    return {"loss": name, "args": [float(a) for a in args]}
+
+
+def _decode_sgd_loss(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
+    name, args = node.get("loss"), node.get("args")
+    entry = SGD_LOSSES.get(name) if isinstance(name, str) else None
+    if entry is None:
+        raise fail(path, f"SGD loss {str(name)[:40]!r} is not allowed")
+    cls, n_args = entry
+    if not isinstance(args, list) or len(args) != n_args \
+            or not all(type(a) in (int, float) and math.isfinite(a) for a in args):
+        raise fail(path, f"SGD loss {name} takes {n_args} finite number(s), found {str(args)[:80]}")
+    return cls(*map(float, args))
+
+
+BUNCH = register_handler(Handler("bunch", (Bunch,), _encode_bunch, _decode_bunch))
+DEFAULTDICT = register_handler(Handler("defaultdict", (defaultdict,), _encode_defaultdict, _decode_defaultdict))
+ORDEREDDICT = register_handler(Handler("ordereddict", (OrderedDict,), _encode_ordereddict, _decode_ordereddict))
+SGD_LOSS = register_handler(Handler("sgd_loss", tuple(c for c, _ in SGD_LOSSES.values()), _encode_sgd_loss,
+                                    _decode_sgd_loss))

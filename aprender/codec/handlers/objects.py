@@ -1,0 +1,113 @@
+"""Plain helper objects of scikit-learn that are not estimators, rebuilt from their attributes.
+
+Meta-estimators hold small internal objects: scorers, cross-validation splitters,
+Gaussian-process kernels, ``CalibratedClassifierCV``'s per-fold calibrated
+classifiers, ... Their whole state is their ``__dict__``, which holds only values
+the codec already stores (arrays, estimators, functions by name, other objects).
+Such an object is stored as::
+
+    {"__t__": "object", "class": "sklearn.metrics._scorer._Scorer", "state": {name: node}}
+
+and rebuilt with ``cls.__new__(cls)`` plus its state. The class comes only from
+:data:`OBJECTS`, a table written in this file (key -> module, class name): a key
+read from a file is looked up there, and only the module named by the table is
+imported. Objects that reach compiled code (KD-trees, splines, ...) are not plain
+and have their own handlers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from aprender.codec._checks import check_attr_name, fail
+from aprender.codec._nodes import join
+from aprender.codec.handlers._base import Handler, register_handler
+from aprender.exceptions import UnsupportedTypeError
+
+if TYPE_CHECKING:
+    from aprender.codec._decode import Decoder
+    from aprender.codec._encode import Encoder
+
+__all__ = ["OBJECT", "OBJECTS", "object_class"]
+
+_KERNELS = (
+    "CompoundKernel", "ConstantKernel", "DotProduct", "ExpSineSquared", "Exponentiation", "Matern",
+    "PairwiseKernel", "Product", "RBF", "RationalQuadratic", "Sum", "WhiteKernel",
+)
+_SPLITTERS = (
+    "GroupKFold", "GroupShuffleSplit", "KFold", "LeaveOneGroupOut", "LeaveOneOut", "LeavePGroupsOut",
+    "LeavePOut", "PredefinedSplit", "RepeatedKFold", "RepeatedStratifiedKFold", "ShuffleSplit",
+    "StratifiedGroupKFold", "StratifiedKFold", "StratifiedShuffleSplit", "TimeSeriesSplit",
+)
+
+#: Every helper class the codec may rebuild: key -> (module, class name). Keys are
+#: the class's defining module and qualified name.
+OBJECTS: dict[str, tuple[str, str]] = {
+    **{f"sklearn.metrics._scorer.{n}": ("sklearn.metrics._scorer", n)
+       for n in ("_Scorer", "_PassthroughScorer", "_MultimetricScorer", "_CurveScorer")},
+    **{f"sklearn.gaussian_process.kernels.{n}": ("sklearn.gaussian_process.kernels", n) for n in _KERNELS},
+    **{f"sklearn.model_selection._split.{n}": ("sklearn.model_selection._split", n) for n in _SPLITTERS},
+    "sklearn.model_selection._split._CVIterableWrapper": ("sklearn.model_selection._split", "_CVIterableWrapper"),
+    "sklearn.calibration._CalibratedClassifier": ("sklearn.calibration", "_CalibratedClassifier"),
+    "sklearn.utils._metadata_requests.MetadataRequest": ("sklearn.utils._metadata_requests", "MetadataRequest"),
+    "sklearn.utils._metadata_requests.MethodMetadataRequest":
+        ("sklearn.utils._metadata_requests", "MethodMetadataRequest"),
+    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer":
+        ("sklearn.neural_network._stochastic_optimizers", "AdamOptimizer"),
+    "sklearn.neural_network._stochastic_optimizers.SGDOptimizer":
+        ("sklearn.neural_network._stochastic_optimizers", "SGDOptimizer"),
+}
+
+
+def _key(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def object_class(key: object, path: str) -> type:
+    """The class an ``object`` node names, from :data:`OBJECTS` only."""
+    where = OBJECTS.get(key) if isinstance(key, str) else None
+    if where is None:
+        raise fail(path, f"object class {str(key)[:120]!r} is not allow-listed")
+    module, name = where
+    return getattr(importlib.import_module(module), name)
+
+
+class _Allowed(type):
+    """``isinstance(x, _AllowedObject)``: ``type(x)`` is exactly a class of :data:`OBJECTS`."""
+
+    def __instancecheck__(cls, value: Any) -> bool:
+        key = _key(type(value))
+        return key in OBJECTS and object_class(key, "") is type(value)
+
+
+class _AllowedObject(metaclass=_Allowed):
+    pass
+
+
+def _encode_object(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
+    state = getattr(value, "__dict__", None)
+    if not isinstance(state, dict):
+        raise UnsupportedTypeError(path, _key(type(value)), "the object keeps no plain attribute dict")
+    return {
+        "class": _key(type(value)),
+        "state": {k: enc.value(v, join(path, k), 1) for k, v in sorted(state.items())},
+    }
+
+
+def _decode_object(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
+    cls = object_class(node.get("class"), path)
+    state_node = node.get("state")
+    if not isinstance(state_node, dict):
+        raise fail(path, "'object' node needs a 'state' object")
+    state = {}
+    for name, value in state_node.items():
+        check_attr_name(cls, name, {}, path)
+        state[name] = dec.value(value, join(path, name), 1)
+    obj = cls.__new__(cls)
+    obj.__dict__.update(state)
+    return obj
+
+
+OBJECT = register_handler(Handler("object", (_AllowedObject,), _encode_object, _decode_object))

@@ -1,0 +1,82 @@
+"""The generic schema: scikit-learn estimators allow-listed without a family schema of their own.
+
+Such an estimator is stored like any other (hyperparameters + every fitted
+attribute, encoded value by value) under its stable key. Its fitted state gets the
+checks scikit-learn's conventions make possible for any estimator; hyperparameters
+are then checked by the class's own ``_parameter_constraints`` before construction
+(``aprender.codec._decode``):
+
+- ``n_features_in_`` is a non-negative int, ``feature_names_in_`` (when present) holds
+  that many strings;
+- every array has an allowed dtype: bool, integers, floats, strings, or objects that
+  are strings, numbers, ``None``, estimators or nested arrays (no other objects);
+- attributes whose layout the conventions fix agree with ``n_features_in_``:
+  ``coef_``'s last axis, ``components_``' second axis, and the per-feature
+  ``feature_importances_``, ``mean_``, ``var_``, ``scale_``, ``n_samples_seen_`` arrays.
+
+What reaches compiled code that indexes memory (trees, KD-trees, libsvm, splines, ...)
+is not left to these checks: those values have named handlers that validate or rebuild
+them (docs/threat-model.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from aprender.codec._checks import fail
+from aprender.codec._model_type import ModelType
+from aprender.codec._registry import Spec
+
+__all__ = ["GENERIC", "check_generic"]
+
+#: Attributes whose last axis holds one value per input feature.
+_LAST_AXIS = ("coef_",)
+#: Attributes that are one value per input feature (1-d) when they are arrays.
+_PER_FEATURE = ("feature_importances_", "mean_", "var_", "scale_", "feature_names_in_")
+_ARRAY_KINDS = frozenset("biufUO")
+
+
+def _plain_object(item: Any) -> bool:
+    if item is None or isinstance(item, (str, bool, int, float, np.generic, np.ndarray)):
+        return True
+    return hasattr(item, "get_params")  # a decoded estimator: only allow-listed classes decode to one
+
+
+def _check_arrays(value: Any, name: str, path: str, depth: int = 0) -> None:
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in _ARRAY_KINDS or value.dtype.names is not None:
+            raise fail(path, f"'{name}' has unsupported dtype {value.dtype}")
+        if value.dtype.kind == "O" and not all(_plain_object(v) for v in value.ravel()):
+            raise fail(path, f"object array '{name}' holds values other than strings, numbers and estimators")
+    elif isinstance(value, (list, tuple)) and depth < 4:
+        for item in value:
+            _check_arrays(item, name, path, depth + 1)
+
+
+def check_generic(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """Checks every fitted estimator's state can get from scikit-learn's conventions."""
+    for name, value in attrs.items():
+        _check_arrays(value, name, path)
+    n = attrs.get("n_features_in_")
+    if n is None:
+        return
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise fail(path, f"n_features_in_ must be a non-negative int, found {n!r}")
+    for name in _LAST_AXIS:
+        value = attrs.get(name)
+        if isinstance(value, np.ndarray) and value.ndim in (1, 2) and value.shape[-1] != n:
+            raise fail(path, f"'{name}' has shape {value.shape}; its last axis must be {n}")
+    components = attrs.get("components_")
+    if isinstance(components, np.ndarray) and components.ndim == 2 and components.shape[1] != n:
+        raise fail(path, f"'components_' has shape {components.shape}; axis 1 must be {n}")
+    for name in _PER_FEATURE:
+        value = attrs.get(name)
+        if isinstance(value, np.ndarray) and value.ndim == 1 and value.shape[0] != n:
+            raise fail(path, f"'{name}' has {value.shape[0]} entries for {n} features")
+
+
+#: The spec of every estimator allow-listed through ``aprender.codec._table.GENERIC``.
+GENERIC = Spec(ModelType.CUSTOM, validate=check_generic)
