@@ -124,7 +124,7 @@ class Encoder:
             return value
         if type(value) is float:
             return value if math.isfinite(value) else {"__t__": "float", "v": repr(value)}
-        if isinstance(value, np.ndarray):
+        if type(value) is np.ndarray:
             return self._array(value, path, depth)
         if isinstance(value, np.generic):
             return self._numpy_scalar(value, path)
@@ -143,6 +143,8 @@ class Encoder:
         handler = _handlers.for_value(value)
         if handler is not None:
             return {"__t__": handler.tag, **handler.encode(value, self, path)}
+        if isinstance(value, np.ndarray):  # another ndarray subclass (np.matrix, ...): store its array
+            return self._array(np.asarray(value), path, depth)
         raise UnsupportedTypeError(path, _type_name(value))
 
     def _sequence(self, seq: tuple, path: str, depth: int) -> list:

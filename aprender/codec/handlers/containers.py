@@ -4,6 +4,8 @@
   whose items are encoded like a ``dict`` node's.
 - ``defaultdict`` / ``ordereddict``: the standard-library dicts; a ``defaultdict``'s
   factory must be ``list``, ``dict``, ``int``, ``float`` or ``None``.
+- ``masked``: ``numpy.ma.MaskedArray`` (a search's ``cv_results_["param_*"]``): its
+  data (any array node) and its full boolean mask of the same shape.
 - ``sgd_loss``: the Cython loss objects of SGD models (``Hinge(threshold)``,
   ``ModifiedHuber()``, ...), rebuilt by calling the class from :data:`SGD_LOSSES` with
   at most one finite float argument.
@@ -16,6 +18,7 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import sklearn.linear_model._sgd_fast as sgd_fast
 from sklearn.utils import Bunch
 
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
     from aprender.codec._decode import Decoder
     from aprender.codec._encode import Encoder
 
-__all__ = ["BUNCH", "DEFAULTDICT", "ORDEREDDICT", "SGD_LOSS", "SGD_LOSSES"]
+__all__ = ["BUNCH", "DEFAULTDICT", "MASKED", "ORDEREDDICT", "SGD_LOSS", "SGD_LOSSES"]
 
 #: The SGD loss classes that can be rebuilt, and how many float arguments each takes.
 SGD_LOSSES: dict[str, tuple[type, int]] = {
@@ -104,6 +107,21 @@ def _decode_sgd_loss(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
     return cls(*map(float, args))
 
 
+def _encode_masked(value: np.ma.MaskedArray, enc: Encoder, path: str) -> dict[str, Any]:
+    return {"data": enc.value(np.asarray(value.data), join(path, "data"), 1),
+            "mask": enc.value(np.ma.getmaskarray(value), join(path, "mask"), 1)}
+
+
+def _decode_masked(node: Mapping[str, Any], dec: Decoder, path: str) -> np.ma.MaskedArray:
+    data = dec.value(node.get("data"), join(path, "data"), 1)
+    mask = dec.value(node.get("mask"), join(path, "mask"), 1)
+    if not isinstance(data, np.ndarray) or not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ \
+            or mask.shape != data.shape:
+        raise fail(path, "a masked array needs an array 'data' and a boolean 'mask' of the same shape")
+    return np.ma.MaskedArray(data, mask=mask)
+
+
+MASKED = register_handler(Handler("masked", (np.ma.MaskedArray,), _encode_masked, _decode_masked))
 BUNCH = register_handler(Handler("bunch", (Bunch,), _encode_bunch, _decode_bunch))
 DEFAULTDICT = register_handler(Handler("defaultdict", (defaultdict,), _encode_defaultdict, _decode_defaultdict))
 ORDEREDDICT = register_handler(Handler("ordereddict", (OrderedDict,), _encode_ordereddict, _decode_ordereddict))

@@ -1,0 +1,125 @@
+"""Hostile files against the values that reach compiled code: KD/Ball trees, interp1d, BSpline, SGD losses.
+
+Each crafted file is loaded in a fresh subprocess, so a segfault fails the test
+instead of killing pytest; the child must raise an ``AprenderError``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import SGDClassifier
+from sklearn.neighbors import KernelDensity, NearestNeighbors
+from sklearn.preprocessing import SplineTransformer
+
+from aprender.codec import ModelState, canonical_json, from_state, to_state
+from aprender.exceptions import FormatError
+from aprender.format import safetensors
+
+_X = np.random.RandomState(0).normal(size=(30, 3))
+
+
+def _models() -> dict[str, object]:
+    return {
+        "nn": NearestNeighbors(algorithm="kd_tree", leaf_size=4).fit(_X),
+        "kde": KernelDensity(algorithm="ball_tree").fit(_X),
+        "iso": IsotonicRegression().fit(_X[:, 0], _X[:, 1]),
+        "spline": SplineTransformer(n_knots=4).fit(_X),
+        "sgd": SGDClassifier(random_state=0).fit(_X, (_X[:, 0] > 0).astype(int)),
+    }
+
+
+def _edit(state: ModelState, attr: str, field: str, value: object = None, tensor: np.ndarray | None = None) -> bytes:
+    """A file whose ``attr`` node has ``field`` replaced (a JSON value, or a tensor's contents)."""
+    meta = json.loads(canonical_json(state.meta))
+    node = meta["model"]["attrs"][attr]
+    node = node[0] if isinstance(node, list) else node
+    tensors = dict(state.tensors)
+    if tensor is not None:
+        tensors[node[field]["name"]] = tensor
+    else:
+        node[field] = value
+    return safetensors.state_to_bytes(ModelState(tensors=tensors, meta=meta))
+
+
+def _load_in_subprocess(paths: dict[str, str]) -> dict[str, str]:
+    """Load every file in one child process; case -> "AprenderError: ..." or "LOADED"."""
+    code = textwrap.dedent("""
+        import json, sys
+        import aprender
+        from aprender.exceptions import AprenderError
+        out = {}
+        for case, path in json.loads(sys.argv[1]).items():
+            try:
+                aprender.load(path)
+            except AprenderError as exc:
+                out[case] = f"AprenderError: {exc}"
+            else:
+                out[case] = "LOADED"
+        print(json.dumps(out))
+    """)
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(paths)], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, f"child died with {done.returncode}: {done.stderr[-2000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+CASES = {
+    "tree-leaf-size-zero": ("nn", "_tree", "leaf_size", 0, None),
+    "tree-unknown-kind": ("nn", "_tree", "kind", "os.system", None),
+    "tree-unknown-metric": ("kde", "tree_", "metric", "pyfunc", None),
+    "tree-nan-data": ("nn", "_tree", "data", None, np.full((30, 3), np.nan)),
+    "tree-empty-data": ("nn", "_tree", "data", None, np.zeros((0, 3))),
+    "tree-1d-data": ("nn", "_tree", "data", None, np.zeros(90)),
+    "interp-unsorted-x": ("iso", "f_", "x", None, np.array([3.0, 2.0, 1.0])),
+    "interp-bad-kind": ("iso", "f_", "kind", "spline42", None),
+    "interp-axis-out-of-range": ("iso", "f_", "axis", 7, None),
+    "bspline-unsorted-knots": ("spline", "bsplines_", "t", None, np.arange(10.0)[::-1].copy()),
+    "bspline-huge-degree": ("spline", "bsplines_", "k", 1 << 40, None),
+    "bspline-few-coefficients": ("spline", "bsplines_", "c", None, np.zeros(1)),
+    "sgd-unknown-loss": ("sgd", "_loss_function_", "loss", "Log", None),
+    "sgd-loss-args": ("sgd", "_loss_function_", "args", [1.0, 2.0], None),
+}
+
+
+@pytest.fixture(scope="module")
+def states() -> dict[str, ModelState]:
+    return {name: to_state(model) for name, model in _models().items()}
+
+
+@pytest.fixture(scope="module")
+def hostile(states, tmp_path_factory) -> dict[str, bytes]:
+    return {case: _edit(states[m], attr, field, value, tensor)
+            for case, (m, attr, field, value, tensor) in CASES.items()}
+
+
+@pytest.fixture(scope="module")
+def child_results(hostile, tmp_path_factory) -> dict[str, str]:
+    folder = tmp_path_factory.mktemp("hostile")
+    paths = {}
+    for case, raw in hostile.items():
+        paths[case] = str(folder / f"{case}.safetensors")
+        (folder / f"{case}.safetensors").write_bytes(raw)
+    return _load_in_subprocess(paths)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hostile_compiled_values_raise_aprender_errors(case, hostile, child_results) -> None:
+    with pytest.raises(FormatError):  # in this process too: a FormatError, not a crash
+        safetensors.load(hostile[case])
+    assert child_results[case].startswith("AprenderError:"), child_results[case]
+
+
+def test_trees_are_rebuilt_not_restored(states) -> None:
+    nn = _models()["nn"]
+    loaded = from_state(states["nn"])
+    for a, b in zip(nn._tree.get_arrays(), loaded._tree.get_arrays(), strict=True):
+        assert np.array_equal(a, b)
+    attrs = states["nn"].meta["model"]["attrs"]["_tree"]
+    assert sorted(attrs) == ["__t__", "data", "kind", "leaf_size", "metric"]
