@@ -102,6 +102,34 @@ def _hist_boosting() -> Any:
     return HistGradientBoostingClassifier(max_iter=200, early_stopping=False, random_state=0).fit(X, y)
 
 
+def _extra_trees() -> Any:
+    from sklearn.ensemble import ExtraTreesClassifier
+
+    X, y = make_classification(n_samples=2_000, n_features=20, random_state=0)
+    return ExtraTreesClassifier(n_estimators=200, random_state=0, n_jobs=1).fit(X, y)
+
+
+def _grid_search() -> Any:
+    from sklearn.model_selection import GridSearchCV
+
+    from aprender.pipeline import make_pipeline
+
+    X, y = load_digits(return_X_y=True)
+    pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
+    return GridSearchCV(pipe, {"logisticregression__C": [0.01, 0.1, 1.0]}, cv=3).fit(X, y)
+
+
+def _stacking() -> Any:
+    from sklearn.ensemble import StackingClassifier
+    from sklearn.svm import LinearSVC
+
+    from aprender.ensemble import RandomForestClassifier
+
+    X, y = load_digits(return_X_y=True)
+    estimators = [("forest", RandomForestClassifier(n_estimators=20, random_state=0)), ("svc", LinearSVC())]
+    return StackingClassifier(estimators, final_estimator=LogisticRegression(max_iter=500), cv=3).fit(X, y)
+
+
 MODELS: list[tuple[str, Callable[[], Any]]] = [
     ("LogisticRegression, 10 classes x 64 features", _logreg_10x64),
     ("KMeans, k=8", _kmeans_8),
@@ -114,6 +142,9 @@ MODELS: list[tuple[str, Callable[[], Any]]] = [
     ("StandardScaler + LogisticRegression", _pipeline),
     ("RandomForest, 200 trees", _forest),
     ("HistGradientBoosting, 200 iters", _hist_boosting),
+    ("ExtraTrees, 200 trees", _extra_trees),
+    ("GridSearchCV (scaler + LogisticRegression, 3 C x 3 folds), whole", _grid_search),
+    ("StackingClassifier (forest + LinearSVC -> LogisticRegression)", _stacking),
 ]
 
 
