@@ -54,10 +54,13 @@ SCHEMA_MODULES: dict[str, str] = {'aprender.cluster.KMeans': 'aprender.codec.sch
  'sklearn.decomposition.PCA': 'aprender.codec.schemas.decomposition',
  'sklearn.dummy.DummyClassifier': 'aprender.codec.schemas.ensemble',
  'sklearn.dummy.DummyRegressor': 'aprender.codec.schemas.ensemble',
+ 'sklearn.ensemble.ExtraTreesClassifier': 'aprender.codec.schemas.forests',
+ 'sklearn.ensemble.ExtraTreesRegressor': 'aprender.codec.schemas.forests',
  'sklearn.ensemble.GradientBoostingClassifier': 'aprender.codec.schemas.ensemble',
  'sklearn.ensemble.GradientBoostingRegressor': 'aprender.codec.schemas.ensemble',
  'sklearn.ensemble.RandomForestClassifier': 'aprender.codec.schemas.ensemble',
  'sklearn.ensemble.RandomForestRegressor': 'aprender.codec.schemas.ensemble',
+ 'sklearn.ensemble.RandomTreesEmbedding': 'aprender.codec.schemas.forests',
  'sklearn.ensemble.gradient_boosting.HistGradientBoostingClassifier': 'aprender.codec.schemas.ensemble',
  'sklearn.ensemble.gradient_boosting.HistGradientBoostingRegressor': 'aprender.codec.schemas.ensemble',
  'sklearn.feature_extraction.text.CountVectorizer': 'aprender.codec.schemas.text',
@@ -88,7 +91,9 @@ SCHEMA_MODULES: dict[str, str] = {'aprender.cluster.KMeans': 'aprender.codec.sch
  'sklearn.svm.SVC': 'aprender.codec.schemas.svm',
  'sklearn.svm.SVR': 'aprender.codec.schemas.svm',
  'sklearn.tree.DecisionTreeClassifier': 'aprender.codec.schemas.tree',
- 'sklearn.tree.DecisionTreeRegressor': 'aprender.codec.schemas.tree'}
+ 'sklearn.tree.DecisionTreeRegressor': 'aprender.codec.schemas.tree',
+ 'sklearn.tree.ExtraTreeClassifier': 'aprender.codec.schemas.forests',
+ 'sklearn.tree.ExtraTreeRegressor': 'aprender.codec.schemas.forests'}
 
 GENERIC: dict[str, tuple[str, str]] = {'sklearn.calibration.CalibratedClassifierCV': ('sklearn.calibration', 'CalibratedClassifierCV'),
  'sklearn.calibration._SigmoidCalibration': ('sklearn.calibration', '_SigmoidCalibration'),
@@ -150,10 +155,7 @@ GENERIC: dict[str, tuple[str, str]] = {'sklearn.calibration.CalibratedClassifier
  'sklearn.ensemble.AdaBoostRegressor': ('sklearn.ensemble._weight_boosting', 'AdaBoostRegressor'),
  'sklearn.ensemble.BaggingClassifier': ('sklearn.ensemble._bagging', 'BaggingClassifier'),
  'sklearn.ensemble.BaggingRegressor': ('sklearn.ensemble._bagging', 'BaggingRegressor'),
- 'sklearn.ensemble.ExtraTreesClassifier': ('sklearn.ensemble._forest', 'ExtraTreesClassifier'),
- 'sklearn.ensemble.ExtraTreesRegressor': ('sklearn.ensemble._forest', 'ExtraTreesRegressor'),
  'sklearn.ensemble.IsolationForest': ('sklearn.ensemble._iforest', 'IsolationForest'),
- 'sklearn.ensemble.RandomTreesEmbedding': ('sklearn.ensemble._forest', 'RandomTreesEmbedding'),
  'sklearn.ensemble.StackingClassifier': ('sklearn.ensemble._stacking', 'StackingClassifier'),
  'sklearn.ensemble.StackingRegressor': ('sklearn.ensemble._stacking', 'StackingRegressor'),
  'sklearn.ensemble.VotingClassifier': ('sklearn.ensemble._voting', 'VotingClassifier'),
@@ -324,6 +326,4 @@ GENERIC: dict[str, tuple[str, str]] = {'sklearn.calibration.CalibratedClassifier
                                                     'SelfTrainingClassifier'),
  'sklearn.svm.NuSVC': ('sklearn.svm._classes', 'NuSVC'),
  'sklearn.svm.NuSVR': ('sklearn.svm._classes', 'NuSVR'),
- 'sklearn.svm.OneClassSVM': ('sklearn.svm._classes', 'OneClassSVM'),
- 'sklearn.tree.ExtraTreeClassifier': ('sklearn.tree._classes', 'ExtraTreeClassifier'),
- 'sklearn.tree.ExtraTreeRegressor': ('sklearn.tree._classes', 'ExtraTreeRegressor')}
+ 'sklearn.svm.OneClassSVM': ('sklearn.svm._classes', 'OneClassSVM')}

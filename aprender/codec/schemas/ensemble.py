@@ -259,7 +259,8 @@ def check_dummy_regressor(params: Mapping[str, Any], attrs: Mapping[str, Any], p
     array(attrs, "constant_", path, ndim=(2,), shape={0: 1, 1: outputs})
 
 
-def _forest(classifier: bool) -> Spec:
+def forest_spec(classifier: bool) -> Spec:
+    """The packed-trees spec of a forest of classifier or regressor trees (also used by schemas.forests)."""
     return Spec(ModelType.RANDOM_FOREST, validate=_forest_validator(classifier), pack=_pack_trees,
                 unpack=_unpack_trees(1))
 
@@ -275,8 +276,8 @@ def _hist_gradient_boosting(cls: type, classifier: bool) -> Spec:
 
 
 SCHEMAS = [
-    ((ap.RandomForestClassifier, sk.RandomForestClassifier), _forest(True)),
-    ((ap.RandomForestRegressor, sk.RandomForestRegressor), _forest(False)),
+    ((ap.RandomForestClassifier, sk.RandomForestClassifier), forest_spec(True)),
+    ((ap.RandomForestRegressor, sk.RandomForestRegressor), forest_spec(False)),
     ((ap.GradientBoostingClassifier, sk.GradientBoostingClassifier), _gradient_boosting(True)),
     ((ap.GradientBoostingRegressor, sk.GradientBoostingRegressor), _gradient_boosting(False)),
     (
