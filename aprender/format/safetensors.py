@@ -105,7 +105,7 @@ def state_to_bytes(state: ModelState) -> bytes:
 def write_state(state: ModelState, path: str | os.PathLike) -> None:
     """Write a :class:`ModelState` to ``path`` atomically."""
     specs = _specs(state.tensors)
-    with atomic_path(path) as tmp:
+    with atomic_path(path, own_temporary=True) as tmp:  # the package writes a temporary file of its own
         serialize_file(specs, str(tmp), metadata={METADATA_KEY: canonical_json(state.meta)})
 
 
