@@ -265,3 +265,57 @@ def test_the_declarations_match_what_the_encoder_writes() -> None:
 
     assert walk(to_state(_hgb()).meta["model"]) > 10
     assert walk(to_state(_logistic()).meta["model"]) > 3
+
+
+# -- costs a header sets ---------------------------------------------------------------
+
+
+def _encrypted_with(monkeypatch, tmp_path, **cost: int):
+    from aprender.format.apr import _crypto
+
+    for name, value in cost.items():
+        monkeypatch.setitem(_crypto.ARGON2, name, value)
+    path = tmp_path / "costly.apr"
+    apr.save_encrypted(_logistic(), path, "pw")
+    monkeypatch.undo()
+    return path
+
+
+@pytest.mark.parametrize(("cost", "message"), [
+    ({"memory_cost": 1 << 17}, "memory_cost=131072, above this reader's limit of 65536"),
+    ({"iterations": 4, "memory_cost": 64}, "iterations=4, above this reader's limit of 3"),
+    ({"lanes": 8, "memory_cost": 64}, "lanes=8, above this reader's limit of 4"),
+], ids=["memory", "iterations", "lanes"])
+def test_argon2_costs_above_the_default_limits_need_an_opt_in(cost, message, monkeypatch, tmp_path) -> None:
+    path = _encrypted_with(monkeypatch, tmp_path, **cost)
+    with pytest.raises(FormatError, match=message):
+        apr.load_encrypted(path, "pw")
+    with apr.kdf_limits(memory_cost=1 << 17, iterations=4, lanes=8):
+        loaded = apr.load_encrypted(path, "pw")
+    np.testing.assert_array_equal(loaded.coef_, _logistic().coef_)
+    with pytest.raises(FormatError, match="above this reader's limit"):  # the opt-in ends with the block
+        apr.load_encrypted(path, "pw")
+
+
+def test_kdf_limits_cannot_exceed_the_hard_bounds() -> None:
+    with pytest.raises(ValueError, match="memory_cost must be an int in"), apr.kdf_limits(
+            memory_cost=1 << 22, iterations=2, lanes=1):
+        pass
+
+
+def test_zstd_window_above_the_limit_is_refused(monkeypatch, tmp_path) -> None:
+    import zstandard
+
+    from aprender.format.apr import _write
+
+    def wide_window(data, algorithm, level):
+        params = zstandard.ZstdCompressionParameters.from_level(3, window_log=26, write_content_size=0)
+        stream = zstandard.ZstdCompressor(compression_params=params).compressobj()  # size unknown: the window stays
+        return stream.compress(data) + stream.flush()
+
+    monkeypatch.setattr(_write, "compress", wide_window)
+    path = tmp_path / "wide.apr"
+    apr.save(_logistic(), path, compression="zstd")
+    monkeypatch.undo()
+    with pytest.raises(FormatError, match="Frame requires too much memory"):
+        aprender.load(path)
