@@ -319,3 +319,59 @@ def test_zstd_window_above_the_limit_is_refused(monkeypatch, tmp_path) -> None:
     monkeypatch.undo()
     with pytest.raises(FormatError, match="Frame requires too much memory"):
         aprender.load(path)
+
+
+# -- fitted-state completeness: what predict needs is checked at load ------------------
+
+
+def _zoo(prefix: str) -> Any:
+    from zoo import CASES
+
+    return next(c for c in CASES if c.id.startswith(prefix)).make()[0]
+
+
+def _drop(name: str) -> Callable[[dict, dict], None]:
+    def edit(meta: dict, tensors: dict) -> None:
+        ref = _attrs(meta).pop(name)
+        if isinstance(ref, dict) and ref.get("__t__") == "tensor":
+            tensors.pop(ref["name"])
+    return edit
+
+
+def _swap(a: str, b: str, where: Callable[[dict], dict] = _attrs) -> Callable[[dict, dict], None]:
+    def edit(meta: dict, tensors: dict) -> None:
+        attrs = where(meta)
+        attrs[a], attrs[b] = attrs[b], attrs[a]
+    return edit
+
+
+def _expert0(meta: dict) -> dict:
+    return _attrs(meta)["experts_"][0]["attrs"]
+
+
+def _drop_expert_intercept(meta: dict, tensors: dict) -> None:
+    tensors.pop(_expert0(meta).pop("intercept_")["name"])
+
+
+def _drop_tree_attr(name: str) -> Callable[[dict, dict], None]:
+    def edit(meta: dict, tensors: dict) -> None:
+        packed = dict(_attrs(meta)["estimators_"]["items"])
+        items = packed["attrs"]["items"]
+        assert any(k == name for k, _ in items)
+        packed["attrs"]["items"] = [[k, v] for k, v in items if k != name]
+    return edit
+
+
+@pytest.mark.parametrize(("model", "edit", "message"), [
+    ("LogisticRegression-strings", _drop("intercept_"), "fitted attribute 'intercept_' is missing"),
+    ("LogisticRegression-strings", _swap("intercept_", "classes_"), "'intercept_' is <U10"),
+    ("MixtureOfExpertsClassifier", _drop_expert_intercept, "at 'experts_.0': fitted attribute 'intercept_' is missing"),
+    ("MixtureOfExpertsClassifier", _swap("coef_", "intercept_", _expert0), "'coef_' must have 2 dimensions"),
+    ("RandomForestClassifier", _drop_tree_attr("n_outputs_"), "fitted attribute 'n_outputs_' is missing"),
+    ("RandomForestClassifier", _drop_tree_attr("max_features_"), "fitted attribute 'max_features_' is missing"),
+    ("DecisionTreeClassifier", _drop("n_outputs_"), "fitted attribute 'n_outputs_' is missing"),
+    ("HistGradientBoostingClassifier", _drop("_preprocessor"), "fitted attribute '_preprocessor' is missing"),
+], ids=["lr-no-intercept", "lr-intercept-classes-swapped", "moe-expert-no-intercept", "moe-expert-arrays-swapped",
+        "forest-trees-no-n_outputs", "forest-trees-no-max_features", "tree-no-n_outputs", "hgb-no-preprocessor"])
+def test_incomplete_fitted_state_fails_at_load(model: str, edit, message: str, tmp_path) -> None:
+    assert message in str(hostile(_zoo(model), edit, tmp_path))

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from aprender.codec._decode import Decoder
     from aprender.codec._encode import Encoder
 
-__all__ = ["NODE_FIELDS", "build_trees", "check_tree_arrays", "check_tree_attrs", "pack_trees"]
+__all__ = ["NODE_FIELDS", "TREE_CLASSIFIER_FITTED", "TREE_FITTED", "build_trees", "check_tree_arrays",
+           "check_tree_attrs", "pack_trees"]
 
 #: The node record fields of scikit-learn's Tree, each stored as one tensor.
 NODE_FIELDS: tuple[str, ...] = tuple(NODE_DTYPE.names)
@@ -151,6 +152,11 @@ def _int_list(value: object) -> list[int] | None:
         if all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in items):
             return [int(v) for v in items]
     return None
+
+
+#: Fitted attributes every decision tree has besides ``tree_`` (and a classifier's labels).
+TREE_FITTED = ("n_features_in_", "n_outputs_", "max_features_")
+TREE_CLASSIFIER_FITTED = ("classes_", "n_classes_")
 
 
 def check_tree_attrs(
