@@ -459,10 +459,6 @@ def worker(memory_mb: int, warmup: Path | None) -> None:
     from aprender.format import apr
 
     verifying_key = Ed25519PrivateKey.from_private_bytes(_SIGNING_SEED).public_key()
-    with open("/proc/self/status") as f:
-        vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
-    limit = (vm + memory_mb * 1024) * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     loaders = {
         "encrypted": lambda p: apr.load_encrypted(p, PASSWORD),
         "signed": lambda p: apr.load_verified(p, verifying_key),
@@ -472,6 +468,11 @@ def worker(memory_mb: int, warmup: Path | None) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             loaders.get(variant, aprender.load)(path)
+    # The limit counts from the size after start-up: what a load may add on top of it.
+    with open("/proc/self/status") as f:
+        vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
+    limit = (vm + memory_mb * 1024) * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     print("ready", flush=True)
     for line in sys.stdin:
         path, variant = line.rstrip("\n").split("\t")
@@ -507,7 +508,7 @@ class Worker:
         command = [sys.executable, __file__, "--worker", "--memory-mb", str(self.memory_mb)]
         command += ["--warmup", str(self.warmup)] if self.warmup else []
         self.proc = subprocess.Popen(command,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, bufsize=1, env={**os.environ, "OMP_NUM_THREADS": "1",
                                                                   "OPENBLAS_NUM_THREADS": "1"})
         if self.proc.stdout.readline().strip() != "ready":
