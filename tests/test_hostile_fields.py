@@ -255,7 +255,7 @@ def test_the_declarations_match_what_the_encoder_writes() -> None:
         if isinstance(node, dict):
             tag = node.get("__t__")
             if tag is not None:
-                fields = BUILTIN_FIELDS.get(tag) or handlers.for_tag(tag).fields
+                fields = BUILTIN_FIELDS[tag] if tag in BUILTIN_FIELDS else handlers.for_tag(tag).fields
                 check_fields(node, tag, fields, "model")
                 count += 1
             count += sum(walk(v) for v in node.values())
@@ -265,6 +265,7 @@ def test_the_declarations_match_what_the_encoder_writes() -> None:
 
     assert walk(to_state(_hgb()).meta["model"]) > 10
     assert walk(to_state(_logistic()).meta["model"]) > 3
+    assert walk(to_state(_zoo("KMeans")).meta["model"]) > 3  # its _n_threads is an "n_threads" node
 
 
 # -- costs a header sets ---------------------------------------------------------------

@@ -49,6 +49,7 @@ BUILTIN_FIELDS: dict[str, Fields] = {
     "strarray": {"dtype": (str,), "shape": (list,), "v": (list,)},
     "objarray": {"shape": (list,), "v": (list,)},
     "type": {"v": (str,)},
+    "n_threads": {},
     "estimator": {"class": (str,), "params": (dict,), "attrs": (dict,)},
 }
 
@@ -146,9 +147,10 @@ class Decoder:
         if type(node) is not dict:
             raise fail(path, f"unexpected JSON value of type {type(node).__name__}")
         tag = node.get("__t__")
-        method = _TAG_METHODS.get(tag) if isinstance(tag, str) else None
-        if method is not None:
-            check_fields(node, tag, BUILTIN_FIELDS[tag], path)
+        builtin = _TAG_METHODS.get(tag) if isinstance(tag, str) else None
+        if builtin is not None:
+            method, fields = builtin
+            check_fields(node, tag, fields, path)
             return method(self, node, path, depth)
         handler = _handlers.for_tag(tag) if isinstance(tag, str) else None
         if handler is None:
@@ -298,7 +300,8 @@ def _construct(
     return est
 
 
-_TAG_METHODS = {
+# Indexing BUILTIN_FIELDS makes a tag without a declaration of its fields fail at import.
+_TAG_METHODS = {tag: (method, BUILTIN_FIELDS[tag]) for tag, method in {
     "tensor": Decoder._tensor,
     "float": Decoder._float,
     "scalar": Decoder._scalar,
@@ -309,4 +312,4 @@ _TAG_METHODS = {
     "type": Decoder._type,
     "n_threads": Decoder._n_threads,
     "estimator": Decoder._estimator,
-}
+}.items()}
