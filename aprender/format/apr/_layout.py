@@ -320,7 +320,7 @@ def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[Entry], in
         shape = checked_shape(shape, f"{at}: tensor '{name[:80]}'")
         expected_size = _nbytes(code, shape)
         if size != expected_size:
-            raise FormatError(f"{at}: tensor '{name[:80]}' of shape {shape} and dtype {DTYPES[code].name} "
+            raise FormatError(f"{at}: tensor '{name[:80]}' of shape {list(shape)} and dtype {DTYPES[code].name} "
                               f"cannot occupy {size} bytes")
         if offset != expected_offset:
             raise FormatError(f"{at}: tensor '{name[:80]}' starts at data byte {offset}, expected "

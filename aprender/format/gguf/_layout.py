@@ -160,7 +160,7 @@ def check_entry(gguf_name: str, dtype: np.dtype, shape: tuple[int, ...], entry: 
     if true_shape is not None:
         true_shape = checked_shape(true_shape, f"{where}: tensor '{gguf_name[:80]}': mapped shape")
         if math.prod(true_shape) != math.prod(shape) or _gguf_shape(tuple(true_shape)) != shape:
-            raise _fail(gguf_name, where, f"mapped shape {true_shape} does not match stored shape {list(shape)}")
+            raise _fail(gguf_name, where, f"mapped shape {list(true_shape)} does not match stored shape {list(shape)}")
         shape = tuple(true_shape)
     if not isinstance(name, str) or not name or len(name) > 4096:
         raise _fail(gguf_name, where, "invalid mapped tensor name")
