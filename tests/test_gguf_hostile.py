@@ -254,7 +254,7 @@ def test_untrusted_class(tmp_path) -> None:
 QUANTIZED = [
     ("record type", lambda q: q.update(type="q5_0"), "unknown quantization type 'q5_0'"),
     ("record shape", lambda q: q["tensors"]["coefficients"].update(shape=[64]), "uint8 of shape [68]"),
-    ("record shape type", lambda q: q["tensors"]["coefficients"].update(shape="x"), "invalid shape x"),
+    ("record shape type", lambda q: q["tensors"]["coefficients"].update(shape="x"), "dimensions, found x"),
     ("record dtype", lambda q: q["tensors"]["coefficients"].update(dtype="int8"), "invalid original dtype 'int8'"),
     ("record ghost", lambda q: q["tensors"].update(ghost={"shape": [1], "dtype": "float32"}), "'ghost' is missing"),
 ]

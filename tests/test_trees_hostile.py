@@ -191,7 +191,7 @@ def test_absurd_output_count_is_not_allocated(tree) -> None:
         meta["model"]["attrs"]["tree_"]["n_outputs"] = 2**40
         meta["model"]["attrs"]["tree_"]["n_classes"] = [3] * 4
 
-    assert "'n_classes' must list one class count per output" in _error(tree, edit)
+    assert "'n_outputs' must be a positive int below 2**31, found 1099511627776" in _error(tree, edit)
 
 
 # -- packed forests --------------------------------------------------------------------

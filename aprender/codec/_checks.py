@@ -11,12 +11,20 @@ import numpy as np
 
 from aprender.exceptions import FormatError
 
-__all__ = ["array", "check_attr_name", "fail", "n_features", "optional_array"]
+__all__ = ["array", "check_attr_name", "fail", "n_features", "optional_array", "require"]
 
 
 def fail(path: str, message: str) -> FormatError:
     """A :class:`FormatError` located at ``path``."""
     return FormatError(f"at '{path or '<model>'}': {message}")
+
+
+def require(attrs: Mapping[str, Any], names: tuple[str, ...], path: str) -> None:
+    """Every fitted attribute in ``names`` is present (``None`` allowed): a missing one fails at load, not predict."""
+    missing = [name for name in names if name not in attrs]
+    if missing:
+        raise fail(path, f"fitted attribute '{missing[0]}' is missing" + (
+            f" (and {', '.join(missing[1:])})" if len(missing) > 1 else ""))
 
 
 def n_features(attrs: Mapping[str, Any], path: str) -> int:

@@ -1,7 +1,10 @@
 """(tensors, metadata tree) -> estimator. The reading half of the codec.
 
-Input here comes from files that may be hostile. Every node is checked for its shape
-and type before anything is built, classes come only from the registry, and any
+Input here comes from files that may be hostile. Every tagged node is checked against
+the declaration of its fields (:data:`BUILTIN_FIELDS` for the codec's own tags, each
+handler's ``fields`` for the others) in one place, :func:`check_fields`, before any code
+reads it: a field of the wrong JSON type, a missing or an undeclared field, or an
+integer outside int64/uint64 is refused. Classes come only from the registry, and any
 inconsistency raises :class:`FormatError` naming the path where it was found.
 """
 
@@ -15,13 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
 from aprender.codec._checks import check_attr_name, fail
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join
 from aprender.codec._registry import entry_for_key
+from aprender.codec.handlers._base import ANY, NULL, TENSOR, Fields
 from aprender.exceptions import AprenderError, FormatError
 
-__all__ = ["Decoder"]
+__all__ = ["BUILTIN_FIELDS", "Decoder", "check_fields"]
 
 _SCALAR_DTYPES = frozenset(
     ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -33,11 +38,51 @@ _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _PY_SCALARS = {"float": float, "int": int, "bool": bool}
 
 
+_OPT_STR = (str, NULL)
+#: The fields of the codec's own tags (handlers declare theirs in ``Handler.fields``).
+BUILTIN_FIELDS: dict[str, Fields] = {
+    "tensor": {"name": (str,), "dtype": _OPT_STR, "order": _OPT_STR, "scalar": _OPT_STR},
+    "float": {"v": (str,)},
+    "scalar": {"dtype": (str,), "v": (bool, int, float, str)},
+    "tuple": {"v": (list,)},
+    "dict": {"items": (list,)},
+    "strarray": {"dtype": (str,), "shape": (list,), "v": (list,)},
+    "objarray": {"shape": (list,), "v": (list,)},
+    "type": {"v": (str,)},
+    "n_threads": {},
+    "estimator": {"class": (str,), "params": (dict,), "attrs": (dict,)},
+}
+
+
+def check_int(value: int, path: str) -> int:
+    """A JSON integer from a file, bounded to what int64 or uint64 can hold."""
+    if not MIN_INT <= value <= MAX_INT:
+        raise fail(path, f"integer {str(value)[:40]}... is outside the int64/uint64 range")
+    return value
+
+
+def check_fields(node: Mapping[str, Any], tag: str, fields: Fields, path: str) -> None:
+    """Check a ``tag`` node read from a file against the declaration of its fields."""
+    for name, value in node.items():
+        if name == "__t__":
+            continue
+        kinds = fields.get(name)
+        if kinds is None:
+            raise fail(path, f"'{tag}' node has an unknown field {str(name)[:40]!r}")
+        if kinds is not ANY and type(value) not in kinds:
+            wanted = " or ".join("null" if k is NULL else k.__name__ for k in kinds)
+            raise fail(path, f"'{tag}' field '{name}' must be {wanted}, found {type(value).__name__}")
+        if type(value) is int:
+            check_int(value, join(path, name))
+        if kinds is TENSOR and value.get("__t__") != "tensor":
+            raise fail(path, f"'{tag}' field '{name}' must be a tensor reference")
+    for name, kinds in fields.items():
+        if name not in node and NULL not in kinds:
+            raise fail(path, f"'{tag}' node lacks its field '{name}'")
+
+
 def _shape(node: Mapping[str, Any], path: str) -> tuple[int, ...]:
-    shape = node.get("shape")
-    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape) or len(shape) > 32:
-        raise fail(path, f"invalid shape {shape!r}")
-    return tuple(shape)
+    return checked_shape(node["shape"], f"at '{path or '<model>'}'")
 
 
 def _count(shape: tuple[int, ...]) -> int:
@@ -60,9 +105,8 @@ class Decoder:
 
     def tensor(self, node: Mapping[str, Any], path: str) -> Any:
         """Resolve a tensor reference node."""
-        name = node.get("name")
-        if not isinstance(name, str):
-            raise fail(path, "tensor reference without a name")
+        check_fields(node, "tensor", BUILTIN_FIELDS["tensor"], path)
+        name = node["name"]
         if name not in self.tensors:
             raise fail(path, f"missing tensor '{name}'")
         if name in self.used:
@@ -94,29 +138,28 @@ class Decoder:
         """Decode any node found at ``path``."""
         if depth > MAX_DEPTH:
             raise fail(path, f"values nested deeper than {MAX_DEPTH} levels")
-        if node is None or type(node) in (bool, int, float, str):
+        if type(node) is int:
+            return check_int(node, path)
+        if node is None or type(node) in (bool, float, str):
             return node
         if type(node) is list:
             return [self.value(v, join(path, i), depth + 1) for i, v in enumerate(node)]
         if type(node) is not dict:
             raise fail(path, f"unexpected JSON value of type {type(node).__name__}")
         tag = node.get("__t__")
-        method = _TAG_METHODS.get(tag) if isinstance(tag, str) else None
-        if method is not None:
+        builtin = _TAG_METHODS.get(tag) if isinstance(tag, str) else None
+        if builtin is not None:
+            method, fields = builtin
+            check_fields(node, tag, fields, path)
             return method(self, node, path, depth)
         handler = _handlers.for_tag(tag) if isinstance(tag, str) else None
         if handler is None:
             raise fail(path, f"unknown value tag {str(tag)[:80]!r}")
+        check_fields(node, tag, handler.fields, path)
         return handler.decode(node, self, path)
 
-    def _items(self, node: Mapping[str, Any], path: str) -> list:
-        items = node.get("v")
-        if not isinstance(items, list):
-            raise fail(path, f"'{node.get('__t__')}' node needs a list 'v'")
-        return items
-
     def _tuple(self, node: Mapping[str, Any], path: str, depth: int) -> tuple:
-        items = self._items(node, path)
+        items = node["v"]
         # As in the encoder, a (name, estimator, ...) tuple's estimator is located by its name: steps.0.scaler
         named = len(items) >= 2 and type(items[0]) is str and isinstance(items[1], dict) \
             and items[1].get("__t__") == "estimator"
@@ -124,8 +167,8 @@ class Decoder:
                      for i, v in enumerate(items))
 
     def _dict(self, node: Mapping[str, Any], path: str, depth: int) -> dict:
-        items = node.get("items")
-        if not isinstance(items, list) or not all(isinstance(p, list) and len(p) == 2 for p in items):
+        items = node["items"]
+        if not all(isinstance(p, list) and len(p) == 2 for p in items):
             raise fail(path, "'dict' node needs 'items' as a list of [key, value] pairs")
         out = {}
         for key_node, value_node in items:
@@ -138,13 +181,13 @@ class Decoder:
         return out
 
     def _float(self, node: Mapping[str, Any], path: str, depth: int) -> float:
-        v = node.get("v")
+        v = node["v"]
         if v not in _NON_FINITE:
             raise fail(path, f"invalid non-finite float {v!r}")
         return _NON_FINITE[v]
 
     def _scalar(self, node: Mapping[str, Any], path: str, depth: int) -> np.generic:
-        dtype, v = node.get("dtype"), node.get("v")
+        dtype, v = node["dtype"], node["v"]
         if dtype not in _SCALAR_DTYPES:
             raise fail(path, f"unsupported scalar dtype {dtype!r}")
         if isinstance(v, str) and v in _NON_FINITE and dtype.startswith("float"):
@@ -157,8 +200,8 @@ class Decoder:
             raise fail(path, f"scalar {v!r} does not fit {dtype}: {exc}") from None
 
     def _strarray(self, node: Mapping[str, Any], path: str, depth: int) -> np.ndarray:
-        shape, values, dtype = _shape(node, path), self._items(node, path), node.get("dtype")
-        match = _STR_DTYPE.match(dtype) if isinstance(dtype, str) else None
+        shape, values, dtype = _shape(node, path), node["v"], node["dtype"]
+        match = _STR_DTYPE.match(dtype)
         if match is None:
             raise fail(path, f"invalid string dtype {dtype!r}")
         if _count(shape) != len(values) or not all(type(s) is str for s in values):
@@ -169,7 +212,7 @@ class Decoder:
         return np.array(values, dtype=dtype).reshape(shape)
 
     def _objarray(self, node: Mapping[str, Any], path: str, depth: int) -> np.ndarray:
-        shape, values = _shape(node, path), self._items(node, path)
+        shape, values = _shape(node, path), node["v"]
         if _count(shape) != len(values):
             raise fail(path, f"object array of shape {list(shape)} needs {_count(shape)} values")
         out = np.empty(len(values), dtype=object)
@@ -178,7 +221,7 @@ class Decoder:
         return out.reshape(shape)
 
     def _type(self, node: Mapping[str, Any], path: str, depth: int) -> type:
-        v = node.get("v")
+        v = node["v"]
         if v in PY_TYPES:
             return PY_TYPES[v]
         if isinstance(v, str) and v.startswith("numpy.") and v[6:] in _SCALAR_DTYPES:
@@ -200,11 +243,10 @@ class Decoder:
 
     def estimator(self, node: Mapping[str, Any], path: str, *, build_as: type | None = None, depth: int = 0) -> Any:
         """Validate and build an estimator node (``build_as`` overrides the class)."""
-        entry = entry_for_key(node.get("class"), path or "model")
+        check_fields(node, "estimator", BUILTIN_FIELDS["estimator"], path)
+        entry = entry_for_key(node["class"], path or "model")
         cls = build_as or entry.cls
-        params_node, attrs_node = node.get("params"), node.get("attrs")
-        if not isinstance(params_node, dict) or not isinstance(attrs_node, dict):
-            raise fail(path, "estimator node needs 'params' and 'attrs' objects")
+        params_node, attrs_node = node["params"], node["attrs"]
         params = {k: self.value(v, join(path, k), depth + 1) for k, v in params_node.items()}
         attrs = {k: self.value(v, join(path, k), depth + 1) for k, v in attrs_node.items()}
         for name in attrs:
@@ -258,7 +300,8 @@ def _construct(
     return est
 
 
-_TAG_METHODS = {
+# Indexing BUILTIN_FIELDS makes a tag without a declaration of its fields fail at import.
+_TAG_METHODS = {tag: (method, BUILTIN_FIELDS[tag]) for tag, method in {
     "tensor": Decoder._tensor,
     "float": Decoder._float,
     "scalar": Decoder._scalar,
@@ -269,4 +312,4 @@ _TAG_METHODS = {
     "type": Decoder._type,
     "n_threads": Decoder._n_threads,
     "estimator": Decoder._estimator,
-}
+}.items()}

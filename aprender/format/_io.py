@@ -3,31 +3,153 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import fcntl
 import os
-import tempfile
+import secrets
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 __all__ = ["atomic_path", "existing_file", "open_existing", "write_bytes_atomic"]
 
-# mkstemp creates 0600 files; saved models get the usual mode the umask allows.
-# Read once: os.umask can only be queried by setting it, which is not thread-safe.
+# Saved models get the usual mode the umask allows. Read once: os.umask can only be
+# queried by setting it, which is not thread-safe.
 _UMASK = os.umask(0)
 os.umask(_UMASK)
+_MODE = 0o666 & ~_UMASK
+_AT_FDCWD, _AT_SYMLINK_FOLLOW = -100, 0x400
+
+
+def _libc_linkat() -> Any:
+    """Linux's ``linkat`` (os.link calls link(2), which cannot name an O_TMPFILE file), or None."""
+    if sys.platform != "linux" or not hasattr(os, "O_TMPFILE"):
+        return None
+    try:
+        linkat = ctypes.CDLL(None, use_errno=True).linkat
+    except (OSError, AttributeError):
+        return None
+    linkat.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    return linkat
+
+
+_LINKAT = _libc_linkat()
+
+
+def _link_fd(fd: int, name: Path) -> None:
+    """Give the unnamed O_TMPFILE file ``fd`` the name ``name``."""
+    if _LINKAT(_AT_FDCWD, f"/proc/self/fd/{fd}".encode(), _AT_FDCWD, os.fsencode(name), _AT_SYMLINK_FOLLOW) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), str(name))
+
+
+def _temporary_name(target: Path) -> Path:
+    """``.{name}.{pid}.{random}.tmp`` beside ``target``: whose it is and for which destination."""
+    return target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Remove temporaries of ``target`` left by saves that were killed; return what was removed.
+
+    A temporary is stale only when both hold: the process named in it is gone, and
+    nobody holds the lock every writer keeps on its temporary (so a writer in another
+    PID namespace sharing the folder is left alone). Only names of the exact form
+    :func:`_temporary_name` gives for this destination are considered.
+    """
+    removed = []
+    prefix = f".{target.name}."
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return removed
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid, _, token = name[len(prefix) : -len(".tmp")].partition(".")
+        if not (pid.isdigit() and len(token) == 12) or _pid_alive(int(pid)):
+            continue
+        stale = target.parent / name
+        try:
+            fd = os.open(stale, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _remove(stale)  # flock is released with the descriptor
+            removed.append(stale)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it over ``path`` on success.
+def _locked_temporary(target: Path) -> Iterator[tuple[int, Path | None]]:
+    """An open, locked temporary file for ``target``: ``(fd, name)``.
 
-    The temporary file lives in the destination folder so the final
-    ``os.replace`` is atomic: readers see the old file or the complete new one,
-    never a partial write, and an exception or a killed process leaves the old
-    file untouched. On any error the temporary file is removed. The data is not
+    On Linux the file is created with ``O_TMPFILE``: it has no name until
+    :func:`_commit` links it, so a killed process leaves nothing behind. Elsewhere
+    (or on filesystems without ``O_TMPFILE``) it is a named file that the next save
+    of the same destination removes (:func:`remove_stale_temporaries`).
+    """
+    fd = -1
+    if _LINKAT is not None:
+        try:
+            fd = os.open(target.parent, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, _MODE)
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+                raise
+    name = None
+    if fd < 0:
+        name = _temporary_name(target)
+        fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd, name
+    finally:
+        os.close(fd)
+
+
+def _commit(fd: int, name: Path | None, target: Path) -> None:
+    os.fchmod(fd, _MODE)
+    if name is None:  # an O_TMPFILE file: give it a (locked, marked) name, then rename it over the target
+        name = _temporary_name(target)
+        _link_fd(fd, name)
+    try:
+        os.replace(name, target)
+    except BaseException:
+        name.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, *, own_temporary: bool = False) -> Iterator[Path]:
+    """Yield a path to write; on success it atomically replaces ``path``.
+
+    Readers see the old file or the complete new one, never a partial write, and
+    an exception or a killed process leaves the old file untouched. On Linux the
+    yielded path is ``/proc/self/fd/N`` of an unnamed ``O_TMPFILE`` file in the
+    destination folder, so a save killed at any point leaves no temporary file
+    behind. Writers that make their own temporary file and rename it (the
+    ``safetensors`` package) pass ``own_temporary=True`` and get a path inside a
+    private folder beside the destination instead. Either way, temporaries of the
+    same destination left by killed processes are removed first. The data is not
     fsync'ed (pickle, joblib and safetensors do not either; it would make saving
-    a large model several times slower), so surviving a power cut is left to
-    the filesystem's rename-over-replace ordering.
+    a large model several times slower), so surviving a power cut is left to the
+    filesystem's rename-over-replace ordering.
     """
     target = Path(path)
     folder = target.parent
@@ -36,22 +158,52 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         raise FileNotFoundError(f"cannot save '{target}': the folder '{folder}' {what}")
     if target.is_dir():
         raise IsADirectoryError(f"cannot save to '{target}': it is a directory; name a file in it")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    remove_stale_temporaries(target)
+    if own_temporary:
+        with _private_folder(target) as private:
+            inner = private / target.name
+            yield inner
+            os.chmod(inner, _MODE)
+            os.replace(inner, target)
+        return
+    with _locked_temporary(target) as (fd, name):
+        try:
+            yield Path(f"/proc/self/fd/{fd}") if name is None else name
+            _commit(fd, name, target)
+        except BaseException:
+            if name is not None:
+                name.unlink(missing_ok=True)
+            raise
+
+
+def _remove(temporary: Path) -> None:
+    """Remove a temporary file, or a private folder and the files in it."""
+    if temporary.is_dir() and not temporary.is_symlink():
+        for leftover in temporary.iterdir():
+            leftover.unlink(missing_ok=True)
+        temporary.rmdir()
+    else:
+        temporary.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _private_folder(target: Path) -> Iterator[Path]:
+    """A locked folder named like a temporary of ``target``, removed with whatever it holds."""
+    folder = _temporary_name(target)
+    folder.mkdir(mode=0o700)
+    fd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        yield tmp
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield folder
+    finally:
+        _remove(folder)
+        os.close(fd)
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
     """Write ``data`` to ``path`` atomically."""
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write(data)
 
 
 def existing_file(path: str | os.PathLike) -> Path:

@@ -35,6 +35,7 @@ import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf import quants as ggml_quants
 
+from aprender._limits import checked_shape
 from aprender._warn import warn
 from aprender.codec import ModelState
 from aprender.codec._registry import entry_for_key
@@ -252,7 +253,7 @@ def _record(meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if not isinstance(quant, dict) or not isinstance(quant.get("tensors"), dict):
         raise FormatError("'quantization' metadata must be an object with a 'tensors' object")
     qtype = quant.get("type")
-    if qtype not in _GGML_TYPES:
+    if not isinstance(qtype, str) or qtype not in _GGML_TYPES:
         raise FormatError(f"unknown quantization type {str(qtype)[:40]!r}; supported: {', '.join(QTYPES)}")
     return qtype, quant["tensors"]
 
@@ -261,12 +262,11 @@ def true_shape(info: Any, name: str) -> tuple[tuple[int, ...], str]:
     """Validated ``(shape, original dtype)`` of one entry of a quantization record (FormatError if bad)."""
     if not isinstance(info, dict):
         raise FormatError(f"quantized tensor '{name}': record must be an object")
-    shape, dtype = info.get("shape"), info.get("dtype")
-    if not (isinstance(shape, list) and 1 <= len(shape) <= 32 and all(type(d) is int and d > 0 for d in shape)):
-        raise FormatError(f"quantized tensor '{name}': invalid shape {str(shape)[:80]}")
-    if dtype not in _FLOAT_DTYPES:
+    shape = checked_shape(info.get("shape"), f"quantized tensor '{name}'", min_ndim=1, min_dim=1)
+    dtype = info.get("dtype")
+    if not isinstance(dtype, str) or dtype not in _FLOAT_DTYPES:
         raise FormatError(f"quantized tensor '{name}': invalid original dtype {str(dtype)[:40]!r}")
-    return tuple(shape), dtype
+    return shape, dtype
 
 
 def _dequantize_one(blocks: np.ndarray, qtype: str, shape: tuple[int, ...], name: str) -> np.ndarray:
@@ -309,7 +309,7 @@ def dequantize(state: ModelState) -> ModelState:
     tensors = dict(state.tensors)
     targets = {}
     for name, info in record.items():
-        if name not in tensors:
+        if name not in tensors:  # JSON object keys are strings
             raise FormatError(f"quantized tensor '{str(name)[:80]}' is missing")
         shape, stored = true_shape(info, name)
         tensors[name] = _dequantize_one(tensors[name], qtype, shape, name)
@@ -317,12 +317,12 @@ def dequantize(state: ModelState) -> ModelState:
     found = set()
     for node in _tensor_nodes_anywhere(meta.get("model"), 0):
         name = node.get("name")
-        if name not in targets or name in found:
+        if not isinstance(name, str) or name not in targets or name in found:
             continue
         found.add(name)
         # The estimator wants the node's original dtype if the codec cast it, else the stored one.
         final = node.get("dtype") or targets[name]
-        if final not in _FLOAT_DTYPES:
+        if not isinstance(final, str) or final not in _FLOAT_DTYPES:
             raise FormatError(f"tensor '{name}' has invalid original dtype {str(final)[:40]!r}")
         if _FLOAT_DTYPES[final].itemsize > 4:
             node["dtype"] = final

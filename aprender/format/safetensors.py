@@ -27,12 +27,14 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 from safetensors import SafetensorError, TensorSpec, safe_open, serialize, serialize_file
 
+from aprender._limits import checked_shape
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, parse_json, to_state
 from aprender.exceptions import FormatError
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
@@ -103,7 +105,7 @@ def state_to_bytes(state: ModelState) -> bytes:
 def write_state(state: ModelState, path: str | os.PathLike) -> None:
     """Write a :class:`ModelState` to ``path`` atomically."""
     specs = _specs(state.tensors)
-    with atomic_path(path) as tmp:
+    with atomic_path(path, own_temporary=True) as tmp:  # the package writes a temporary file of its own
         serialize_file(specs, str(tmp), metadata={METADATA_KEY: canonical_json(state.meta)})
 
 
@@ -185,16 +187,25 @@ def _check_header(head: bytes | memoryview, total: int, where: str) -> tuple[int
     return n, header
 
 
+def _read_header(p: Path, where: str) -> tuple[int, dict[str, Any]]:
+    """Read and validate the header of file ``p`` without reading its data."""
+    with open(p, "rb") as f:
+        total = os.fstat(f.fileno()).st_size
+        prefix = f.read(8)
+        n = int.from_bytes(prefix, "little") if len(prefix) == 8 else 0
+        head = prefix + (f.read(n) if n <= min(MAX_HEADER_SIZE, total - 8) else b"")
+    return _check_header(head, total, where)
+
+
 def _check_entry(name: str, info: Any, data_len: int, where: str) -> tuple[int, int]:
     if not isinstance(info, dict):
         raise FormatError(f"{where}: tensor '{name}' has no description object")
     dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
-    if dtype not in DTYPES:
-        raise FormatError(f"{where}: tensor '{name}' has unsupported dtype {dtype!r}")
-    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
-        raise FormatError(f"{where}: tensor '{name}' has invalid shape {shape!r}")
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise FormatError(f"{where}: tensor '{name[:80]}' has unsupported dtype {str(dtype)[:40]!r}")
+    shape = checked_shape(shape, f"{where}: tensor '{name[:80]}'")
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)):
-        raise FormatError(f"{where}: tensor '{name}' has invalid data_offsets {offsets!r}")
+        raise FormatError(f"{where}: tensor '{name[:80]}' has invalid data_offsets {str(offsets)[:80]}")
     begin, end = offsets
     if not 0 <= begin <= end <= data_len:
         raise FormatError(
@@ -317,6 +328,7 @@ def load_tensors(path: str | os.PathLike, *, as_float32: bool = False) -> dict[s
     dtype('float32')
     """
     p = existing_file(path)
+    _read_header(p, f"'{p}'")  # the package allows shapes numpy refuses (255 dimensions, [0, 2**62])
     try:
         with safe_open(str(p), framework="np") as f:
             tensors = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118 - not a dict
@@ -345,12 +357,8 @@ def inspect_file(path: str | os.PathLike) -> ModelInfo:
     """
     p = existing_file(path)
     where = f"'{p}'"
-    with open(p, "rb") as f:
-        total = os.fstat(f.fileno()).st_size
-        prefix = f.read(8)
-        n = int.from_bytes(prefix, "little") if len(prefix) == 8 else 0
-        head = prefix + (f.read(n) if n <= min(MAX_HEADER_SIZE, total - 8) else b"")
-    n, header = _check_header(head, total, where)
+    n, header = _read_header(p, where)
+    total = p.stat().st_size
     raw_meta = header.get("__metadata__", {})
     meta = _meta(header, where) if METADATA_KEY in raw_meta else {}
     rows = sorted((*info["data_offsets"], name, info) for name, info in header.items() if name != "__metadata__")

@@ -58,11 +58,11 @@ def _encode_loss(loss: Any, enc: Encoder, path: str) -> dict[str, Any]:
 
 
 def _decode_loss(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
-    name, options, constant = node.get("class"), node.get("options"), node.get("constant_hessian")
+    name, options, constant = node["class"], node["options"], node["constant_hessian"]
     if name not in LOSS_CLASSES:
         raise fail(path, f"unknown loss {str(name)[:80]!r}")
     cls, readers = LOSS_CLASSES[name]
-    if not isinstance(options, dict) or options.keys() != readers.keys() or type(constant) is not bool:
+    if options.keys() != readers.keys():
         raise fail(path, f"{name} needs exactly the options {sorted(readers)} and a bool 'constant_hessian'")
     for option, value in options.items():
         valid = type(value) is int and value >= 2 if option == "n_classes" else (
@@ -80,4 +80,5 @@ def _decode_loss(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
     return loss
 
 
-register_handler(Handler("sklearn_loss", (_loss.BaseLoss,), _encode_loss, _decode_loss))
+register_handler(Handler("sklearn_loss", (_loss.BaseLoss,), _encode_loss, _decode_loss,
+                          {"class": (str,), "options": (dict,), "constant_hessian": (bool,)}))

@@ -28,10 +28,17 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.tree import BaseDecisionTree
 
-from aprender.codec._checks import check_attr_name, fail
+from aprender.codec._checks import check_attr_name, fail, require
 from aprender.codec._nodes import join
 from aprender.codec._registry import entry_for_class, entry_for_key
-from aprender.codec.handlers.tree import build_trees, check_tree_arrays, check_tree_attrs, pack_trees
+from aprender.codec.handlers.tree import (
+    TREE_CLASSIFIER_FITTED,
+    TREE_FITTED,
+    build_trees,
+    check_tree_arrays,
+    check_tree_attrs,
+    pack_trees,
+)
 from aprender.exceptions import UnsupportedTypeError
 
 __all__ = ["Packed", "check_packed", "pack_estimators", "read_packed", "unpack_estimators"]
@@ -164,6 +171,7 @@ def check_packed(packed: Packed, path: str) -> None:
     check_tree_arrays(packed.trees, packed.shape, path)
     trees = packed.trees
     classifier = issubclass(packed.cls, ClassifierMixin)
+    require(packed.attrs, TREE_FITTED + (TREE_CLASSIFIER_FITTED if classifier else ()), path)
     check_tree_attrs(packed.attrs, trees["n_features"], trees["n_outputs"], trees["n_classes"], classifier, path)
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aprender.codec._checks import fail
-from aprender.codec.handlers._base import Handler, register_handler, sub, tensor_field
+from aprender.codec.handlers._base import TENSOR, Handler, register_handler, sub, tensor_field
 
 if TYPE_CHECKING:
     from aprender.codec._decode import Decoder
@@ -30,14 +30,16 @@ def _encode_random_state(value: np.random.RandomState, enc: Encoder, path: str) 
 
 def _decode_random_state(node: Mapping[str, Any], dec: Decoder, path: str) -> np.random.RandomState:
     keys = tensor_field(dec, node, "keys", path, "u")
-    pos, has_gauss, cached = node.get("pos"), node.get("has_gauss"), node.get("cached_gaussian")
-    if node.get("bit_generator") != "MT19937" or keys.shape != (624,) or keys.dtype != np.uint32:
+    pos, has_gauss, cached = node["pos"], node["has_gauss"], node["cached_gaussian"]
+    if node["bit_generator"] != "MT19937" or keys.shape != (624,) or keys.dtype != np.uint32:
         raise fail(path, "RandomState must be MT19937 with 624 uint32 keys")
-    if type(pos) is not int or not 0 <= pos <= 624 or has_gauss not in (0, 1) or type(cached) is not float:
+    if not 0 <= pos <= 624 or has_gauss not in (0, 1):
         raise fail(path, "invalid RandomState position or gaussian cache")
     rs = np.random.RandomState()
     rs.set_state(("MT19937", keys, pos, has_gauss, cached))
     return rs
 
 
-register_handler(Handler("random_state", (np.random.RandomState,), _encode_random_state, _decode_random_state))
+register_handler(Handler("random_state", (np.random.RandomState,), _encode_random_state, _decode_random_state,
+                          {"bit_generator": (str,), "keys": TENSOR, "pos": (int,), "has_gauss": (int,),
+                           "cached_gaussian": (float,)}))

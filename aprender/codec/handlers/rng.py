@@ -42,11 +42,11 @@ def _encode_generator(value: np.random.Generator, enc: Encoder, path: str) -> di
 
 
 def _decode_generator(node: Mapping[str, Any], dec: Decoder, path: str) -> np.random.Generator:
-    name, has, word = node.get("bit_generator"), node.get("has_uint32"), node.get("uinteger")
-    words = [node.get("state"), node.get("inc")]
-    if name not in _BIT_GENERATORS or not all(isinstance(w, str) and _HEX128.match(w) for w in words):
+    name, has, word = node["bit_generator"], node["has_uint32"], node["uinteger"]
+    words = [node["state"], node["inc"]]
+    if name not in _BIT_GENERATORS or not all(_HEX128.match(w) for w in words):
         raise fail(path, "a Generator needs a PCG64 or PCG64DXSM bit generator and two 32-digit hex words")
-    if has not in (0, 1) or type(has) is not int or type(word) is not int or not 0 <= word < 2**32:
+    if has not in (0, 1) or not 0 <= word < 2**32:
         raise fail(path, "invalid Generator has_uint32 / uinteger")
     bit_generator = _BIT_GENERATORS[name]()
     bit_generator.state = {
@@ -58,4 +58,6 @@ def _decode_generator(node: Mapping[str, Any], dec: Decoder, path: str) -> np.ra
     return np.random.Generator(bit_generator)
 
 
-register_handler(Handler("numpy_generator", (np.random.Generator,), _encode_generator, _decode_generator))
+register_handler(Handler("numpy_generator", (np.random.Generator,), _encode_generator, _decode_generator,
+                          {"bit_generator": (str,), "state": (str,), "inc": (str,), "has_uint32": (int,),
+                           "uinteger": (int,)}))

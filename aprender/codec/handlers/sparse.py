@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
 
+from aprender._limits import MAX_ELEMENTS
 from aprender.codec._checks import fail
-from aprender.codec.handlers._base import Handler, register_handler, sub, tensor_field
+from aprender.codec.handlers._base import TENSOR, Handler, register_handler, sub, tensor_field
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
@@ -53,10 +54,10 @@ def check_compressed(indptr: np.ndarray, indices: np.ndarray, n_major: int, n_mi
 
 
 def _decode_sparse(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
-    key = (node.get("format"), node.get("array"))
-    cls = _SPARSE.get(key) if isinstance(key[1], bool) else None
-    shape = node.get("shape")
-    valid_shape = isinstance(shape, list) and len(shape) == 2 and all(type(d) is int and d >= 0 for d in shape)
+    key = (node["format"], node["array"])
+    cls = _SPARSE.get(key)
+    shape = node["shape"]
+    valid_shape = len(shape) == 2 and all(type(d) is int and 0 <= d <= MAX_ELEMENTS for d in shape)
     if cls is None or not valid_shape:
         raise fail(path, f"invalid sparse matrix description {key!r} shape={shape!r}")
     data = tensor_field(dec, node, "data", path, "biuf")
@@ -70,4 +71,6 @@ def _decode_sparse(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
 
 
 register_handler(Handler("sparse", (sp.csr_matrix, sp.csc_matrix, sp.csr_array, sp.csc_array, sp.spmatrix, sp.sparray),
-                         _encode_sparse, _decode_sparse))
+                         _encode_sparse, _decode_sparse,
+                         {"format": (str,), "array": (bool,), "shape": (list,), "data": TENSOR, "indices": TENSOR,
+                          "indptr": TENSOR}))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aprender.codec._checks import fail
-from aprender.codec.handlers._base import Handler, register_handler
+from aprender.codec.handlers._base import NULL, Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
@@ -58,11 +58,12 @@ def _encode_dtype(value: np.dtype, enc: Encoder, path: str) -> dict[str, Any]:
 
 
 def _decode_dtype(node: Mapping[str, Any], dec: Decoder, path: str) -> np.dtype:
-    v = node.get("v")
-    if not isinstance(v, str) or not _DTYPE_STR.match(v):
+    v = node["v"]
+    if not _DTYPE_STR.match(v):
         raise fail(path, f"dtype {str(v)[:40]!r} is not allowed")
     return np.dtype(v)
 
 
-SLICE = register_handler(Handler("slice", (slice,), _encode_slice, _decode_slice))
-DTYPE = register_handler(Handler("dtype", (np.dtype,), _encode_dtype, _decode_dtype))
+SLICE = register_handler(Handler("slice", (slice,), _encode_slice, _decode_slice,
+                                 {name: (int, str, NULL) for name in _BOUNDS}))
+DTYPE = register_handler(Handler("dtype", (np.dtype,), _encode_dtype, _decode_dtype, {"v": (str,)}))

@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.tree._tree import NODE_DTYPE, Tree
 
 from aprender.codec._checks import fail, n_features
-from aprender.codec.handlers._base import Handler, register_handler, tensor_field
+from aprender.codec.handlers._base import TENSOR, Handler, register_handler, tensor_field
 from aprender.codec.handlers.tree_structure import Layout, check_children, check_offsets, max_per_tree, node_depths
 from aprender.exceptions import UnsupportedTypeError
 
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from aprender.codec._decode import Decoder
     from aprender.codec._encode import Encoder
 
-__all__ = ["NODE_FIELDS", "build_trees", "check_tree_arrays", "check_tree_attrs", "pack_trees"]
+__all__ = ["NODE_FIELDS", "TREE_CLASSIFIER_FITTED", "TREE_FITTED", "build_trees", "check_tree_arrays",
+           "check_tree_attrs", "pack_trees"]
 
 #: The node record fields of scikit-learn's Tree, each stored as one tensor.
 NODE_FIELDS: tuple[str, ...] = tuple(NODE_DTYPE.names)
@@ -63,8 +64,8 @@ def pack_trees(trees: Sequence[Tree], path: str) -> dict[str, Any]:
 
 
 def _positive_int(value: object, name: str, path: str) -> int:
-    if type(value) is not int or value < 1:
-        raise fail(path, f"'{name}' must be a positive int, found {value!r}")
+    if type(value) is not int or not 1 <= value < 2**31:
+        raise fail(path, f"'{name}' must be a positive int below 2**31, found {str(value)[:40]}")
     return value
 
 
@@ -153,6 +154,11 @@ def _int_list(value: object) -> list[int] | None:
     return None
 
 
+#: Fitted attributes every decision tree has besides ``tree_`` (and a classifier's labels).
+TREE_FITTED = ("n_features_in_", "n_outputs_", "max_features_")
+TREE_CLASSIFIER_FITTED = ("classes_", "n_classes_")
+
+
 def check_tree_attrs(
     attrs: Mapping[str, Any], features: int, outputs: int, classes: Sequence[int], classifier: bool, path: str
 ) -> None:
@@ -201,13 +207,15 @@ def _decode_tree(node: Mapping[str, Any], dec: Decoder, path: str) -> Tree:
     packed: dict[str, Any] = {k: node.get(k) for k in ("n_features", "n_outputs", "n_classes")}
     for name in TREE_ARRAYS:
         packed[name] = tensor_field(dec, node, name, path, "biuf")
-    depth = node.get("max_depth")
-    if type(depth) is not int or depth < 0:
-        raise fail(path, f"'max_depth' must be a non-negative int, found {depth!r}")
+    depth = node["max_depth"]
+    if not 0 <= depth < 2**31:
+        raise fail(path, f"'max_depth' must be an int from 0 to 2**31, found {str(depth)[:40]}")
     packed["max_depth"] = np.array([depth], dtype=np.int64)
     packed["node_offsets"] = np.array([0, packed["left_child"].shape[0]], dtype=np.int64)
     check_tree_arrays(packed, (1,), path)
     return build_trees(packed)[0]
 
 
-register_handler(Handler("sklearn_tree", (Tree,), _encode_tree, _decode_tree))
+register_handler(Handler("sklearn_tree", (Tree,), _encode_tree, _decode_tree,
+                          {"n_features": (int,), "n_outputs": (int,), "n_classes": (list,), "max_depth": (int,),
+                           **dict.fromkeys(TREE_ARRAYS, TENSOR)}))

@@ -27,7 +27,7 @@ from sklearn.preprocessing import LabelEncoder
 
 from aprender import ensemble as ap
 from aprender.codec import ModelType, Spec
-from aprender.codec._checks import array, fail, n_features
+from aprender.codec._checks import array, fail, n_features, require
 from aprender.codec._nodes import join
 from aprender.codec.handlers.hgb import (
     build_bin_mapper,
@@ -198,7 +198,8 @@ def _hgb_validator(classifier: bool) -> Validator:
             raise fail(path, f"n_features_in_ is {n} but the bin mapper has {bins.n_features} features "
                              f"and _n_features is {attrs.get('_n_features')!r}")
         check_predictors(attrs.get("_predictors"), per_iteration, bins, join(path, "_predictors"))
-        if attrs.get("_preprocessor") is not None:
+        require(attrs, ("_preprocessor",), path)
+        if attrs["_preprocessor"] is not None:
             check_preprocessor(attrs["_preprocessor"], attrs, bins, join(path, "_preprocessor"))
         encoder = attrs.get("_label_encoder", _LABELS_FROM)
         if encoder != _LABELS_FROM and not isinstance(encoder, LabelEncoder):

@@ -10,16 +10,22 @@ from sklearn import linear_model as sk
 
 from aprender import linear_model as ap
 from aprender.codec import ModelType, Spec
-from aprender.codec._checks import array, fail, n_features
+from aprender.codec._checks import array, fail, n_features, require
 
 #: The names the aprender Rust ecosystem reads.
 LINEAR_ALIASES = {"coef_": "coefficients", "intercept_": "intercept"}
 
 
 def _check_intercept(attrs: Mapping[str, Any], rows: int, path: str) -> None:
-    intercept = attrs.get("intercept_")
-    if isinstance(intercept, np.ndarray) and intercept.shape not in ((rows,), ()):
-        raise fail(path, f"'intercept_' has shape {intercept.shape}, coefficients need ({rows},)")
+    """intercept_ is required: a float (``fit_intercept=False``) or float array of one value per row."""
+    require(attrs, ("intercept_",), path)
+    intercept = attrs["intercept_"]
+    if isinstance(intercept, np.ndarray):
+        if intercept.dtype.kind != "f" or intercept.shape not in ((rows,), ()):
+            raise fail(path, f"'intercept_' is {intercept.dtype} of shape {intercept.shape}; "
+                             f"coefficients need float of shape ({rows},)")
+    elif not isinstance(intercept, float | np.floating):
+        raise fail(path, f"'intercept_' must be a float or a float array, found {type(intercept).__name__}")
 
 
 def check_linear(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:

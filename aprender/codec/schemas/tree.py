@@ -15,8 +15,8 @@ from sklearn.tree._tree import Tree
 
 from aprender import tree as ap
 from aprender.codec import ModelType, Spec
-from aprender.codec._checks import fail
-from aprender.codec.handlers.tree import check_tree_attrs
+from aprender.codec._checks import fail, require
+from aprender.codec.handlers.tree import TREE_CLASSIFIER_FITTED, TREE_FITTED, check_tree_attrs
 
 
 def _check_tree(attrs: Mapping[str, Any], classifier: bool, path: str) -> None:
@@ -25,6 +25,7 @@ def _check_tree(attrs: Mapping[str, Any], classifier: bool, path: str) -> None:
     tree = attrs.get("tree_")
     if not isinstance(tree, Tree):
         raise fail(path, f"a fitted decision tree needs 'tree_', found {type(tree).__name__}")
+    require(attrs, TREE_FITTED + (TREE_CLASSIFIER_FITTED if classifier else ()), path)
     classes = [int(c) for c in tree.n_classes]
     check_tree_attrs(attrs, int(tree.n_features), int(tree.n_outputs), classes, classifier, path)
 

@@ -44,6 +44,7 @@ from aprender.exceptions import FormatError, ModelTypeMismatch
 from aprender.format._crc import crc32
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import atomic_path
+from aprender.format.apr._crypto import kdf_limits
 from aprender.format.apr._layout import Entry, Flags
 from aprender.format.apr._options import Compression, SaveOptions
 from aprender.format.apr._read import Keys, Parsed, check, map_file, read_file, read_prefix, state_of, verify_signature
@@ -53,6 +54,7 @@ __all__ = [
     "Compression",
     "SaveOptions",
     "inspect_file",
+    "kdf_limits",
     "load",
     "load_as_recipient",
     "load_encrypted",

@@ -13,12 +13,15 @@ import zstandard
 
 from aprender.exceptions import FormatError
 
-__all__ = ["compress", "decompress"]
+__all__ = ["MAX_ZSTD_WINDOW", "compress", "decompress"]
 
 #: Largest expansion each format can produce (zstd: a 4-byte RLE block per 128 KiB;
 #: LZ4: 255 bytes of match length per length byte), plus one block of slack.
 _MAX_RATIO = {"zstd": (1 << 15, 1 << 17), "lz4": (1 << 8, 1 << 16)}
 _CHUNK = 1 << 22
+#: Largest zstd window a reader accepts: the decoder allocates it whatever the frame holds.
+#: aprender writes at most 8 MiB (level 19); zstd's own default limit is 128 MiB.
+MAX_ZSTD_WINDOW = 1 << 24
 
 
 def compress(data: bytes | memoryview, algorithm: str, level: int) -> bytes:
@@ -49,7 +52,8 @@ def _zstd(stored: memoryview, size: int) -> tuple[np.ndarray, bool]:
     # parse as frames too (or raise), so nothing after the frame goes unnoticed.
     out = np.empty(size, dtype=np.uint8)
     view = memoryview(out)
-    reader = zstandard.ZstdDecompressor().stream_reader(stored, read_size=_CHUNK, read_across_frames=True)
+    decompressor = zstandard.ZstdDecompressor(max_window_size=MAX_ZSTD_WINDOW)
+    reader = decompressor.stream_reader(stored, read_size=_CHUNK, read_across_frames=True)
     filled = 0
     while filled < size:
         n = reader.readinto(view[filled:])

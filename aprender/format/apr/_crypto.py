@@ -16,8 +16,10 @@ Keys are accepted as ``cryptography`` key objects or as raw 32-byte strings.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature, InvalidTag
@@ -35,10 +37,12 @@ __all__ = [
     "ARGON2",
     "SEGMENT_SIZE",
     "TAG_SIZE",
+    "DEFAULT_KDF_LIMITS",
     "check_params",
     "decrypt",
     "derive_key",
     "encrypt",
+    "kdf_limits",
     "new_encryption",
     "plaintext_size",
     "public_key_bytes",
@@ -48,8 +52,39 @@ __all__ = [
 
 #: Argon2id cost written into new files (OWASP's minimum recommendation).
 ARGON2 = {"memory_cost": 19456, "iterations": 2, "lanes": 1}
-#: Largest Argon2id cost a file may ask of the reader (bounds memory and time).
+#: Largest Argon2id cost a well-formed file can state (2 GiB, 16 passes, 16 lanes).
 _ARGON2_LIMITS = {"memory_cost": 1 << 21, "iterations": 16, "lanes": 16}
+#: Largest Argon2id cost a reader spends unless the caller opts in with :func:`kdf_limits`:
+#: a little above what aprender writes (64 MiB, 3 passes, 4 lanes against 19 MiB, 2, 1).
+DEFAULT_KDF_LIMITS = {"memory_cost": 1 << 16, "iterations": 3, "lanes": 4}
+_KDF_LIMITS: ContextVar[Mapping[str, int]] = ContextVar("aprender_kdf_limits", default=DEFAULT_KDF_LIMITS)
+
+
+@contextlib.contextmanager
+def kdf_limits(*, memory_cost: int, iterations: int, lanes: int) -> Iterator[None]:
+    """Allow files whose Argon2id costs reach these limits, within the ``with`` block.
+
+    A password-encrypted file states the Argon2id parameters its reader must spend:
+    by default a reader refuses more than 64 MiB (``memory_cost`` in KiB), 3 passes
+    and 4 lanes, so a crafted file cannot decide how much memory and time a load
+    costs. Raise the limits only to open files you trust that were written with
+    higher costs; the hard bounds (2 GiB, 16, 16) still apply. The setting is local
+    to the current thread or task (a :class:`contextvars.ContextVar`).
+
+    Examples
+    --------
+    >>> from aprender.format import apr
+    >>> with apr.kdf_limits(memory_cost=1 << 18, iterations=4, lanes=4):
+    ...     pass  # load files written with up to 256 MiB, 4 passes, 4 lanes here
+    """
+    for name, value in (("memory_cost", memory_cost), ("iterations", iterations), ("lanes", lanes)):
+        if type(value) is not int or not 1 <= value <= _ARGON2_LIMITS[name]:
+            raise ValueError(f"{name} must be an int in [1, {_ARGON2_LIMITS[name]}], got {value!r}")
+    token = _KDF_LIMITS.set({"memory_cost": memory_cost, "iterations": iterations, "lanes": lanes})
+    try:
+        yield
+    finally:
+        _KDF_LIMITS.reset(token)
 SALT_SIZE = 16
 NONCE_PREFIX_SIZE = 7
 TAG_SIZE = 16
@@ -172,6 +207,12 @@ def derive_key(params: Mapping[str, Any], password: object, secret_key: object, 
     if params["kdf"] == "argon2id":
         if password is None:
             raise KeyRequired(f"{where}: file is encrypted; pass password= (it was encrypted with a password)")
+        limits = _KDF_LIMITS.get()
+        for name, limit in limits.items():
+            if params[name] > limit:
+                raise FormatError(
+                    f"{where}: the file asks for Argon2id {name}={params[name]}, above this reader's limit of "
+                    f"{limit}; if you trust the file, load it inside aprender.format.apr.kdf_limits(...)")
         return _argon2(_password_bytes(password), params)
     if secret_key is None:
         raise KeyRequired(f"{where}: file is encrypted; pass secret_key= (it was encrypted for an X25519 "

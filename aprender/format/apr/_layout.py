@@ -16,6 +16,7 @@ from enum import IntFlag
 import ml_dtypes
 import numpy as np
 
+from aprender._limits import MAX_NDIM, checked_shape
 from aprender.exceptions import ChecksumMismatch, FormatError, UnsupportedVersion
 from aprender.format._crc import crc32
 
@@ -47,9 +48,8 @@ ALIGNMENT = 64
 FOOTER_SIZE = 4
 #: Ed25519 signature (64 bytes) followed by the raw public key (32 bytes).
 SIGNATURE_BLOCK_SIZE = 96
-#: Index entry limits: the u16 name length and the codec's deepest shape.
+#: Index entry limit: the u16 name length (shapes: aprender._limits.MAX_NDIM).
 MAX_NAME_BYTES = 0xFFFF
-MAX_NDIM = 32
 #: Smallest index entry: name length, dtype, ndim, offset, size (empty name, 0-d).
 _MIN_ENTRY = 2 + 1 + 1 + 8 + 8
 
@@ -317,14 +317,15 @@ def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[Entry], in
             raise FormatError(f"{at}: tensor '{name[:80]}' breaks the strictly sorted order of names")
         if code not in DTYPES:
             raise FormatError(f"{at}: tensor '{name[:80]}' has unknown dtype code {code}")
-        expected_size = _nbytes(code, tuple(shape))
+        shape = checked_shape(shape, f"{at}: tensor '{name[:80]}'")
+        expected_size = _nbytes(code, shape)
         if size != expected_size:
-            raise FormatError(f"{at}: tensor '{name[:80]}' of shape {shape} and dtype {DTYPES[code].name} "
+            raise FormatError(f"{at}: tensor '{name[:80]}' of shape {list(shape)} and dtype {DTYPES[code].name} "
                               f"cannot occupy {size} bytes")
         if offset != expected_offset:
             raise FormatError(f"{at}: tensor '{name[:80]}' starts at data byte {offset}, expected "
                               f"{expected_offset} (tensors tile the data section in name order, 64-byte aligned)")
-        entries.append(Entry(name, code, tuple(shape), offset, size))
+        entries.append(Entry(name, code, shape, offset, size))
         previous, expected_offset = name_bytes, align(offset + size)
     if align(pos) != len(raw) or any(raw[pos:]):
         raise FormatError(f"{where}: the tensor index ends at byte {base + pos}; bytes {base + pos}-"

@@ -246,11 +246,9 @@ def _check_meta(p: Parsed) -> None:
             raise FormatError(f"{where}: tensor '{next(iter(blocks))}' holds GGML blocks but the file has no "
                               "'quantization' metadata")
         return
-    if not isinstance(quantization, dict) or quantization.get("type") not in QUANTIZED_CODES or not isinstance(
-        quantization.get("tensors"), dict
-    ):
+    qtype = quantization.get("type") if isinstance(quantization, dict) else None
+    if not isinstance(qtype, str) or qtype not in QUANTIZED_CODES or not isinstance(quantization.get("tensors"), dict):
         raise FormatError(f"{where}: 'quantization' metadata needs a known 'type' and a 'tensors' object")
-    qtype = quantization["type"]
     if set(blocks) != set(quantization["tensors"]) or any(t != qtype for t in blocks.values()):
         raise FormatError(f"{where}: the {qtype} tensors of the index and of the 'quantization' metadata differ")
 

@@ -18,6 +18,7 @@ import numpy as np
 from gguf import GGMLQuantizationType
 from gguf.quants import quant_shape_to_byte_shape
 
+from aprender._limits import checked_shape
 from aprender.exceptions import FormatError, UnsupportedTypeError
 
 __all__ = [
@@ -157,11 +158,9 @@ def check_entry(gguf_name: str, dtype: np.dtype, shape: tuple[int, ...], entry: 
             raise _fail(gguf_name, where, f"cannot be restored to dtype {str(true_dtype)[:40]!r} from {dtype}")
         dtype = true
     if true_shape is not None:
-        if not (isinstance(true_shape, list) and len(true_shape) <= 32
-                and all(type(d) is int and d >= 0 for d in true_shape)):
-            raise _fail(gguf_name, where, f"invalid mapped shape {str(true_shape)[:80]}")
+        true_shape = checked_shape(true_shape, f"{where}: tensor '{gguf_name[:80]}': mapped shape")
         if math.prod(true_shape) != math.prod(shape) or _gguf_shape(tuple(true_shape)) != shape:
-            raise _fail(gguf_name, where, f"mapped shape {true_shape} does not match stored shape {list(shape)}")
+            raise _fail(gguf_name, where, f"mapped shape {list(true_shape)} does not match stored shape {list(shape)}")
         shape = tuple(true_shape)
     if not isinstance(name, str) or not name or len(name) > 4096:
         raise _fail(gguf_name, where, "invalid mapped tensor name")

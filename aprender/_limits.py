@@ -1,0 +1,52 @@
+"""Bounds on every size a file can state, shared by the codec and every format reader.
+
+A file is read by code that trusts nothing in it. Whatever a header or a metadata
+tree says -- a shape, a count, a string -- is checked against these limits before it
+is used, so that no claim can make numpy refuse an array (more than 64 dimensions,
+a size past ``intp``), make Python build a huge integer or string, or decide how much
+time and memory a load costs.
+"""
+
+from __future__ import annotations
+
+from aprender.exceptions import FormatError
+
+__all__ = ["MAX_ELEMENTS", "MAX_INT", "MAX_NDIM", "MIN_INT", "checked_shape"]
+
+#: Most dimensions a tensor may have in any format (.apr's index limit; numpy allows 64).
+MAX_NDIM = 32
+#: Most elements a shape may describe: 2**53 keeps every byte count (itemsize <= 8) inside int64.
+MAX_ELEMENTS = 2**53
+#: Range of integers accepted in a metadata tree: what int64 and uint64 can hold.
+MIN_INT, MAX_INT = -(2**63), 2**64 - 1
+
+
+def checked_shape(shape: object, where: str, *, min_ndim: int = 0, min_dim: int = 0) -> tuple[int, ...]:
+    """``shape`` as a tuple once it is a list of at most :data:`MAX_NDIM` bounded ints.
+
+    Every dimension must be an ``int`` (not ``bool``) of at least ``min_dim``, and
+    the product of the non-zero dimensions at most :data:`MAX_ELEMENTS`: numpy
+    multiplies them even when another is zero, so ``[0, 2**62]`` is refused too.
+
+    Examples
+    --------
+    >>> from aprender._limits import checked_shape
+    >>> checked_shape([3, 4], "tensor 'w'")
+    (3, 4)
+    >>> checked_shape([0, 2**30, 2**30], "w")
+    Traceback (most recent call last):
+    ...
+    aprender.exceptions.FormatError: w: shape [0, 1073741824, 1073741824] describes more than 2**53 elements
+    """
+    if not isinstance(shape, (list, tuple)) or not min_ndim <= len(shape) <= MAX_NDIM:
+        raise FormatError(f"{where}: shape must be a list of {min_ndim} to {MAX_NDIM} dimensions, "
+                          f"found {str(shape)[:80]}")
+    total = 1
+    for d in shape:
+        if type(d) is not int or not min_dim <= d <= MAX_ELEMENTS:
+            raise FormatError(f"{where}: invalid dimension {str(d)[:40]} in shape "
+                              f"(each must be an int from {min_dim} to 2**53)")
+        total *= max(d, 1)
+        if total > MAX_ELEMENTS:
+            raise FormatError(f"{where}: shape {str(list(shape))[:120]} describes more than 2**53 elements")
+    return tuple(shape)
