@@ -24,7 +24,7 @@ from sklearn.metrics._dist_metrics import METRIC_MAPPING64
 from sklearn.neighbors import BallTree, KDTree
 
 from aprender.codec._checks import fail
-from aprender.codec.handlers._base import Handler, register_handler, sub, tensor_field
+from aprender.codec.handlers._base import ANY, NULL, TENSOR, Handler, register_handler, sub, tensor_field
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
@@ -161,6 +161,14 @@ def _decode_bspline(node: Mapping[str, Any], dec: Decoder, path: str) -> BSpline
         raise fail(path, f"cannot rebuild BSpline: {exc}") from None
 
 
-BINARY_TREE = register_handler(Handler("binary_tree", (KDTree, BallTree), _encode_tree, _decode_tree))
-INTERP1D = register_handler(Handler("interp1d", (interp1d,), _encode_interp1d, _decode_interp1d))
-BSPLINE = register_handler(Handler("bspline", (BSpline,), _encode_bspline, _decode_bspline))
+BINARY_TREE = register_handler(Handler(
+    "binary_tree", (KDTree, BallTree), _encode_tree, _decode_tree,
+    {"kind": (str,), "leaf_size": (int,), "metric": (str,), "p": (int, float, NULL), "w": (*TENSOR, NULL),
+     "data": TENSOR, "sample_weight": (*TENSOR, NULL)}))
+INTERP1D = register_handler(Handler(
+    "interp1d", (interp1d,), _encode_interp1d, _decode_interp1d,
+    {"kind": (str,), "axis": (int,), "bounds_error": (bool,), "assume_sorted": (bool,), "fill_value": ANY,
+     "x": TENSOR, "y": TENSOR}))
+BSPLINE = register_handler(Handler(
+    "bspline", (BSpline,), _encode_bspline, _decode_bspline,
+    {"k": (int,), "axis": (int,), "extrapolate": (bool, str), "t": TENSOR, "c": TENSOR}))

@@ -24,7 +24,7 @@ from sklearn.utils import Bunch
 
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join
-from aprender.codec.handlers._base import Handler, register_handler
+from aprender.codec.handlers._base import ANY, Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
@@ -121,9 +121,12 @@ def _decode_masked(node: Mapping[str, Any], dec: Decoder, path: str) -> np.ma.Ma
     return np.ma.MaskedArray(data, mask=mask)
 
 
-MASKED = register_handler(Handler("masked", (np.ma.MaskedArray,), _encode_masked, _decode_masked))
-BUNCH = register_handler(Handler("bunch", (Bunch,), _encode_bunch, _decode_bunch))
-DEFAULTDICT = register_handler(Handler("defaultdict", (defaultdict,), _encode_defaultdict, _decode_defaultdict))
-ORDEREDDICT = register_handler(Handler("ordereddict", (OrderedDict,), _encode_ordereddict, _decode_ordereddict))
+MASKED = register_handler(Handler("masked", (np.ma.MaskedArray,), _encode_masked, _decode_masked,
+                                  {"data": ANY, "mask": ANY}))
+BUNCH = register_handler(Handler("bunch", (Bunch,), _encode_bunch, _decode_bunch, {"items": (list,)}))
+DEFAULTDICT = register_handler(Handler("defaultdict", (defaultdict,), _encode_defaultdict, _decode_defaultdict,
+                                       {"factory": (str,), "items": (list,)}))
+ORDEREDDICT = register_handler(Handler("ordereddict", (OrderedDict,), _encode_ordereddict, _decode_ordereddict,
+                                       {"items": (list,)}))
 SGD_LOSS = register_handler(Handler("sgd_loss", tuple(c for c, _ in SGD_LOSSES.values()), _encode_sgd_loss,
-                                    _decode_sgd_loss))
+                                    _decode_sgd_loss, {"loss": (str,), "args": (list,)}))

@@ -188,5 +188,6 @@ def _decode_partial(node: Mapping[str, Any], dec: Decoder, path: str) -> functoo
 #: What a stored function can be: Python functions, builtins, ufuncs and numpy's dispatchers.
 _FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, np.ufunc, type(np.mean))
 
-PARTIAL = register_handler(Handler("partial", (functools.partial,), _encode_partial, _decode_partial))
-FUNCTION = register_handler(Handler("function", _FUNCTION_TYPES, _encode_function, _decode_function))
+PARTIAL = register_handler(Handler("partial", (functools.partial,), _encode_partial, _decode_partial,
+                                   {"func": (dict,), "args": (list,), "keywords": (dict,)}))
+FUNCTION = register_handler(Handler("function", _FUNCTION_TYPES, _encode_function, _decode_function, {"name": (str,)}))

@@ -110,4 +110,5 @@ def _decode_object(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
     return obj
 
 
-OBJECT = register_handler(Handler("object", (_AllowedObject,), _encode_object, _decode_object))
+OBJECT = register_handler(Handler("object", (_AllowedObject,), _encode_object, _decode_object,
+                                  {"class": (str,), "state": (dict,)}))
