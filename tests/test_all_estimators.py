@@ -31,7 +31,8 @@ REFUSED = {
 #: Instances whose reloaded outputs match to the last few ulps only, and why. Their state
 #: comes back bit-identical (same dtypes, shapes, memory order); the kernel product in
 #: predict_proba still differs in the last bits after a file round trip (under investigation).
-APPROXIMATE = {"LabelSpreading": "rbf kernel products differ in the last bits after loading"}
+APPROXIMATE = {"LabelSpreading": "rbf kernel products differ in the last bits after loading",
+               "LabelPropagation": "rbf kernel products differ in the last bits after loading (as LabelSpreading)"}
 
 FORMATS = {
     "safetensors": (safetensors.state_to_bytes, safetensors.state_from_bytes),
