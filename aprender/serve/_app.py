@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hmac
 import logging
 import os
 import shutil
@@ -23,13 +22,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from aprender.serve import _realizar
+from aprender.serve import _realizar, _v2
 from aprender.serve._http import HTTPError, json_response
 from aprender.serve._metrics import Metrics
 from aprender.serve._registry import Limits, Registry
 from aprender.serve._repository import Policy
 
-__all__ = ["ServeConfig", "create_app", "require_api_key", "run"]
+__all__ = ["ServeConfig", "create_app", "run"]
 
 _log = logging.getLogger("aprender.serve")
 #: Environment variable carrying the configuration to ``--workers`` processes.
@@ -99,17 +98,6 @@ class ServeConfig:
         fields["paths"] = tuple(fields["paths"])
         fields["trusted_keys"] = tuple(bytes.fromhex(k) for k in fields["trusted_keys"])
         return cls(**fields)
-
-
-def require_api_key(request: Request) -> None:
-    """401 unless the request carries ``Authorization: Bearer <--api-key>`` (when one is set)."""
-    key = request.app.state.config.api_key
-    if key is None:
-        return
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
-        raise HTTPError(401, "this route needs 'Authorization: Bearer <api key>' (--api-key)",
-                        headers={"WWW-Authenticate": "Bearer"})
 
 
 class _Instrument:
@@ -194,7 +182,7 @@ def create_app(config: ServeConfig) -> Starlette:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    routes = [*_realizar.routes,
+    routes = [*_realizar.routes, *_v2.routes,
               Route("/metrics", _metrics_text, methods=["GET"]),
               Route("/v1/metrics", _metrics_json, methods=["GET"])]
     app = Starlette(routes=routes, lifespan=lifespan,

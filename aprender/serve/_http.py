@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+import hmac
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-__all__ = ["HTTPError", "dumps", "json_response", "parse_json", "read_body", "read_json"]
+if TYPE_CHECKING:
+    from aprender.serve._registry import Registry
+
+__all__ = ["HTTPError", "dumps", "json_response", "parse_json", "read_body", "read_json", "registry_of",
+           "require_api_key"]
 
 #: orjson options: numpy arrays serialised natively, floats as the shortest repr that round-trips.
 _OPTIONS = orjson.OPT_SERIALIZE_NUMPY
@@ -104,3 +109,19 @@ async def read_json(request: Request, *, allow_empty: bool = False) -> dict[str,
     if not isinstance(value, dict):
         raise HTTPError(400, f"request body must be a JSON object, got {type(value).__name__}")
     return value
+
+
+def registry_of(request: Request) -> Registry:
+    """The app's model registry."""
+    return request.app.state.registry
+
+
+def require_api_key(request: Request) -> None:
+    """401 unless the request carries ``Authorization: Bearer <--api-key>`` (when one is set)."""
+    key = request.app.state.config.api_key
+    if key is None:
+        return
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
+        raise HTTPError(401, "this route needs 'Authorization: Bearer <api key>' (--api-key)",
+                        headers={"WWW-Authenticate": "Bearer"})

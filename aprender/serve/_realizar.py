@@ -16,14 +16,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from aprender import __version__
-from aprender.serve._http import HTTPError, json_response, read_json
-from aprender.serve._registry import Registry, features
+from aprender.serve._http import HTTPError, json_response, read_json, registry_of
+from aprender.serve._registry import features
 
 __all__ = ["routes"]
-
-
-def _registry(request: Request) -> Registry:
-    return request.app.state.registry
 
 
 async def health(request: Request) -> Response:
@@ -31,7 +27,7 @@ async def health(request: Request) -> Response:
 
 
 async def ready(request: Request) -> Response:
-    if _registry(request).ready:
+    if registry_of(request).ready:
         return json_response({"status": "ready"})
     return json_response({"status": "not_ready", "error": "models are loading", "code": "E_NO_MODEL"}, 503)
 
@@ -56,7 +52,7 @@ def _top_k(proba: np.ndarray, classes: np.ndarray, k: int) -> list[list[dict[str
 
 async def _run(request: Request, body: dict[str, Any], rows: Any) -> tuple[dict[str, Any], int, str]:
     """Predict ``rows``; return the per-row fields, the row count and the version."""
-    registry = _registry(request)
+    registry = registry_of(request)
     version = registry.resolve_id(body.get("model_id"))
     probabilities, top_k = _options(body)
     model = await registry.get(version)
@@ -99,7 +95,7 @@ async def predict_batch(request: Request) -> Response:
 
 
 async def models(request: Request) -> Response:
-    registry = _registry(request)
+    registry = registry_of(request)
     loaded = {(m.version.name, m.version.version): m for m in registry.loaded()}
     rows = []
     for name, versions in sorted(registry.models.items()):

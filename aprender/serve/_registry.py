@@ -68,6 +68,7 @@ class LoadedModel:
     load_seconds: float
     loaded_at: float
     warmup: str
+    signature: dict[str, tuple[np.dtype, tuple[int, ...]]]
     max_batch_size: int
     batchers: dict[tuple[str, ...], Batcher] = field(default_factory=dict)
 
@@ -120,15 +121,21 @@ def _load(version: Version) -> Any:
     return aprender.load(version.path)
 
 
-def _warm(estimator: Any, outputs: tuple[str, ...], n_features: int) -> str:
+def _warm(estimator: Any, outputs: tuple[str, ...], n_features: int) -> tuple[str, dict[str, Any]]:
+    """Call every output a few times on a row of zeros; return what happened and each output's
+    dtype and shape per row (guessed from ``classes_`` if the row of zeros is refused)."""
     row = np.zeros((1, n_features))
     try:
         for _ in range(_WARMUP_CALLS):
-            for name in outputs:
-                getattr(estimator, name)(row)
+            results = {name: np.asarray(getattr(estimator, name)(row)) for name in outputs}
     except Exception as exc:  # a row of zeros may be invalid input for this model: serve anyway
-        return f"failed on a row of zeros: {type(exc).__name__}: {exc}"
-    return f"{_WARMUP_CALLS} calls of {', '.join(outputs)}"
+        classes = np.asarray(getattr(estimator, "classes_", np.zeros(0)))
+        guess = {name: (np.dtype(np.float64), (-1,)) for name in outputs}
+        if "predict" in guess:
+            guess["predict"] = (classes.dtype if classes.size else np.dtype(np.float64), ())
+        return f"failed on a row of zeros: {type(exc).__name__}: {exc}", guess
+    return (f"{_WARMUP_CALLS} calls of {', '.join(outputs)}",
+            {name: (value.dtype, value.shape[1:]) for name, value in results.items()})
 
 
 def _batch_size(version: Version, limits: Limits) -> int:
@@ -158,9 +165,9 @@ def load_version(version: Version, limits: Limits) -> LoadedModel:
                               f"{version.estimator} does not have")
     if not outputs:
         raise RepositoryError(f"'{version.path}': {version.estimator} has none of the outputs {', '.join(OUTPUTS)}")
-    warmup = _warm(estimator, outputs, int(n_features))
+    warmup, signature = _warm(estimator, outputs, int(n_features))
     return LoadedModel(version, estimator, outputs, int(n_features), time.perf_counter() - start, time.time(),
-                       warmup, _batch_size(version, limits))
+                       warmup, signature, _batch_size(version, limits))
 
 
 class Registry:
