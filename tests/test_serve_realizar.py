@@ -10,15 +10,14 @@ import httpx
 import numpy as np
 import orjson
 import pytest
-from serve_helpers import SIGNING_KEY, X, build_repository, same, serving
+from serve_helpers import SIGNING_KEY, X, same, serving
 
 from aprender.serve import ServeConfig
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    root = tmp_path_factory.mktemp("repo")
-    return root, build_repository(root)
+def models(serve_repository):
+    return serve_repository
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import orjson
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from serve_helpers import SIGNING_KEY, X, build_repository, y
+from serve_helpers import SIGNING_KEY, X, y
 
 import aprender
 from aprender.cli import main
@@ -22,10 +22,8 @@ TRUSTED = SIGNING_KEY.public_key().public_bytes_raw()
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("repo")
-    build_repository(root)
-    return root
+def repo(serve_repository):
+    return serve_repository[0]
 
 
 def test_layout_versions_and_settings(repo):

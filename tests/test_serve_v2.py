@@ -9,7 +9,7 @@ import httpx
 import numpy as np
 import pytest
 import tritonclient.http as triton
-from serve_helpers import X, build_repository, same, serving
+from serve_helpers import X, same, serving
 from tritonclient.utils import InferenceServerException
 
 from aprender.serve import ServeConfig
@@ -18,9 +18,10 @@ API_KEY = "s3cret"
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    root = tmp_path_factory.mktemp("repo")
-    return root, build_repository(root)
+def models(serve_repository, tmp_path_factory):
+    root = tmp_path_factory.mktemp("repo") / "models"
+    shutil.copytree(serve_repository[0], root)  # the repository tests add and remove models
+    return root, serve_repository[1]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def server(models):
         yield url
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def client(server):
     c = triton.InferenceServerClient(server.removeprefix("http://"))
     yield c

@@ -22,7 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from aprender.serve import _realizar, _v2
+from aprender.serve import _ollama, _realizar, _v2
 from aprender.serve._http import HTTPError, json_response
 from aprender.serve._metrics import Metrics
 from aprender.serve._registry import Limits, Registry
@@ -182,7 +182,7 @@ def create_app(config: ServeConfig) -> Starlette:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    routes = [*_realizar.routes, *_v2.routes,
+    routes = [*_realizar.routes, *_v2.routes, *_ollama.routes,
               Route("/metrics", _metrics_text, methods=["GET"]),
               Route("/v1/metrics", _metrics_json, methods=["GET"])]
     app = Starlette(routes=routes, lifespan=lifespan,
