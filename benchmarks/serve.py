@@ -182,7 +182,7 @@ def main() -> None:
                 for mode in ("on", "off"):
                     rows.append([f"RandomForest(100), `/predict` 1 row, batching {mode}", str(connections),
                                  *_fmt(results[mode])])
-                ratio = _median(results["on"], "rps")[0] / _median(results["off"], "rps")[0]
+                ratio = _median(results["on"], "rps")[0] / max(_median(results["off"], "rps")[0], 1e-9)
                 delta = _median(results["on"], "p50")[0] - _median(results["off"], "p50")[0]
                 rows.append([f"... batching on / off at {connections} connection(s)", str(connections),
                              f"x {ratio:.2f}", "", f"delta p50 {delta:+.2f}", "", ""])
