@@ -100,6 +100,7 @@ def test_keep_alive_zero_unloads_and_empty_prompt_loads(client):
     (lambda c: c.generate(model="iris:5", prompt="[1]", stream=False), 404, "no version '5'"),
     (lambda c: c.generate(model="iris", prompt="[1, 2]", stream=False), 400, "the model expects 4"),
     (lambda c: c.generate(model="iris", prompt="setosa?", stream=False), 400, "the prompt is not valid JSON"),
+    (lambda c: c.generate(model="iris", prompt="5", stream=False), 400, "got 0 dimensions"),
     (lambda c: c.generate(model="iris", prompt="[1, 2, 3, 4]", options={"output": "x"}), 400, "options.output"),
     (lambda c: list(c.generate(model="iris", prompt="[[1, 2, 3, 4], [1]]", stream=True)), 400, "equal-length rows"),
     (lambda c: c.embed(model="iris", input="[1, 2, 3, 4]"), 400, "no transform()"),

@@ -122,6 +122,7 @@ def test_infer_errors(client, server):
     for body, headers, message in [
         (b"{", {}, "not valid JSON"),
         (b'{"inputs": []}', {}, "exactly one tensor"),
+        (b'{"inputs": [{"name": "x", "shape": [], "datatype": "FP64", "data": [1]}]}', {}, "got 0 dimensions"),
         (b'{"inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP64", "data": [1, 2]}]}', {}, "do not fill"),
         (b'{"inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP64", "data": ["a", 1, 2, 3]}]}', {},
          "does not hold FP64"),

@@ -104,12 +104,12 @@ def features(value: Any, n_features: int, what: str = "features") -> np.ndarray:
 
 def check_rows(X: np.ndarray, n_features: int, what: str = "features") -> np.ndarray:
     """``X`` as 2-D rows of ``n_features`` (one row may come 1-D); 400 otherwise."""
-    if X.ndim == 1 and X.shape[0]:
-        X = X.reshape(1, -1)
-    if X.ndim == 1 or X.shape[0] == 0:
-        raise HTTPError(400, f"{what} has no rows")
-    if X.ndim != 2:
+    if X.ndim not in (1, 2):
         raise HTTPError(400, f"{what} must be one row or a list of rows, got {X.ndim} dimensions")
+    if X.shape[0] == 0:
+        raise HTTPError(400, f"{what} has no rows")
+    if X.ndim == 1:
+        X = X.reshape(1, -1)
     if X.shape[1] != n_features:
         raise HTTPError(400, f"{what} has {X.shape[1]} features per row; the model expects {n_features}")
     return X
