@@ -12,6 +12,7 @@ import orjson
 import pytest
 from serve_helpers import SIGNING_KEY, X, same, serving
 
+import aprender
 from aprender.serve import ServeConfig
 
 
@@ -160,3 +161,15 @@ def test_ready_is_503_until_models_are_warm(models, monkeypatch):
             time.sleep(0.01)
         assert httpx.get(f"{url}/ready").status_code == 200
         assert httpx.post(f"{url}/predict", json={"features": [1, 2, 3, 4]}).json()["model_version"] == "2"
+
+
+def test_a_model_without_a_feature_matrix_is_503_and_the_rest_serves(tmp_path, serve_repository):
+    from aprender.feature_extraction.text import CountVectorizer
+
+    aprender.save(CountVectorizer().fit(["apple banana", "banana cherry"]), tmp_path / "words.apr")
+    with serving(ServeConfig((str(tmp_path / "words.apr"), str(serve_repository[0] / "line")))) as url:
+        r = httpx.post(f"{url}/predict", json={"model_id": "words", "features": [1.0]})
+        assert (r.status_code, r.json()["code"]) == (503, "E_NO_MODEL")
+        assert "does not take a numeric feature matrix" in r.json()["error"]
+        r = httpx.post(f"{url}/predict", json={"model_id": "line", "features": [1.0, 2.0]})
+        assert r.status_code == 200

@@ -127,10 +127,11 @@ class Batcher:
             await self._execute(self._take())
 
     async def _execute(self, batch: list[_Pending]) -> None:
-        X = batch[0].X if len(batch) == 1 else np.concatenate([p.X for p in batch])
+        rows = sum(p.X.shape[0] for p in batch)
         if self._on_batch is not None:
-            self._on_batch(X.shape[0])
+            self._on_batch(rows)
         try:
+            X = batch[0].X if len(batch) == 1 else np.concatenate([p.X for p in batch])
             outputs = await asyncio.to_thread(self._run, X)
         except Exception as exc:
             if len(batch) == 1:

@@ -9,6 +9,7 @@ version of it. Loading runs in a thread; concurrent requests for the same model 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -43,6 +44,7 @@ __all__ = ["Limits", "LoadedModel", "Registry", "features"]
 _BATCHED = ("DecisionTree", "ExtraTree", "RandomForest", "ExtraTrees", "GradientBoosting", "HistGradientBoosting",
             "IsolationForest", "KNeighbors", "RadiusNeighbors", "SVC", "NuSVC", "SVR", "NuSVR")
 _DEFAULT_BATCH = 64
+_log = logging.getLogger("aprender.serve")
 _WARMUP_CALLS = 3
 
 
@@ -248,9 +250,17 @@ class Registry:
             self._loading[key] = pending
             try:
                 model = await asyncio.to_thread(load_version, version, self.limits)
-            except Exception as exc:
-                pending.set_exception(exc)
-                pending.exception()  # retrieved: waiters re-raise it
+            except RepositoryError as exc:
+                error = HTTPError(503, str(exc), "E_NO_MODEL")
+                pending.set_exception(error)
+                pending.exception()
+                raise error from None
+            except BaseException as exc:  # waiters must never hang, even if this request is cancelled
+                if isinstance(exc, Exception):
+                    pending.set_exception(exc)
+                    pending.exception()  # retrieved: the waiters re-raise it
+                else:
+                    pending.cancel()
                 raise
             finally:
                 del self._loading[key]
@@ -287,7 +297,10 @@ class Registry:
         try:
             budget = self.limits.max_loaded_models
             for name in sorted(self.models)[:budget]:
-                await self.get(self.resolve(name))
+                try:
+                    await self.get(self.resolve(name))
+                except Exception as exc:  # served requests will report it; the others still load
+                    _log.warning("model '%s' could not be loaded: %s", name, exc)
         finally:
             self.ready = True
 
@@ -312,11 +325,7 @@ class Registry:
             found, versions = await asyncio.to_thread(self._find, name)
         except RepositoryError as exc:
             raise HTTPError(400, str(exc)) from None
-        latest = versions[max(versions)]
-        try:
-            await self.get(latest)
-        except RepositoryError as exc:
-            raise HTTPError(400, str(exc)) from None
+        await self.get(versions[max(versions)])
         self.models = MappingProxyType({**self.models, found: versions})
         return versions
 
@@ -389,6 +398,11 @@ def _runner(estimator: Any, outputs: tuple[str, ...]) -> Any:
     methods = [(name, getattr(estimator, name)) for name in outputs]
 
     def run(X: np.ndarray) -> dict[str, np.ndarray]:
-        return {name: np.asarray(method(X)) for name, method in methods}
+        outputs = {name: np.asarray(method(X)) for name, method in methods}
+        for name, value in outputs.items():
+            if value.ndim == 0 or value.shape[0] != X.shape[0]:
+                raise ValueError(f"{name}() did not return one row per input row (shape {value.shape}); "
+                                 "multi-output probabilities are not served")
+        return outputs
 
     return run
