@@ -115,6 +115,12 @@ def test_encrypted_and_duplicate_names_are_refused(tmp_path):
         scan([tmp_path / "a" / "m.apr", tmp_path / "m.safetensors"], Policy())
 
 
+def test_cli_help(capsys):
+    assert main(["serve", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Usage: aprender serve ") and "--json" in out and "127.0.0.1" in out
+
+
 def test_cli_refuses_before_binding(tmp_path, capsys):
     (tmp_path / "model.joblib").write_bytes(b"not opened")
     assert main(["serve", str(tmp_path / "model.joblib"), "--port", "1"]) == 1
@@ -128,6 +134,8 @@ def test_cli_refuses_before_binding(tmp_path, capsys):
                                                           serialization.PublicFormat.SubjectPublicKeyInfo))
     assert main(["serve", str(model), "--require-signature", "--trusted-key", str(key)]) == 1
     assert "not signed" in capsys.readouterr().err
+    assert main(["serve", str(model), "--json", "--require-signature", "--trusted-key", str(key)]) == 1
+    assert "not signed" in capsys.readouterr().out  # --json reports the error as JSON on stdout
 
 
 def test_batcher_merges_splits_and_isolates_failures():

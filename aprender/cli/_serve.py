@@ -8,7 +8,8 @@ import click
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from aprender.cli._options import CommandError, debug_option
+from aprender.cli._options import CommandError, debug_option, json_option
+from aprender.cli._render import emit_json
 from aprender.cli._secrets import load_public_key
 
 __all__ = ["serve"]
@@ -40,11 +41,12 @@ _MIB = 1 << 20
               path_type=Path), help="Ed25519 public key (PEM) whose signatures are trusted; repeatable.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@json_option
 @debug_option
 def serve(paths: tuple[Path, ...], host: str, port: int, workers: int, max_loaded_models: int | None,
           max_model_memory: float | None, max_batch_size: int | None, max_batch_time: float, max_queue: int,
           max_body_size: float, api_key: str | None, require_signature: bool, trusted_keys: tuple[Path, ...],
-          log_level: str) -> int:
+          log_level: str, as_json: bool) -> int:
     """Serve model files and repository folders (PATH/NAME/N/model.apr) until interrupted.
 
     A file is served under its stem. Pickle files (.pkl, .joblib) are refused unopened.
@@ -65,8 +67,12 @@ def serve(paths: tuple[Path, ...], host: str, port: int, workers: int, max_loade
         models = scan(config.paths, config.policy)  # refuse before binding anything
     except RepositoryError as exc:
         raise CommandError(str(exc)) from None
-    names = ", ".join(f"{name} ({len(versions)} version{'s' * (len(versions) > 1)})"
-                      for name, versions in sorted(models.items()))
-    click.echo(f"serving {names} on http://{host}:{port} with {workers} worker{'s' * (workers > 1)}", err=True)
+    if as_json:  # what is about to be served, before the server's own log lines
+        emit_json({"url": f"http://{host}:{port}", "workers": workers,
+                   "models": [v.describe() for versions in models.values() for v in versions.values()]})
+    else:
+        names = ", ".join(f"{name} ({len(versions)} version{'s' * (len(versions) > 1)})"
+                          for name, versions in sorted(models.items()))
+        click.echo(f"serving {names} on http://{host}:{port} with {workers} worker{'s' * (workers > 1)}", err=True)
     run(config, host, port, workers, log_level)
     return 0
