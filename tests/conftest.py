@@ -28,3 +28,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """An empty selection (``-k`` matching nothing) is not a failure."""
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
         session.exitstatus = pytest.ExitCode.OK
+
+
+@pytest.fixture(scope="session")
+def serve_repository(tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    """The small model repository the ``aprender serve`` tests share (serve_helpers.build_repository).
+
+    Tests that change it work on a copy.
+    """
+    from serve_helpers import build_repository
+
+    root = tmp_path_factory.mktemp("serve-repo")
+    return root, build_repository(root)

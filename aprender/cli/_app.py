@@ -20,6 +20,7 @@ from aprender.cli._distill import distill_cmd
 from aprender.cli._inspect import inspect
 from aprender.cli._options import Invalid, debug_option
 from aprender.cli._render import emit_json
+from aprender.cli._serve import serve
 from aprender.cli._validate import validate
 
 __all__ = ["cli", "main"]
@@ -48,7 +49,7 @@ export = copy.copy(convert)
 export.name = "export"
 export.short_help = "Alias of convert."
 for command in (inspect, validate, convert, export, import_, quantize_cmd, keygen, sign, verify, encrypt, decrypt,
-                diff, card, distill_cmd):
+                diff, card, distill_cmd, serve):
     cli.add_command(command)
 
 

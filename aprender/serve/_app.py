@@ -1,0 +1,218 @@
+"""The Starlette application: every protocol's routes on one port, errors, metrics, lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import orjson
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from aprender.serve import _ollama, _realizar, _v2
+from aprender.serve._http import HTTPError, json_response
+from aprender.serve._metrics import Metrics
+from aprender.serve._registry import Limits, Registry
+from aprender.serve._repository import Policy
+
+__all__ = ["ServeConfig", "create_app", "run"]
+
+_log = logging.getLogger("aprender.serve")
+#: Environment variable carrying the configuration to ``--workers`` processes.
+_CONFIG_ENV = "APRENDER_SERVE_CONFIG"
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Everything ``aprender serve`` is told.
+
+    Parameters
+    ----------
+    paths : tuple of str
+        Model files and repository folders.
+    max_loaded_models : int, optional
+        Most models kept loaded (LRU); all by default.
+    max_model_memory : int, optional
+        Most bytes of model files kept loaded (LRU).
+    max_batch_size : int, optional
+        Rows per model call for every model without a ``model-settings.json`` value;
+        by default 64 for trees, forests, KNN and SVC and 1 (no batching) for the rest.
+    max_batch_time : float
+        Seconds to wait for more rows once a batch is queued (0: none).
+    max_queue : int
+        Requests waiting per model (and output set) before 503.
+    max_body_size : int
+        Largest request body in bytes (413 above).
+    api_key : str, optional
+        Bearer token required by the repository and load/unload routes.
+    require_signature : bool
+        Refuse models not signed by one of ``trusted_keys``.
+    trusted_keys : tuple of bytes
+        Raw Ed25519 public keys.
+
+    Examples
+    --------
+    >>> ServeConfig(("models/",)).max_body_size
+    67108864
+    """
+
+    paths: tuple[str, ...]
+    max_loaded_models: int | None = None
+    max_model_memory: int | None = None
+    max_batch_size: int | None = None
+    max_batch_time: float = 0.0
+    max_queue: int = 1024
+    max_body_size: int = 64 << 20
+    api_key: str | None = None
+    require_signature: bool = False
+    trusted_keys: tuple[bytes, ...] = ()
+
+    @property
+    def policy(self) -> Policy:
+        """The signature policy."""
+        return Policy(self.require_signature, self.trusted_keys)
+
+    def to_json(self) -> str:
+        """JSON for the worker processes."""
+        fields = dataclasses.asdict(self)
+        fields["trusted_keys"] = [k.hex() for k in self.trusted_keys]
+        return orjson.dumps(fields).decode()
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeConfig:
+        """Inverse of :meth:`to_json`."""
+        fields = orjson.loads(text)
+        fields["paths"] = tuple(fields["paths"])
+        fields["trusted_keys"] = tuple(bytes.fromhex(k) for k in fields["trusted_keys"])
+        return cls(**fields)
+
+
+class _Instrument:
+    """ASGI middleware: MLServer's ``rest_server_requests`` metrics, labelled by route template."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            route = scope.get("route")
+            labels = (scope["method"], getattr(route, "path", "<unmatched>"), str(status))
+            self.metrics.requests.labels(*labels).inc()
+            self.metrics.duration.labels(*labels).observe(time.perf_counter() - start)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPError)
+    return json_response({"error": exc.message, "code": exc.code, **exc.extra}, exc.status, exc.headers)
+
+
+async def _starlette_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    codes = {404: "E_NOT_FOUND", 405: "E_METHOD_NOT_ALLOWED"}
+    return json_response({"error": f"{exc.detail}: {request.method} {request.url.path}",
+                          "code": codes.get(exc.status_code, "E_HTTP")}, exc.status_code, exc.headers)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    _log.exception("internal error on %s %s", request.method, request.url.path)
+    return json_response({"error": f"internal error: {type(exc).__name__}: {exc}", "code": "E_INTERNAL"}, 500)
+
+
+async def _metrics_text(request: Request) -> Response:
+    return Response(request.app.state.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+async def _metrics_json(request: Request) -> Response:
+    registry: Registry = request.app.state.registry
+    summary = request.app.state.metrics.summary()
+    loaded = registry.loaded()
+    summary.update(model_name=",".join(m.version.tag for m in loaded),
+                   batch_size=max((m.max_batch_size for m in loaded), default=0),
+                   queue_depth=sum(b.queued for m in loaded for b in m.batchers.values()))
+    return json_response(summary)
+
+
+def create_app(config: ServeConfig) -> Starlette:
+    """The ASGI application serving ``config.paths``.
+
+    The repository is scanned here, so a refused model (pickle, bad signature ...) raises
+    :class:`~aprender.serve.RepositoryError` before anything listens. Models are loaded and
+    warmed in the background once the server starts; ``/ready`` answers 503 until then.
+    """
+    metrics = Metrics()
+    limits = Limits(config.max_loaded_models, config.max_model_memory, config.max_batch_size,
+                    config.max_batch_time, config.max_queue)
+    registry = Registry(config.paths, config.policy, limits, metrics)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        task = asyncio.create_task(registry.warm_all())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    routes = [*_realizar.routes, *_v2.routes, *_ollama.routes,
+              Route("/metrics", _metrics_text, methods=["GET"]),
+              Route("/v1/metrics", _metrics_json, methods=["GET"])]
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    middleware=[Middleware(_Instrument, metrics=metrics)],
+                    exception_handlers={HTTPError: _http_error, StarletteHTTPException: _starlette_error,
+                                        Exception: _internal_error})
+    app.state.config = config
+    app.state.registry = registry
+    app.state.metrics = metrics
+    return app
+
+
+def _app_from_env() -> Starlette:
+    """The application of one ``--workers`` process (configuration from the environment)."""
+    return create_app(ServeConfig.from_json(os.environ[_CONFIG_ENV]))
+
+
+def run(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, workers: int = 1,
+        log_level: str = "info") -> None:
+    """Serve until interrupted: uvicorn (uvloop, httptools), ``workers`` processes on one port."""
+    import uvicorn
+
+    if workers == 1:
+        uvicorn.run(create_app(config), host=host, port=port, log_level=log_level, access_log=False)
+        return
+    folder = tempfile.mkdtemp(prefix="aprender-serve-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
+    os.environ[_CONFIG_ENV] = config.to_json()
+    try:
+        uvicorn.run("aprender.serve._app:_app_from_env", factory=True, host=host, port=port, workers=workers,
+                    log_level=log_level, access_log=False)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

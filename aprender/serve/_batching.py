@@ -1,0 +1,160 @@
+"""Adaptive batching: rows of concurrent requests merged into one call of the model.
+
+A :class:`Batcher` serves one (model, version, output set). A request finding it idle is
+dispatched at once, so a lone client never waits for a window; requests arriving while a call
+runs queue up and go together in the next call, up to ``max_batch_size`` rows (a request with
+more rows goes alone), optionally waiting up to ``max_batch_time`` seconds from the first queued
+request for more rows. Results are split back per request. If a merged call fails, its requests
+are rerun one by one so that a bad input fails only itself. The queue is bounded: a request
+finding ``max_queue`` requests waiting raises :class:`Overloaded`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Batcher", "Overloaded"]
+
+Outputs = dict[str, np.ndarray]
+
+
+class Overloaded(Exception):
+    """The batcher's queue is full; the client should retry later."""
+
+
+@dataclass
+class _Pending:
+    X: np.ndarray
+    future: asyncio.Future[Outputs]
+    queued_at: float
+
+
+class Batcher:
+    """Merge concurrent requests' rows into calls of ``run``.
+
+    Parameters
+    ----------
+    run : callable
+        ``run(X) -> {output name: array with one leading row per row of X}``; called in a thread.
+    max_batch_size : int
+        Most rows merged into one call (1: no merging, requests still queue in order).
+    max_batch_time : float
+        Seconds to wait for more rows, from the first queued request, before a call that is
+        not full; 0 dispatches whatever is queued as soon as the model is free.
+    max_queue : int
+        Most requests waiting; one more raises :class:`Overloaded`.
+    on_batch : callable, optional
+        ``on_batch(rows)`` after each call, for metrics.
+
+    Examples
+    --------
+    >>> import asyncio, numpy as np
+    >>> batcher = Batcher(lambda X: {"double": 2 * X}, max_batch_size=8, max_batch_time=0.0, max_queue=4)
+    >>> asyncio.run(batcher.submit(np.array([[1.0], [2.0]])))["double"].ravel().tolist()
+    [2.0, 4.0]
+    """
+
+    def __init__(self, run: Callable[[np.ndarray], Outputs], max_batch_size: int, max_batch_time: float,
+                 max_queue: int, on_batch: Callable[[int], None] | None = None) -> None:
+        self._run = run
+        self.max_batch_size = max(1, max_batch_size)
+        self.max_batch_time = max_batch_time
+        self.max_queue = max_queue
+        self._on_batch = on_batch
+        self._queue: deque[_Pending] = deque()
+        self._worker: asyncio.Task[None] | None = None
+        self._arrived: asyncio.Event | None = None
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting for a call."""
+        return len(self._queue)
+
+    async def submit(self, X: np.ndarray) -> Outputs:
+        """Queue ``X`` (2-D) and wait for its outputs; raises :class:`Overloaded` on a full queue."""
+        if len(self._queue) >= self.max_queue:
+            raise Overloaded(f"{len(self._queue)} requests already waiting")
+        loop = asyncio.get_running_loop()
+        pending = _Pending(X, loop.create_future(), time.monotonic())
+        self._queue.append(pending)
+        if self._arrived is not None:
+            self._arrived.set()
+        if self._worker is None or self._worker.done():
+            self._worker = loop.create_task(self._drain())
+        return await pending.future
+
+    def _rows_queued(self) -> int:
+        return sum(p.X.shape[0] for p in self._queue)
+
+    async def _wait_for_rows(self) -> None:
+        """Wait until ``max_batch_size`` rows are queued or ``max_batch_time`` has passed."""
+        deadline = self._queue[0].queued_at + self.max_batch_time
+        self._arrived = asyncio.Event()
+        try:
+            while self._rows_queued() < self.max_batch_size and (left := deadline - time.monotonic()) > 0:
+                self._arrived.clear()
+                try:
+                    await asyncio.wait_for(self._arrived.wait(), left)
+                except TimeoutError:
+                    break
+        finally:
+            self._arrived = None
+
+    def _take(self) -> list[_Pending]:
+        """The next batch: queued requests of the first one's dtype, up to max_batch_size rows."""
+        batch = [self._queue.popleft()]
+        rows = batch[0].X.shape[0]
+        while self._queue:
+            nxt = self._queue[0]
+            if nxt.X.dtype != batch[0].X.dtype or rows + nxt.X.shape[0] > self.max_batch_size:
+                break
+            batch.append(self._queue.popleft())
+            rows += nxt.X.shape[0]
+        return batch
+
+    async def _drain(self) -> None:
+        first = True
+        while self._queue:
+            if not first and self.max_batch_time > 0 and self.max_batch_size > 1:
+                await self._wait_for_rows()
+            first = False
+            await self._execute(self._take())
+
+    async def _execute(self, batch: list[_Pending]) -> None:
+        rows = sum(p.X.shape[0] for p in batch)
+        if self._on_batch is not None:
+            self._on_batch(rows)
+        try:
+            X = batch[0].X if len(batch) == 1 else np.concatenate([p.X for p in batch])
+            outputs = await asyncio.to_thread(self._run, X)
+        except Exception as exc:
+            if len(batch) == 1:
+                _settle(batch[0].future, exception=exc)
+                return
+            for pending in batch:  # one bad input fails only itself
+                try:
+                    _settle(pending.future, await asyncio.to_thread(self._run, pending.X))
+                except Exception as single:
+                    _settle(pending.future, exception=single)
+            return
+        start = 0
+        for pending in batch:
+            stop = start + pending.X.shape[0]
+            _settle(pending.future, {name: value[start:stop] for name, value in outputs.items()})
+            start = stop
+
+
+def _settle(future: asyncio.Future[Outputs], result: Outputs | None = None, *,
+            exception: BaseException | None = None) -> None:
+    if future.done():  # the client went away
+        return
+    if exception is not None:
+        future.set_exception(exception)
+    else:
+        future.set_result(result)

@@ -1,0 +1,408 @@
+"""The registry of served models: resolution by name and version, an LRU cache of loaded
+models with warm-up, and inference through each model's batchers.
+
+The repository view (``models``) is an immutable mapping replaced as a whole when a model is
+loaded or unloaded through the repository routes, so a request always sees one consistent
+version of it. Loading runs in a thread; concurrent requests for the same model wait for one load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+import aprender
+from aprender.exceptions import AprenderError
+from aprender.format import apr
+from aprender.serve._batching import Batcher, Overloaded
+from aprender.serve._http import HTTPError
+from aprender.serve._metrics import Metrics
+from aprender.serve._repository import (
+    OUTPUTS,
+    Policy,
+    RepositoryError,
+    Settings,
+    Version,
+    describe,
+    model_folders,
+    scan,
+    scan_model,
+)
+
+__all__ = ["Limits", "LoadedModel", "Registry", "features"]
+
+#: Estimators whose cost per call dominates (trees, forests, KNN, SVC): batched by default.
+_BATCHED = ("DecisionTree", "ExtraTree", "RandomForest", "ExtraTrees", "GradientBoosting", "HistGradientBoosting",
+            "IsolationForest", "KNeighbors", "RadiusNeighbors", "SVC", "NuSVC", "SVR", "NuSVR")
+_DEFAULT_BATCH = 64
+_log = logging.getLogger("aprender.serve")
+_WARMUP_CALLS = 3
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Cache and batching limits (the CLI's options)."""
+
+    max_loaded_models: int | None = None
+    max_model_memory: int | None = None
+    max_batch_size: int | None = None
+    max_batch_time: float = 0.0
+    max_queue: int = 1024
+
+
+@dataclass
+class LoadedModel:
+    """A loaded, warmed-up model version."""
+
+    version: Version
+    estimator: Any
+    outputs: tuple[str, ...]
+    n_features: int
+    load_seconds: float
+    loaded_at: float
+    warmup: str
+    signature: dict[str, tuple[np.dtype, tuple[int, ...]]]
+    max_batch_size: int
+    batchers: dict[tuple[str, ...], Batcher] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        """Provenance plus what loading found."""
+        return {**self.version.describe(), "outputs": list(self.outputs), "n_features_in": self.n_features,
+                "load_time_ms": round(self.load_seconds * 1000, 3), "warmup": self.warmup,
+                "max_batch_size": self.max_batch_size}
+
+
+def features(value: Any, n_features: int, what: str = "features") -> np.ndarray:
+    """A JSON value (one row or a list of rows of numbers) as a 2-D float64 array; 400 otherwise.
+
+    ``null`` is read as NaN (a missing value). Strings, booleans nested in objects, ragged rows
+    and a wrong number of features are refused.
+
+    Examples
+    --------
+    >>> features([1, 2.5, None], 3).tolist()
+    [[1.0, 2.5, nan]]
+    """
+    try:
+        raw = np.asarray(value)
+    except (ValueError, TypeError) as exc:
+        raise HTTPError(400, f"{what} must be a list of numbers or of equal-length rows: {exc}") from None
+    if raw.dtype.kind == "O":
+        if not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in raw.flat):
+            raise HTTPError(400, f"{what} must hold only numbers (or null for a missing value)")
+    elif raw.dtype.kind not in "biuf":
+        raise HTTPError(400, f"{what} must hold numbers, got {'strings' if raw.dtype.kind == 'U' else raw.dtype}")
+    return check_rows(np.asarray(raw, dtype=np.float64), n_features, what)
+
+
+def check_rows(X: np.ndarray, n_features: int, what: str = "features") -> np.ndarray:
+    """``X`` as 2-D rows of ``n_features`` (one row may come 1-D); 400 otherwise."""
+    if X.ndim not in (1, 2):
+        raise HTTPError(400, f"{what} must be one row or a list of rows, got {X.ndim} dimensions")
+    if X.shape[0] == 0:
+        raise HTTPError(400, f"{what} has no rows")
+    if X.ndim == 1:
+        X = X.reshape(1, -1)
+    if X.shape[1] != n_features:
+        raise HTTPError(400, f"{what} has {X.shape[1]} features per row; the model expects {n_features}")
+    return X
+
+
+def _load(version: Version) -> Any:
+    if version.mmap:
+        return apr.load(version.path, mmap=True)
+    return aprender.load(version.path)
+
+
+def _warm(estimator: Any, outputs: tuple[str, ...], n_features: int) -> tuple[str, dict[str, Any]]:
+    """Call every output a few times on a row of zeros; return what happened and each output's
+    dtype and shape per row (guessed from ``classes_`` if the row of zeros is refused)."""
+    row = np.zeros((1, n_features))
+    try:
+        for _ in range(_WARMUP_CALLS):
+            results = {name: np.asarray(getattr(estimator, name)(row)) for name in outputs}
+    except Exception as exc:  # a row of zeros may be invalid input for this model: serve anyway
+        classes = np.asarray(getattr(estimator, "classes_", np.zeros(0)))
+        guess = {name: (np.dtype(np.float64), (-1,)) for name in outputs}
+        if "predict" in guess:
+            guess["predict"] = (classes.dtype if classes.size else np.dtype(np.float64), ())
+        return f"failed on a row of zeros: {type(exc).__name__}: {exc}", guess
+    return (f"{_WARMUP_CALLS} calls of {', '.join(outputs)}",
+            {name: (value.dtype, value.shape[1:]) for name, value in results.items()})
+
+
+def _batch_size(version: Version, limits: Limits) -> int:
+    if version.settings.max_batch_size is not None:
+        return max(1, version.settings.max_batch_size)
+    if limits.max_batch_size is not None:
+        return max(1, limits.max_batch_size)
+    return _DEFAULT_BATCH if version.estimator.startswith(_BATCHED) else 1
+
+
+def load_version(version: Version, limits: Limits) -> LoadedModel:
+    """Load, check and warm up one version (blocking; run in a thread)."""
+    start = time.perf_counter()
+    try:
+        estimator = _load(version)
+    except (AprenderError, OSError) as exc:
+        raise RepositoryError(f"'{version.path}': {exc}") from None
+    n_features = getattr(estimator, "n_features_in_", None)
+    if not isinstance(n_features, (int, np.integer)):
+        raise RepositoryError(f"'{version.path}': {version.estimator} does not take a numeric feature matrix "
+                              "(no n_features_in_); aprender serve serves models that do")
+    wanted = version.settings.outputs or OUTPUTS
+    outputs = tuple(name for name in wanted if hasattr(estimator, name))
+    missing = set(version.settings.outputs or ()) - set(outputs)
+    if missing:
+        raise RepositoryError(f"'{version.path}': model-settings.json lists outputs {sorted(missing)} that "
+                              f"{version.estimator} does not have")
+    if not outputs:
+        raise RepositoryError(f"'{version.path}': {version.estimator} has none of the outputs {', '.join(OUTPUTS)}")
+    warmup, signature = _warm(estimator, outputs, int(n_features))
+    return LoadedModel(version, estimator, outputs, int(n_features), time.perf_counter() - start, time.time(),
+                       warmup, signature, _batch_size(version, limits))
+
+
+class Registry:
+    """Served models by name and version, and the LRU cache of loaded ones.
+
+    Parameters
+    ----------
+    paths : iterable of path
+        Model files and repository folders (see :func:`~aprender.serve.scan`).
+    policy : Policy
+        Signature requirements.
+    limits : Limits
+        Cache and batching limits.
+    metrics : Metrics
+        Where cache and batch metrics go.
+    """
+
+    def __init__(self, paths: Iterable[Any], policy: Policy, limits: Limits, metrics: Metrics) -> None:
+        self.paths = [Path(p) for p in paths]
+        self.policy = policy
+        self.limits = limits
+        self.metrics = metrics
+        self.models: MappingProxyType[str, dict[int, Version]] = MappingProxyType(scan(self.paths, policy))
+        self.ready = False
+        self._cache: OrderedDict[tuple[str, int], LoadedModel] = OrderedDict()
+        self._loading: dict[tuple[str, int], asyncio.Future[LoadedModel]] = {}
+
+    # -- resolution -------------------------------------------------------------------
+
+    def resolve(self, name: str, version: str | int | None = None) -> Version:
+        """The version a request names: ``None``/``"latest"`` is the highest; 404 if unknown."""
+        versions = self.models.get(name)
+        if versions is None:
+            raise HTTPError(404, f"model '{name}' not found; served models: {', '.join(sorted(self.models)) or 'none'}",
+                            "E_NO_MODEL")
+        if version is None or version in ("", "latest"):
+            return versions[max(versions)]
+        number = str(version)
+        if not number.isdigit() or int(number) not in versions:
+            raise HTTPError(404, f"model '{name}' has no version '{version}'; versions: "
+                                 f"{', '.join(map(str, versions))}", "E_NO_MODEL")
+        return versions[int(number)]
+
+    def resolve_id(self, model_id: Any) -> Version:
+        """``name`` or ``name:version`` (realizar's model_id, Ollama's model); the only model if None."""
+        if model_id is None:
+            if len(self.models) != 1:
+                raise HTTPError(400, "several models are served: name one with model_id "
+                                     f"({', '.join(sorted(self.models))})")
+            return self.resolve(next(iter(self.models)))
+        if not isinstance(model_id, str):
+            raise HTTPError(400, f"model id must be a string, got {type(model_id).__name__}")
+        name, _, version = model_id.partition(":")
+        return self.resolve(name, version or None)
+
+    def loaded(self) -> list[LoadedModel]:
+        """Loaded models, least recently used first."""
+        return list(self._cache.values())
+
+    def is_loaded(self, version: Version) -> bool:
+        """Whether ``version`` is in the cache."""
+        return (version.name, version.version) in self._cache
+
+    # -- the cache ----------------------------------------------------------------------
+
+    async def get(self, version: Version) -> LoadedModel:
+        """The loaded model of ``version``, loading (and evicting) as needed."""
+        key = (version.name, version.version)
+        model = self._cache.get(key)
+        if model is not None and model.version is version:
+            self._cache.move_to_end(key)
+            self.metrics.cache_hits.inc()
+            return model
+        pending = self._loading.get(key)
+        if pending is None:
+            self.metrics.cache_misses.inc()
+            pending = asyncio.get_running_loop().create_future()
+            self._loading[key] = pending
+            try:
+                model = await asyncio.to_thread(load_version, version, self.limits)
+            except RepositoryError as exc:
+                error = HTTPError(503, str(exc), "E_NO_MODEL")
+                pending.set_exception(error)
+                pending.exception()
+                raise error from None
+            except BaseException as exc:  # waiters must never hang, even if this request is cancelled
+                if isinstance(exc, Exception):
+                    pending.set_exception(exc)
+                    pending.exception()  # retrieved: the waiters re-raise it
+                else:
+                    pending.cancel()
+                raise
+            finally:
+                del self._loading[key]
+            self._insert(key, model)
+            pending.set_result(model)
+            return model
+        return await asyncio.shield(pending)
+
+    def _insert(self, key: tuple[str, int], model: LoadedModel) -> None:
+        if key in self._cache:
+            self._drop(key)
+        self._cache[key] = model
+        self.metrics.loaded.inc()
+        limit, memory = self.limits.max_loaded_models, self.limits.max_model_memory
+        while len(self._cache) > 1 and (
+                (limit is not None and len(self._cache) > limit)
+                or (memory is not None and sum(m.version.size for m in self._cache.values()) > memory)):
+            self._drop(next(iter(self._cache)))
+            self.metrics.cache_evictions.inc()
+
+    def _drop(self, key: tuple[str, int]) -> None:
+        if self._cache.pop(key, None) is not None:
+            self.metrics.loaded.dec()
+
+    def evict(self, version: Version) -> bool:
+        """Drop ``version`` from the cache (it reloads on its next request)."""
+        key = (version.name, version.version)
+        found = key in self._cache
+        self._drop(key)
+        return found
+
+    async def warm_all(self) -> None:
+        """Load and warm the latest version of every model (as many as the cache holds), then be ready."""
+        try:
+            budget = self.limits.max_loaded_models
+            for name in sorted(self.models)[:budget]:
+                try:
+                    await self.get(self.resolve(name))
+                except Exception as exc:  # served requests will report it; the others still load
+                    _log.warning("model '%s' could not be loaded: %s", name, exc)
+        finally:
+            self.ready = True
+
+    # -- the repository routes ------------------------------------------------------------
+
+    def _find(self, name: str) -> tuple[str, dict[int, Version]]:
+        """Scan the repository folders (or the served file) for model ``name``."""
+        for path in self.paths:
+            if path.is_file() and path.stem == name:
+                return name, {1: describe(path, name, 1, Settings(), self.policy)}
+            if path.is_dir():
+                for folder in model_folders(path):
+                    if folder.name == name or (folder / "model-settings.json").is_file():
+                        found, versions = scan_model(folder, self.policy)
+                        if found == name:
+                            return found, versions
+        raise HTTPError(404, f"model '{name}' not found in the repository")
+
+    async def load_model(self, name: str) -> dict[int, Version]:
+        """(Re)scan model ``name`` from the repository, load its latest version, and publish it."""
+        try:
+            found, versions = await asyncio.to_thread(self._find, name)
+        except RepositoryError as exc:
+            raise HTTPError(400, str(exc)) from None
+        await self.get(versions[max(versions)])
+        self.models = MappingProxyType({**self.models, found: versions})
+        return versions
+
+    def unload_model(self, name: str) -> None:
+        """Stop serving ``name`` (every version) until it is loaded again."""
+        versions = self.models.get(name)
+        if versions is None:
+            raise HTTPError(404, f"model '{name}' is not loaded", "E_NO_MODEL")
+        self.models = MappingProxyType({k: v for k, v in self.models.items() if k != name})
+        for version in versions.values():
+            self.evict(version)
+
+    def index(self) -> list[dict[str, Any]]:
+        """Every model of the repository folders and served files, with its state."""
+        rows = []
+        for name, versions in sorted(self.models.items()):
+            for version in versions.values():
+                rows.append({"name": name, "version": str(version.version), "state": "READY",
+                             "loaded": self.is_loaded(version)})
+        for path in self.paths:
+            if path.is_dir():
+                for folder in model_folders(path):
+                    if folder.name not in self.models:
+                        rows.append({"name": folder.name, "version": "", "state": "UNAVAILABLE",
+                                     "reason": "unloaded"})
+        return rows
+
+    # -- inference ---------------------------------------------------------------------
+
+    async def infer(self, version: Version, X: np.ndarray, outputs: tuple[str, ...],
+                    loaded: LoadedModel | None = None) -> tuple[LoadedModel, dict[str, np.ndarray]]:
+        """Run ``outputs`` of ``version`` on rows ``X`` through the model's batcher.
+
+        Raises HTTPError 400 (unknown output, bad input the model rejects) or 503 (queue full).
+        """
+        model = loaded or await self.get(version)
+        bad = [o for o in outputs if o not in model.outputs]
+        if bad:
+            raise HTTPError(400, f"model '{version.name}' has no output '{bad[0]}'; outputs: "
+                                 f"{', '.join(model.outputs)}")
+        labels = (version.name, str(version.version))
+        batcher = model.batchers.get(outputs)
+        if batcher is None:
+            batcher = model.batchers[outputs] = Batcher(
+                _runner(model.estimator, outputs), model.max_batch_size, self._batch_time(version),
+                self.limits.max_queue, self.metrics.batch_rows.labels(*labels).observe)
+        try:
+            self.metrics.queue.labels(*labels).inc()
+            try:
+                result = await batcher.submit(X)
+            finally:
+                self.metrics.queue.labels(*labels).dec()
+        except Overloaded:
+            self.metrics.failure.labels(*labels).inc()
+            raise HTTPError(503, "service_overloaded", "E_OVERLOADED", headers={"Retry-After": "1"},
+                            extra={"retry_after_ms": 100}) from None
+        except (ValueError, TypeError) as exc:
+            self.metrics.failure.labels(*labels).inc()
+            raise HTTPError(400, f"model '{version.name}' rejected the input: {exc}") from None
+        self.metrics.success.labels(*labels).inc()
+        return model, result
+
+    def _batch_time(self, version: Version) -> float:
+        if version.settings.max_batch_time is not None:
+            return version.settings.max_batch_time
+        return self.limits.max_batch_time
+
+
+def _runner(estimator: Any, outputs: tuple[str, ...]) -> Any:
+    methods = [(name, getattr(estimator, name)) for name in outputs]
+
+    def run(X: np.ndarray) -> dict[str, np.ndarray]:
+        outputs = {name: np.asarray(method(X)) for name, method in methods}
+        for name, value in outputs.items():
+            if value.ndim == 0 or value.shape[0] != X.shape[0]:
+                raise ValueError(f"{name}() did not return one row per input row (shape {value.shape}); "
+                                 "multi-output probabilities are not served")
+        return outputs
+
+    return run

@@ -1,0 +1,313 @@
+"""The model repository: which files are served, under which name and version, and what each one is.
+
+Layout of a repository folder (MLServer/Triton-like)::
+
+    <repo>/<name>/model-settings.json        optional
+    <repo>/<name>/<N>/model.apr              or model.safetensors / model.gguf
+
+A single model file given on the command line is served as version 1 of a model named after
+its stem. Pickle files (``.pkl``, ``.pickle``, ``.joblib``) and ONNX files are refused by their
+suffix, without being opened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+import aprender
+from aprender.exceptions import AprenderError, SignatureInvalid
+from aprender.format import apr
+
+__all__ = [
+    "OUTPUTS",
+    "Policy",
+    "RepositoryError",
+    "Settings",
+    "Version",
+    "describe",
+    "model_folders",
+    "scan",
+    "scan_model",
+]
+
+#: Suffixes of the files served, in the order a version folder is searched.
+SERVED = (".apr", ".safetensors", ".gguf")
+#: Suffixes refused without opening the file: these formats run code when loaded.
+PICKLES = (".pkl", ".pickle", ".joblib")
+#: The output names (MLServer's), i.e. the estimator methods a client may ask for.
+OUTPUTS = ("predict", "predict_proba", "transform", "decision_function")
+_SETTINGS = "model-settings.json"
+
+
+class RepositoryError(AprenderError):
+    """A model file or repository entry that cannot be served, and why."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The MLServer-compatible subset of a ``model-settings.json`` file.
+
+    Parameters
+    ----------
+    name : str, optional
+        Served name (default: the folder's name).
+    max_batch_size : int, optional
+        Rows merged into one call of the model (1 turns batching off).
+    max_batch_time : float, optional
+        Seconds to wait for more rows after the first queued request.
+    outputs : tuple of str, optional
+        The outputs exposed (default: every method the estimator has).
+    version : str, optional
+        A label reported beside the numeric versions.
+
+    Examples
+    --------
+    >>> Settings.from_json({"name": "iris", "max_batch_size": 32, "outputs": [{"name": "predict"}]}).outputs
+    ('predict',)
+    """
+
+    name: str | None = None
+    max_batch_size: int | None = None
+    max_batch_time: float | None = None
+    outputs: tuple[str, ...] | None = None
+    version: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "model-settings.json") -> Settings:
+        """Validate a parsed settings document; unknown keys (MLServer's others) are ignored."""
+        if not isinstance(data, dict):
+            raise RepositoryError(f"{where}: expected a JSON object")
+        name = data.get("name")
+        if name is not None and (not isinstance(name, str) or not _valid_name(name)):
+            raise RepositoryError(f"{where}: 'name' must be a non-empty name without '/' or ':', got {name!r}")
+        size = data.get("max_batch_size")
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+            raise RepositoryError(f"{where}: 'max_batch_size' must be a non-negative integer, got {size!r}")
+        wait = data.get("max_batch_time")
+        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0):
+            raise RepositoryError(f"{where}: 'max_batch_time' must be a non-negative number, got {wait!r}")
+        outputs = data.get("outputs")
+        if outputs is not None:
+            if not isinstance(outputs, list):
+                raise RepositoryError(f"{where}: 'outputs' must be a list")
+            names = tuple(o.get("name") if isinstance(o, dict) else o for o in outputs)
+            bad = [n for n in names if n not in OUTPUTS]
+            if bad:
+                raise RepositoryError(f"{where}: unknown output {bad[0]!r}; outputs are {', '.join(OUTPUTS)}")
+            outputs = names
+        params = data.get("parameters") or {}
+        label = params.get("version") if isinstance(params, dict) else None
+        return cls(name, size, None if wait is None else float(wait), outputs,
+                   None if label is None else str(label))
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Which signatures the server requires.
+
+    Parameters
+    ----------
+    require_signature : bool
+        Refuse every model that is not signed by one of ``trusted_keys``.
+    trusted_keys : tuple of bytes
+        Raw 32-byte Ed25519 public keys.
+    """
+
+    require_signature: bool = False
+    trusted_keys: tuple[bytes, ...] = ()
+
+
+@dataclass(frozen=True)
+class Version:
+    """One servable model file and what the server reports about it."""
+
+    name: str
+    version: int
+    path: Path
+    format: str
+    sha256: str
+    size: int
+    mtime: float
+    class_key: str | None
+    versions: dict[str, str]
+    signature: str
+    signer: str | None
+    mmap: bool
+    settings: Settings = field(default_factory=Settings)
+
+    @property
+    def estimator(self) -> str:
+        """The estimator's class name."""
+        return (self.class_key or "unknown").rsplit(".", 1)[-1]
+
+    @property
+    def tag(self) -> str:
+        """``name:version``."""
+        return f"{self.name}:{self.version}"
+
+    def describe(self) -> dict[str, Any]:
+        """The provenance every protocol reports."""
+        return {"name": self.name, "version": str(self.version), "label": self.settings.version,
+                "path": str(self.path), "format": self.format, "sha256": self.sha256, "size": self.size,
+                "estimator": self.estimator, "class": self.class_key,
+                "sklearn_version": self.versions.get("sklearn"), "aprender_version": self.versions.get("aprender"),
+                "signature": self.signature, "signer": self.signer}
+
+
+def _valid_name(name: str) -> bool:
+    return bool(name) and "/" not in name and ":" not in name and name not in {".", ".."}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _refuse_by_suffix(path: Path) -> None:
+    suffix = path.suffix.lower()
+    if suffix in PICKLES:
+        raise RepositoryError(f"'{path}': {suffix} files are pickles, which run code when loaded, and are never "
+                              f"opened; convert the model once where you trust it: apr convert MODEL --format apr")
+    if suffix == ".onnx":
+        raise RepositoryError(f"'{path}': ONNX files are not served by aprender serve (they hold an ONNX graph, "
+                              "not an estimator); serve the .apr/.safetensors/.gguf file, or the .onnx file with "
+                              "an ONNX Runtime server")
+    if suffix not in SERVED:
+        raise RepositoryError(f"'{path}': cannot serve a '{suffix}' file; serve {', '.join(SERVED)} files")
+
+
+def _signature(path: Path, signed: bool, policy: Policy) -> tuple[str, str | None]:
+    """(status, signer hex): 'trusted', 'untrusted' (valid, unknown key) or 'unsigned'."""
+    if not signed:
+        if policy.require_signature:
+            raise RepositoryError(f"'{path}': the model is not signed and --require-signature is set; "
+                                  "sign it with: apr sign MODEL --key KEY")
+        return "unsigned", None
+    for key in policy.trusted_keys:
+        try:
+            return "trusted", apr.verify_file(path, key).hex()
+        except SignatureInvalid:
+            continue
+    try:
+        signer = apr.verify_file(path).hex()
+    except SignatureInvalid as exc:
+        raise RepositoryError(f"'{path}': {exc}") from None
+    if policy.require_signature:
+        raise RepositoryError(f"'{path}': signed by {signer}, which is not a --trusted-key")
+    return "untrusted", signer
+
+
+def describe(path: Path, name: str, version: int, settings: Settings, policy: Policy) -> Version:
+    """Check one model file and describe it: digest, format, class, versions, signature.
+
+    Raises
+    ------
+    RepositoryError
+        A pickle or ONNX file (never opened), an encrypted file, an unsigned or untrusted file
+        under ``--require-signature``, or a file aprender cannot read.
+    """
+    _refuse_by_suffix(path)
+    try:
+        info = aprender.inspect(path)
+    except (AprenderError, OSError) as exc:
+        raise RepositoryError(f"'{path}': {exc}") from None
+    if info.encrypted:
+        raise RepositoryError(f"'{path}': the model is encrypted; aprender serve takes no decryption keys, "
+                              "serve a decrypted copy (apr decrypt)")
+    status, signer = _signature(path, info.signed, policy)
+    versions = info.metadata.get("versions")
+    stat = path.stat()
+    return Version(name=name, version=version, path=path, format=info.format, sha256=_sha256(path),
+                   size=stat.st_size, mtime=stat.st_mtime, class_key=info.class_key,
+                   versions=versions if isinstance(versions, dict) else {}, signature=status, signer=signer,
+                   mmap=info.format == "apr" and not info.compressed, settings=settings)
+
+
+def _settings(folder: Path) -> Settings:
+    path = folder / _SETTINGS
+    if not path.is_file():
+        return Settings()
+    try:
+        return Settings.from_json(orjson.loads(path.read_bytes()), str(path))
+    except orjson.JSONDecodeError as exc:
+        raise RepositoryError(f"'{path}': not valid JSON: {exc}") from None
+
+
+def _model_file(folder: Path) -> Path:
+    found = sorted(p for p in folder.iterdir() if p.is_file() and p.stem == "model")
+    for path in found:
+        _refuse_by_suffix(path)
+    if not found:
+        raise RepositoryError(f"'{folder}': no model file; expected model{{{','.join(SERVED)}}}")
+    if len(found) > 1:
+        raise RepositoryError(f"'{folder}': several model files ({', '.join(p.name for p in found)}); keep one")
+    return found[0]
+
+
+def scan_model(folder: Path, policy: Policy) -> tuple[str, dict[int, Version]]:
+    """The versions of the model in ``folder`` (``<name>/<N>/model.*``), keyed by number."""
+    settings = _settings(folder)
+    name = settings.name or folder.name
+    if not _valid_name(name):
+        raise RepositoryError(f"'{folder}': model name {name!r} may not contain '/' or ':'")
+    versions = {}
+    for sub in folder.iterdir():
+        if sub.is_dir() and sub.name.isdigit():
+            versions[int(sub.name)] = describe(_model_file(sub), name, int(sub.name), settings, policy)
+    if not versions:
+        raise RepositoryError(f"'{folder}': no version folders; expected {folder}/1/model.apr")
+    return name, dict(sorted(versions.items()))
+
+
+def model_folders(root: Path) -> list[Path]:
+    """The model folders of a repository: sub-folders holding numbered version folders."""
+    return sorted(p for p in root.iterdir()
+                  if p.is_dir() and any(v.is_dir() and v.name.isdigit() for v in p.iterdir()))
+
+
+def scan(paths: Iterable[str | os.PathLike], policy: Policy) -> dict[str, dict[int, Version]]:
+    """Every model under ``paths`` (model files or repository folders), by name then version.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> import aprender
+    >>> from aprender.linear_model import LinearRegression
+    >>> path = os.path.join(tempfile.mkdtemp(), "line.apr")
+    >>> aprender.save(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path)
+    >>> models = scan([path], Policy())
+    >>> models["line"][1].estimator, len(models["line"][1].sha256)
+    ('LinearRegression', 64)
+    """
+    models: dict[str, dict[int, Version]] = {}
+
+    def add(name: str, versions: dict[int, Version], where: Path) -> None:
+        if name in models:
+            raise RepositoryError(f"'{where}': a model named {name!r} is already served")
+        models[name] = versions
+
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            add(path.stem, {1: describe(path, path.stem, 1, Settings(), policy)}, path)
+        elif path.is_dir() and any(v.is_dir() and v.name.isdigit() for v in path.iterdir()):
+            add(*scan_model(path, policy), path)  # one model's folder
+        elif path.is_dir():
+            folders = model_folders(path)
+            if not folders:
+                raise RepositoryError(f"'{path}': no models; expected {path}/NAME/1/model.apr")
+            for folder in folders:
+                add(*scan_model(folder, policy), folder)
+        else:
+            raise FileNotFoundError(f"'{path}': no such model file or repository folder")
+    return models
