@@ -113,3 +113,12 @@ class UnsupportedExportError(AprenderError):
 
 class DistillationError(AprenderError, ValueError):
     """A distillation cannot run as asked: incompatible teachers and student, a bad layer map, ..."""
+
+
+class VersionSkewWarning(UserWarning):
+    """The file was saved under another scikit-learn version than the one loading it.
+
+    aprender rebuilds the estimator from its stored state (nothing is unpickled), and
+    the state has passed this version's checks; the warning says so, and that outputs
+    are worth checking once when they matter.
+    """

@@ -15,12 +15,11 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from sklearn.exceptions import InconsistentVersionWarning
 from zoo import Case, assert_identical_outputs, iris
 
 import aprender
 from aprender.cluster import KMeans
-from aprender.exceptions import ModelTypeMismatch
+from aprender.exceptions import ModelTypeMismatch, VersionSkewWarning
 from aprender.format import Compression, ModelInfo, ModelState, ModelType, SaveOptions, apr, from_state, to_state
 from aprender.format.apr import _crypto as crypto
 from aprender.format.quantize import dequantize, quantize
@@ -167,7 +166,7 @@ def test_golden_file_loads() -> None:
     loaded = apr.state_from_bytes(GOLDEN.read_bytes())
     assert loaded.meta == {**state.meta, "name": "golden", "license": "MIT"}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InconsistentVersionWarning)  # the golden file pins old versions
+        warnings.simplefilter("ignore", VersionSkewWarning)  # the golden file pins old versions
         model = apr.load(GOLDEN, LinearRegression)
     assert model.predict([[1.0, 1.0]])[0] == 1.5
 

@@ -77,7 +77,7 @@ def test_trailing_bytes_are_rejected(tmp_path) -> None:
     assert isinstance(error, FormatError) and "trailing data" in str(error)
 
 
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.InconsistentVersionWarning")  # flipped version strings
+@pytest.mark.filterwarnings("ignore::aprender.exceptions.VersionSkewWarning")  # flipped version strings
 def test_byte_flips_in_header_and_key_values_never_escape(tmp_path) -> None:
     data = _valid("q4_0")
     header = _data_offset(data, tmp_path)

@@ -36,3 +36,19 @@ def test_warnings_point_at_the_line_that_called_aprender(tmp_path: Path) -> None
         caught = _caught(call)
         assert caught, f"{name} warned nothing"
         assert {w.filename for w in caught} == {__file__}, (name, [(w.filename, str(w.message)) for w in caught])
+
+
+def test_a_version_skew_warning_is_aprenders_own(tmp_path: Path) -> None:
+    import sklearn
+
+    from aprender.codec import ModelState, from_state, to_state
+    from aprender.exceptions import VersionSkewWarning
+
+    state = to_state(LinearRegression().fit([[0.0], [1.0]], [0.0, 1.0]))
+    meta = {**state.meta, "versions": {**state.meta["versions"], "sklearn": "1.6.1"}}
+    caught = _caught(lambda: from_state(ModelState(state.tensors, meta)))
+    assert [w.category for w in caught] == [VersionSkewWarning] and caught[0].filename == __file__
+    message = str(caught[0].message)
+    expected = f"this model was saved under scikit-learn 1.6.1 and is loaded under {sklearn.__version__}"
+    assert message.startswith(expected)
+    assert "nothing was unpickled" in message and "unpickle estimator" not in message

@@ -9,7 +9,6 @@ so there is one codec for all of them. docs/codec.md describes the metadata tree
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -233,17 +232,16 @@ def from_state(state: ModelState, expected: type | ModelType | int | str | None 
 
 def _warn_on_version_skew(versions: object) -> None:
     import sklearn
-    from sklearn.exceptions import InconsistentVersionWarning
+
+    from aprender._warn import warn
+    from aprender.exceptions import VersionSkewWarning
 
     if not isinstance(versions, dict):
         return
     saved = versions.get("sklearn")
     if isinstance(saved, str) and saved != sklearn.__version__:
-        warnings.warn(
-            InconsistentVersionWarning(
-                estimator_name="aprender model", current_sklearn_version=sklearn.__version__,
-                original_sklearn_version=saved,
-            ),
-            stacklevel=3,
-        )
+        warn(f"this model was saved under scikit-learn {saved[:40]} and is loaded under {sklearn.__version__}: "
+             "aprender rebuilt it from its stored state (nothing was unpickled) and every hyperparameter and "
+             "fitted attribute passed this version's checks; compare its outputs once if they matter",
+             VersionSkewWarning)
 
