@@ -77,7 +77,8 @@ def machine() -> str:
         pass
     return (
         f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"numpy {np.__version__}, scikit-learn {sklearn.__version__}"
+        f"numpy {np.__version__}, scikit-learn {sklearn.__version__}; "
+        f"1-minute load average {os.getloadavg()[0]:.1f} when the run started (other work on the machine)"
     )
 
 
