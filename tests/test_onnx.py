@@ -182,6 +182,39 @@ def test_numeric_dataframe_of_mixed_dtypes_is_one_float_matrix() -> None:
     np.testing.assert_array_equal(run(onx, frame)["label"], model.predict(frame.astype(float)))
 
 
+def _strict_json(text: str):
+    """Parse JSON as any strict reader does: NaN and Infinity are not JSON."""
+    def reject(token):
+        raise ValueError(f"non-standard JSON constant {token}")
+    return json.loads(text, parse_constant=reject)
+
+
+def test_non_finite_hyperparameters_are_written_as_codec_float_nodes() -> None:
+    from sklearn.impute import KNNImputer
+
+    X = np.array([[0.0, 1.0], [np.nan, 2.0], [2.0, 3.0], [3.0, np.nan]])
+    model = KNNImputer(n_neighbors=2).fit(X)  # on the allow-list: the codec writes the params
+    onx = to_onnx(model)
+    params = _strict_json(props(onx)["aprender.params"])
+    assert params["missing_values"] == {"__t__": "float", "v": "nan"}
+    np.testing.assert_allclose(run(onx, X)["variable"], model.transform(X), rtol=1e-5)
+    # a class the codec refuses (a user metric function) goes the plain way, with the same nodes
+    plain = KNNImputer(metric=lambda a, b, **kw: 0.0).fit(X)
+    with pytest.raises(UnsupportedExportError, match="metric is callable"):
+        to_onnx(plain)  # skl2onnx's refusal, not "Out of range float values are not JSON compliant"
+    plain_params = _strict_json(apr_onnx._meta.model_props(plain, None)["aprender.params"])
+    assert plain_params["missing_values"] == {"__t__": "float", "v": "nan"}
+
+
+def test_infinite_hyperparameter_does_not_hide_the_real_refusal() -> None:
+    from sklearn.cluster import OPTICS
+
+    model = OPTICS(min_samples=3).fit(np.random.RandomState(0).normal(size=(12, 2)))
+    assert model.max_eps == np.inf
+    with pytest.raises(UnsupportedExportError, match=r"no ONNX converter for sklearn\.cluster"):
+        to_onnx(model)
+
+
 def test_user_metadata_must_be_json(classifier) -> None:
     with pytest.raises(TypeError, match="JSON"):
         to_onnx(classifier, metadata={"bad": object()})

@@ -13,7 +13,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from aprender.codec import ModelType
+from aprender.codec._encode import Encoder
 from aprender.codec._registry import entry_for_class, public_key
 from aprender.codec._state import _versions, canonical_json, to_state
 from aprender.exceptions import UnsupportedTypeError
@@ -36,12 +39,24 @@ def _params_only(node: Any) -> Any:
     return node
 
 
+def _plain_value(value: Any, name: str) -> Any:
+    """A scalar parameter as the codec writes it: NaN and inf as ``{"__t__": "float", "v": "nan"}``.
+
+    JSON has no NaN or infinity (``missing_values=np.nan``, ``max_eps=np.inf``), and the
+    codec's nodes keep the value exact; a scalar the codec refuses is shown as its repr.
+    """
+    try:
+        return Encoder().value(value, name, 1)
+    except UnsupportedTypeError:
+        return repr(value)
+
+
 def _plain_params(est: Any) -> dict[str, Any]:
     """Parameters of a class the codec does not know, as readable JSON."""
     out: dict[str, Any] = {}
     for name, value in sorted(est.get_params(deep=False).items()):
-        if value is None or isinstance(value, (bool, int, float, str)):
-            out[name] = value
+        if value is None or isinstance(value, (bool, int, float, str, np.generic)):
+            out[name] = _plain_value(value, name)
         elif hasattr(value, "get_params") and hasattr(value, "fit"):
             out[name] = {"__t__": "estimator", "class": public_key(type(value)), "params": _plain_params(value)}
         else:
