@@ -84,17 +84,9 @@ class Seed:
     family: str
 
 
-def make_seeds(families: tuple[str, ...] | None, all_cases: bool) -> list[Seed]:
-    """Save a model of each family in every format and variant."""
-    import warnings
-
-    sys.path.insert(0, str(REPO / "tests"))
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+def _models(families: tuple[str, ...] | None, all_cases: bool, breadth: bool) -> list[tuple[str, Any]]:
+    """(family, fitted model) pairs: zoo cases, plus every scikit-learn instance with ``breadth``."""
     from zoo import CASES
-
-    import aprender
-    from aprender.format import apr, gguf
-    from aprender.format.apr import _crypto
 
     if all_cases:
         cases = list(CASES)
@@ -104,6 +96,25 @@ def make_seeds(families: tuple[str, ...] | None, all_cases: bool) -> list[Seed]:
             case = next((c for c in CASES if c.id.startswith(name)), None)
             if case is not None and case not in cases:
                 cases.append(case)
+    models = [(case.id, case.make()[0]) for case in cases]
+    if breadth:
+        import sklearn_instances
+
+        models += [(key, sklearn_instances.fitted(key)[0]) for key in sorted(sklearn_instances.instances())]
+    return models
+
+
+def make_seeds(families: tuple[str, ...] | None, all_cases: bool, breadth: bool = False) -> list[Seed]:
+    """Save a model of each family in every format and variant."""
+    import warnings
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    import aprender
+    from aprender.format import apr, gguf
+    from aprender.format.apr import _crypto
+
     key = Ed25519PrivateKey.from_private_bytes(_SIGNING_SEED)
     seeds = []
     # Encrypted seeds use a small Argon2id cost so that a campaign measures the parsers, not the KDF.
@@ -111,8 +122,7 @@ def make_seeds(families: tuple[str, ...] | None, all_cases: bool) -> list[Seed]:
     with tempfile.TemporaryDirectory(prefix="aprender-fuzz-seeds-") as folder, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         root = Path(folder)
-        for case in cases:
-            model, _ = case.make()
+        for family, model in _models(families, all_cases, breadth):
             writers: dict[tuple[str, str], Callable[..., None]] = {
                 ("safetensors", "plain"): aprender.save,
                 ("apr", "plain"): apr.save,
@@ -129,14 +139,14 @@ def make_seeds(families: tuple[str, ...] | None, all_cases: bool) -> list[Seed]:
                 _crypto.ARGON2.update(cheap)
                 try:
                     write(model, path)
-                except Exception as exc:  # a family a format cannot hold (e.g. q8_0 of a model without weights)
+                except Exception as exc:  # a model a format cannot hold (q8_0 without weights, a refused class)
                     if not type(exc).__module__.startswith("aprender"):
                         raise
                     continue
                 finally:
                     _crypto.ARGON2.clear()
                     _crypto.ARGON2.update(saved_argon2)
-                seeds.append(Seed(path.read_bytes(), fmt, variant, case.id))
+                seeds.append(Seed(path.read_bytes(), fmt, variant, family))
     return seeds
 
 
@@ -520,9 +530,18 @@ class Worker:
             self.proc.wait()
             self.proc = None
 
-    def _restart(self) -> None:
+    def restart(self) -> None:
+        """Kill the worker; the next ``send`` starts a fresh one."""
         self.stop()
         self.restarts += 1
+
+    def send(self, path: str, variant: str) -> None:
+        """Ask the worker to load ``path``."""
+        if self.proc is None:
+            self._start()
+        with contextlib.suppress(BrokenPipeError):  # a dead worker answers with EOF: a crash
+            self.proc.stdin.write(f"{path}\t{variant}\n")
+            self.proc.stdin.flush()
 
 
 # -- the campaign -----------------------------------------------------------------------
@@ -565,13 +584,20 @@ BAD = ("escape", "crash", "hang", "memory")
 def campaign(seeds: list[Seed], n: int, rng_seed: int, *, workers: int = 1, timeout: float = 2.0,
              memory_mb: int = 512, out: Path | None = None, progress: float = 0.0,
              formats: tuple[str, ...] = FORMATS) -> Report:
-    """Apply ``n`` mutations round-robin over ``formats``; load each in a worker."""
+    """Apply ``n`` mutations round-robin over ``formats``; load each in a worker.
+
+    The workers are kept busy: a worker gets its next file as soon as it answers, so a
+    slow load holds up only its own worker. The outcome of every mutation does not depend
+    on which worker loads it, so a fixed ``rng_seed`` gives the same files and counts.
+    """
     rng = random.Random(rng_seed)
     by_format = {f: [s for s in seeds if s.fmt == f] for f in formats}
     by_format = {f: s for f, s in by_format.items() if s}
     report = Report(seeds=len(seeds), families=len({s.family for s in seeds}))
     start = last = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="aprender-fuzz-") as folder:
+    # Mutated files go to memory where the OS offers it: the campaign writes millions.
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="aprender-fuzz-", dir=shm) as folder:
         manifest = Path(folder) / "seeds.txt"
         lines = []
         for i, seed in enumerate(s for group in by_format.values() for s in group):
@@ -580,21 +606,28 @@ def campaign(seeds: list[Seed], n: int, rng_seed: int, *, workers: int = 1, time
             lines.append(f"{path}\t{seed.variant}")
         manifest.write_text("\n".join(lines) + "\n")
         pool = [Worker(memory_mb, manifest) for _ in range(max(workers, 1))]
-        pending: list[tuple[Worker, Seed, str, str, bytes]] = []
+        free = list(pool)
+        busy: dict[Worker, _Job] = {}
+        done = 0
         try:
-            for i in range(n):
-                fmt = list(by_format)[i % len(by_format)]
-                seed = rng.choice(by_format[fmt])
-                donor = rng.choice(by_format[fmt]).data
-                kind, data = mutate(seed, rng, donor)
-                w = pool[i % len(pool)]
-                path = os.path.join(folder, f"w{pool.index(w)}.{fmt}")
-                with open(path, "wb") as f:
-                    f.write(data)
-                pending.append((w, seed, kind, path, data))
-                if len(pending) == len(pool) or i == n - 1:
-                    _run(pending, timeout, report, out)
-                    pending = []
+            while done < n:
+                while free and done + len(busy) < n:
+                    i = done + len(busy)
+                    fmt = list(by_format)[i % len(by_format)]
+                    seed = rng.choice(by_format[fmt])
+                    donor = rng.choice(by_format[fmt]).data
+                    kind, data = mutate(seed, rng, donor)
+                    w = free.pop()
+                    path = os.path.join(folder, f"w{pool.index(w)}.{fmt}")
+                    with open(path, "wb") as f:
+                        f.write(data)
+                    w.send(path, seed.variant)  # may restart the worker: the clock starts after
+                    busy[w] = _Job(seed, kind, path, data)
+                for w, outcome in _answers(busy, timeout):
+                    job = busy.pop(w)
+                    _record(report, job, outcome, out)
+                    free.append(w)
+                    done += 1
                 if progress and time.monotonic() - last > progress:
                     last = time.monotonic()
                     report.seconds = last - start
@@ -607,59 +640,68 @@ def campaign(seeds: list[Seed], n: int, rng_seed: int, *, workers: int = 1, time
     return report
 
 
-def _run(batch: list, timeout: float, report: Report, out: Path | None) -> None:
-    # Send every file of the batch first, so that the workers load in parallel.
-    for w, _, _, path, _ in batch:
-        if w.proc is None:
-            w._start()
-        try:
-            w.proc.stdin.write(f"{path}\t{_variant_of(batch, w)}\n")
-            w.proc.stdin.flush()
-        except BrokenPipeError:
-            pass
-    for w, seed, kind, path, data in batch:
-        outcome = _answer(w, timeout)
-        if outcome.startswith("hang"):  # a busy machine can stall one load: a hang must repeat in a fresh worker
-            w._start()
-            w.proc.stdin.write(f"{path}\t{seed.variant}\n")
-            w.proc.stdin.flush()
-            outcome = _answer(w, timeout)
-        report.mutations[seed.fmt] += 1
-        report.kinds[(seed.fmt, kind)] += 1
-        status, _, detail = outcome.partition("\t")
-        report.outcomes[(seed.fmt, status)] += 1
-        if status == "error":
-            report.errors[detail] += 1
-        if status in BAD:
-            finding = {"format": seed.fmt, "variant": seed.variant, "family": seed.family, "kind": kind,
-                       "status": status, "detail": detail}
-            if out is not None:
-                out.mkdir(parents=True, exist_ok=True)
-                digest = hashlib.sha1(data).hexdigest()[:12]
-                name = f"{status}-{seed.variant}-{digest}.{seed.fmt}"
-                (out / name).write_bytes(data)
-                finding["file"] = name
-                with open(out / "findings.jsonl", "a") as f:
-                    f.write(json.dumps(finding) + "\n")
-            report.findings.append(finding)
+@dataclass
+class _Job:
+    """A mutated file a worker is loading."""
+
+    seed: Seed
+    kind: str
+    path: str
+    data: bytes
+    started: float = field(default_factory=time.monotonic)
+    retried: bool = False
 
 
-def _variant_of(batch: list, w: Worker) -> str:
-    return next(seed.variant for worker, seed, *_ in batch if worker is w)
+def _answers(busy: dict[Worker, _Job], timeout: float) -> list[tuple[Worker, str]]:
+    """Wait for the next answers; a worker over ``timeout`` is restarted and asked once more."""
+    now = time.monotonic()
+    wait = max(0.0, min(job.started + timeout for job in busy.values()) - now)
+    by_pipe = {w.proc.stdout: w for w in busy}
+    ready, _, _ = select.select(list(by_pipe), [], [], wait)
+    answers = []
+    for pipe in ready:
+        w = by_pipe[pipe]
+        line = pipe.readline()
+        if line:
+            answers.append((w, line.rstrip("\n")))
+        else:
+            code = w.proc.wait()
+            w.restart()
+            answers.append((w, f"crash\tworker exited with {code}"))
+    answered = {w for w, _ in answers}
+    now = time.monotonic()
+    for w, job in busy.items():
+        if w in answered or now - job.started < timeout:
+            continue
+        w.restart()
+        if job.retried:
+            answers.append((w, f"hang\tno answer within {timeout} s, twice"))
+        else:  # a busy machine can stall one load: a hang must repeat in a fresh worker
+            w.send(job.path, job.seed.variant)
+            job.retried, job.started = True, time.monotonic()
+    return answers
 
 
-def _answer(w: Worker, timeout: float) -> str:
-    assert w.proc is not None
-    ready, _, _ = select.select([w.proc.stdout], [], [], timeout)
-    if not ready:
-        w._restart()
-        return f"hang\tno answer within {timeout} s"
-    line = w.proc.stdout.readline()
-    if not line:
-        code = w.proc.wait()
-        w._restart()
-        return f"crash\tworker exited with {code}"
-    return line.rstrip("\n")
+def _record(report: Report, job: _Job, outcome: str, out: Path | None) -> None:
+    seed = job.seed
+    report.mutations[seed.fmt] += 1
+    report.kinds[(seed.fmt, job.kind)] += 1
+    status, _, detail = outcome.partition("\t")
+    report.outcomes[(seed.fmt, status)] += 1
+    if status == "error":
+        report.errors[detail] += 1
+    if status in BAD:
+        finding = {"format": seed.fmt, "variant": seed.variant, "family": seed.family, "kind": job.kind,
+                   "status": status, "detail": detail}
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            digest = hashlib.sha1(job.data).hexdigest()[:12]
+            name = f"{status}-{seed.variant}-{digest}.{seed.fmt}"
+            (out / name).write_bytes(job.data)
+            finding["file"] = name
+            with open(out / "findings.jsonl", "a") as f:
+                f.write(json.dumps(finding) + "\n")
+        report.findings.append(finding)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -672,6 +714,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--formats", default=",".join(FORMATS), help="comma-separated subset of " + ",".join(FORMATS))
     parser.add_argument("--families", default="", help="comma-separated zoo case prefixes (default: one per family)")
     parser.add_argument("--all-cases", action="store_true", help="seed with every case of tests/zoo.py")
+    parser.add_argument("--breadth", action="store_true",
+                        help="also seed with every scikit-learn estimator instance (tests/sklearn_instances.py)")
     parser.add_argument("--out", type=Path, default=None, help="folder for reproducers and the JSON report")
     parser.add_argument("--progress", type=float, default=60.0, help="seconds between progress lines (stderr)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -681,7 +725,7 @@ def main(argv: list[str] | None = None) -> int:
         worker(args.memory_mb, args.warmup)
         return 0
     families = tuple(f for f in args.families.split(",") if f) or None
-    seeds = make_seeds(families, args.all_cases)
+    seeds = make_seeds(families, args.all_cases, args.breadth)
     formats = tuple(f for f in args.formats.split(",") if f)
     report = campaign(seeds, args.mutations, args.seed, workers=args.workers, timeout=args.timeout,
                       memory_mb=args.memory_mb, out=args.out, progress=args.progress, formats=formats)
