@@ -353,6 +353,31 @@ def test_parameter_gap_names_estimator_and_parameter() -> None:
         to_onnx(model)
 
 
+@pytest.mark.parametrize("name", ["RadiusNeighborsClassifier", "RadiusNeighborsRegressor"])
+def test_radius_neighbors_are_refused_not_broken_in_onnx_runtime(name) -> None:
+    from sklearn import neighbors
+
+    X, y = iris()
+    model = getattr(neighbors, name)(radius=1.0).fit(X, y)
+    with pytest.raises(UnsupportedExportError, match=f"{name} cannot be exported.*index is out of range"):
+        to_onnx(model)
+
+
+def test_tuned_threshold_classifier_is_refused_rather_than_ignoring_its_threshold() -> None:
+    from sklearn.model_selection import GridSearchCV, TunedThresholdClassifierCV
+
+    X, y = iris()
+    binary = (y == 2).astype(int)
+    model = TunedThresholdClassifierCV(sk_linear.LogisticRegression(max_iter=1000), cv=3).fit(X, binary)
+    with pytest.raises(UnsupportedExportError, match=r"TunedThresholdClassifierCV.*best_threshold_=0\.\d+"):
+        to_onnx(model)
+    # the best estimator of a search: refused too (found among the search's parameters)
+    search = GridSearchCV(TunedThresholdClassifierCV(sk_linear.LogisticRegression()), {"cv": [2, 3]}, cv=2)
+    search.fit(X, binary)
+    with pytest.raises(UnsupportedExportError, match="TunedThresholdClassifierCV cannot be exported"):
+        to_onnx(search)
+
+
 def test_gap_inside_a_pipeline_names_the_step() -> None:
     from aprender.neighbors import KNeighborsClassifier
 

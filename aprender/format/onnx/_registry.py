@@ -218,6 +218,26 @@ def _knn_gap(est: Any) -> str | None:
     )
 
 
+def _radius_gap(est: Any) -> str:
+    # Measured with ONNX Runtime 1.32 / skl2onnx 1.20: the session fails on any query with
+    # a training row outside the radius; with a radius covering every row it would run.
+    return (
+        "skl2onnx's radius-neighbours graph marks training rows outside the radius with index -1 and "
+        "passes them to ArrayFeatureExtractor, which ONNX Runtime rejects ('index is out of range') for "
+        "every query that does not have all training rows within the radius"
+    )
+
+
+def _threshold_gap(est: Any) -> str:
+    # getattr: an unfitted instance nested in a search CV's parameters has no threshold yet
+    threshold = getattr(est, "best_threshold_", None)
+    threshold = None if threshold is None else float(threshold)
+    return (
+        "skl2onnx converts only its estimator_ and returns that estimator's argmax labels, ignoring the "
+        f"tuned decision threshold (best_threshold_={threshold!r}), so the labels would differ from predict()"
+    )
+
+
 def _imputer_gap(est: Any) -> str | None:
     if not est.add_indicator:
         return None
@@ -226,9 +246,11 @@ def _imputer_gap(est: Any) -> str | None:
 
 def _parameter_gap(est: Any) -> str | None:
     """Why an otherwise convertible estimator cannot be converted faithfully with its parameters."""
-    from sklearn import feature_extraction, impute, neighbors, svm
+    from sklearn import feature_extraction, impute, model_selection, neighbors, svm
 
     checks = (
+        ((neighbors.RadiusNeighborsClassifier, neighbors.RadiusNeighborsRegressor), _radius_gap),
+        ((model_selection.TunedThresholdClassifierCV,), _threshold_gap),
         ((svm.SVC, svm.NuSVC, svm.SVR, svm.NuSVR, svm.OneClassSVM), _svm_gap),
         ((feature_extraction.text.CountVectorizer, feature_extraction.text.TfidfTransformer), _text_gap),
         ((neighbors.KNeighborsClassifier, neighbors.KNeighborsRegressor), _knn_gap),
