@@ -83,6 +83,22 @@ def test_zipmap_can_be_asked_for(classifier) -> None:
     assert onx.graph.output[1].type.HasField("sequence_type")
 
 
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_grid_search_classifier_gives_a_plain_probability_tensor(pipeline) -> None:
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = iris()
+    clf = sk_linear.LogisticRegression(max_iter=1000)
+    estimator, grid = (Pipeline([("scale", StandardScaler()), ("clf", clf)]), {"clf__C": [0.1, 1.0]}) if pipeline \
+        else (clf, {"C": [0.1, 1.0]})
+    search = GridSearchCV(estimator, grid, cv=2).fit(X, y)
+    onx = to_onnx(search)
+    assert "ZipMap" not in {n.op_type for n in onx.graph.node}
+    out = run(onx, X)
+    np.testing.assert_array_equal(out["label"], search.predict(X))
+    np.testing.assert_allclose(out["probabilities"], search.predict_proba(X), rtol=1e-4, atol=1e-5)
+
+
 def test_float64_uses_double_tensors_and_tighter_parity(classifier) -> None:
     X = iris()[0]
     onx = to_onnx(classifier, dtype=np.float64)

@@ -81,11 +81,17 @@ _MISSING_TYPE = re.compile(r"<class '([\w.]+)'>")
 
 
 def _final_estimator(model: Any) -> Any:
+    """The estimator whose converter options apply: a Pipeline's last step, a search's best estimator."""
+    from sklearn.model_selection._search import BaseSearchCV
     from sklearn.pipeline import Pipeline
 
-    while isinstance(model, Pipeline):
-        model = model.steps[-1][1]
-    return model
+    while True:
+        if isinstance(model, Pipeline):
+            model = model.steps[-1][1]
+        elif isinstance(model, BaseSearchCV) and hasattr(model, "best_estimator_"):
+            model = model.best_estimator_  # skl2onnx passes a search's options on to it
+        else:
+            return model
 
 
 def _accepts_option(model: Any, option: str) -> bool:
