@@ -1,0 +1,56 @@
+"""docs/schema/reference/ is what tools/gen_schema_docs.py writes from the registry today.
+
+The pages are generated from the allow-list and from what each estimator's fitted
+example stores, so a new class, a renamed tensor or a new metadata field changes them;
+this test fails until they are regenerated (``python tools/gen_schema_docs.py``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import sklearn
+
+import aprender
+
+REPO = Path(__file__).resolve().parent.parent
+PAGES = REPO / "docs" / "schema" / "reference"
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("gen_schema_docs", REPO / "tools" / "gen_schema_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _generated_with() -> str:
+    match = re.search(r"from scikit-learn (\S+), aprender (\S+);", (PAGES / "README.md").read_text())
+    assert match, "docs/schema/reference/README.md lacks its 'Generated ... from' line"
+    return match.group(1)
+
+
+def test_reference_pages_are_up_to_date() -> None:
+    if _generated_with() != sklearn.__version__:
+        pytest.skip(f"pages were generated under scikit-learn {_generated_with()}, running {sklearn.__version__}: "
+                    "fitted state differs between versions (tests/test_compat.py covers loading across them)")
+    files = _generator().build()
+    on_disk = {p.name for p in PAGES.glob("*.md")}
+    assert on_disk == set(files), "regenerate with: python tools/gen_schema_docs.py"
+    for name, text in files.items():
+        assert (PAGES / name).read_text() == text, f"docs/schema/reference/{name} is out of date: " \
+                                                    "python tools/gen_schema_docs.py"
+
+
+def test_every_documented_schema_class_has_a_section() -> None:
+    from aprender.codec._registry import registered
+
+    text = "\n".join(p.read_text() for p in PAGES.glob("*.md"))
+    for entry in registered():
+        assert f"`{entry.key}`" in text, entry.key
+    assert f"aprender {aprender.__version__};" in (PAGES / "README.md").read_text()
