@@ -421,6 +421,18 @@ def test_estimator_without_converter_is_unsupported_and_named() -> None:
         to_onnx(Shift().fit(iris()[0]))
 
 
+def test_class_without_converter_is_refused_before_its_input_is_read() -> None:
+    from sklearn.feature_extraction.image import PatchExtractor
+    from sklearn.preprocessing import MultiLabelBinarizer
+
+    labels = [[0, 1], [1, 2], [2]]
+    with pytest.raises(UnsupportedExportError, match=r"no ONNX converter for sklearn\..*MultiLabelBinarizer"):
+        to_onnx(MultiLabelBinarizer().fit(labels), labels)  # ragged rows: not an ONNX tensor
+    images = np.zeros((2, 4, 4))
+    with pytest.raises(UnsupportedExportError, match=r"no ONNX converter for sklearn\..*PatchExtractor"):
+        to_onnx(PatchExtractor(patch_size=(2, 2)).fit(images), images)  # 3-d input
+
+
 def test_skl2onnx_failure_is_wrapped_with_the_estimator_name() -> None:
     from aprender.preprocessing import OneHotEncoder as Encoder
 

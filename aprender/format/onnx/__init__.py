@@ -118,6 +118,31 @@ def _options(model: Any, options: Mapping[Any, Any] | None) -> dict[Any, Any] | 
     return given
 
 
+def _no_converter(model: Any, missing: str) -> UnsupportedExportError:
+    hint = (
+        "aprender's own estimators need a converter: see aprender.format.onnx.register_converter()"
+        if missing.startswith("aprender.")
+        else "skl2onnx has no converter for this class"
+    )
+    return UnsupportedExportError(
+        f"cannot export {type(model).__name__} to ONNX: no ONNX converter for {missing} ({hint})"
+    )
+
+
+def _require_converter(model: Any) -> None:
+    """Refuse a model whose own class has no converter before its input is looked at.
+
+    Otherwise an input skl2onnx could never take (MultiLabelBinarizer's label lists,
+    PatchExtractor's images) fails first, with a message about the input. Parts of a
+    model (Pipeline steps) are checked by skl2onnx itself.
+    """
+    from skl2onnx._supported_operators import sklearn_operator_name_map
+
+    cls = type(model)
+    if cls not in sklearn_operator_name_map:
+        raise _no_converter(model, f"{cls.__module__}.{cls.__qualname__}")
+
+
 def _unsupported(model: Any, exc: Exception) -> UnsupportedExportError:
     """Turn a skl2onnx failure into an error naming the estimator and what is missing."""
     from skl2onnx.common.exceptions import MissingConverter, MissingShapeCalculator
@@ -126,13 +151,7 @@ def _unsupported(model: Any, exc: Exception) -> UnsupportedExportError:
     text = str(exc).strip()
     if isinstance(exc, (MissingShapeCalculator, MissingConverter)):
         found = _MISSING_TYPE.search(text)
-        missing = found.group(1) if found else text.splitlines()[0]
-        hint = (
-            "aprender's own estimators need a converter: see aprender.format.onnx.register_converter()"
-            if missing.startswith("aprender.")
-            else "skl2onnx has no converter for this class"
-        )
-        return UnsupportedExportError(f"cannot export {name} to ONNX: no ONNX converter for {missing} ({hint})")
+        return _no_converter(model, found.group(1) if found else text.splitlines()[0])
     if "Expected an int, got a boolean" in text:
         import google.protobuf
 
@@ -269,6 +288,7 @@ def to_onnx(
     check_is_fitted(model)
     check_exportable(model)
     sync()
+    _require_converter(model)
     props = model_props(model, metadata)
     onx = _convert(model, initial_types(model, X, dtype), target_opset, _options(model, options))
     _check(onx, model, dtype)
