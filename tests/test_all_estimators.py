@@ -25,7 +25,6 @@ from aprender.format import apr, gguf, safetensors
 REFUSED = {
     "Birch": "its CF-tree is a graph of _CFNode objects that point at each other",
     "BisectingKMeans": "its _BisectingTree is a recursive tree of Python objects",
-    "HDBSCAN": "_single_linkage_tree_ is a NumPy structured array",
 }
 
 #: Instances whose reloaded outputs match to the last few ulps only, and why. Their state

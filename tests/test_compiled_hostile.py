@@ -1,4 +1,4 @@
-"""Hostile files against the values that reach compiled code: KD/Ball trees, interp1d, BSpline, SGD losses.
+"""Hostile files against values that reach compiled code: KD/Ball trees, interp1d, BSpline, SGD losses, HDBSCAN.
 
 Each crafted file is loaded in a fresh subprocess, so a segfault fails the test
 instead of killing pytest; the child must raise an ``AprenderError``.
@@ -13,6 +13,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from sklearn.cluster import HDBSCAN
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import SGDClassifier
 from sklearn.neighbors import KernelDensity, NearestNeighbors
@@ -32,6 +33,7 @@ def _models() -> dict[str, object]:
         "iso": IsotonicRegression().fit(_X[:, 0], _X[:, 1]),
         "spline": SplineTransformer(n_knots=4).fit(_X),
         "sgd": SGDClassifier(random_state=0).fit(_X, (_X[:, 0] > 0).astype(int)),
+        "hdbscan": HDBSCAN(min_cluster_size=3, copy=True).fit(_X),
     }
 
 
@@ -40,9 +42,12 @@ def _edit(state: ModelState, attr: str, field: str, value: object = None, tensor
     meta = json.loads(canonical_json(state.meta))
     node = meta["model"]["attrs"][attr]
     node = node[0] if isinstance(node, list) else node
+    *parents, field = field.split(".")  # "columns.0": the first column of a record array
+    for part in parents:
+        node = node[int(part) if part.isdigit() else part]
     tensors = dict(state.tensors)
     if tensor is not None:
-        tensors[node[field]["name"]] = tensor
+        tensors[node[int(field) if field.isdigit() else field]["name"]] = tensor
     else:
         node[field] = value
     return safetensors.state_to_bytes(ModelState(tensors=tensors, meta=meta))
@@ -85,6 +90,16 @@ CASES = {
     "bspline-few-coefficients": ("spline", "bsplines_", "c", None, np.zeros(1)),
     "sgd-unknown-loss": ("sgd", "_loss_function_", "loss", "Log", None),
     "sgd-loss-args": ("sgd", "_loss_function_", "args", [1.0, 2.0], None),
+    # HDBSCAN's single-linkage tree: merges index a union-find in compiled code (dbscan_clustering).
+    "linkage-merge-ahead": ("hdbscan", "_single_linkage_tree_", "columns.0", None, np.full(29, 10**6)),
+    "linkage-negative-merge": ("hdbscan", "_single_linkage_tree_", "columns.1", None, np.full(29, -1)),
+    "records-object-field": ("hdbscan", "_single_linkage_tree_", "fields",
+                             [["left_node", "|O"], ["right_node", "<i8"], ["value", "<f8"], ["cluster_size", "<i8"]],
+                             None),
+    "records-duplicate-field": ("hdbscan", "_single_linkage_tree_", "fields",
+                                [["a", "<i8"], ["a", "<i8"], ["value", "<f8"], ["cluster_size", "<i8"]], None),
+    "records-huge-shape": ("hdbscan", "_single_linkage_tree_", "shape", [2**40], None),
+    "records-short-column": ("hdbscan", "_single_linkage_tree_", "columns.2", None, np.zeros(3)),
 }
 
 
@@ -114,6 +129,16 @@ def test_hostile_compiled_values_raise_aprender_errors(case, hostile, child_resu
     with pytest.raises(FormatError):  # in this process too: a FormatError, not a crash
         safetensors.load(hostile[case])
     assert child_results[case].startswith("AprenderError:"), child_results[case]
+
+
+def test_linkage_tree_round_trips_as_records(states) -> None:
+    model = _models()["hdbscan"]
+    loaded = from_state(states["hdbscan"])
+    assert loaded._single_linkage_tree_.dtype == model._single_linkage_tree_.dtype
+    assert loaded._single_linkage_tree_.tobytes() == model._single_linkage_tree_.tobytes()
+    assert np.array_equal(loaded.dbscan_clustering(0.8), model.dbscan_clustering(0.8))
+    node = states["hdbscan"].meta["model"]["attrs"]["_single_linkage_tree_"]
+    assert node["fields"] == [["left_node", "<i8"], ["right_node", "<i8"], ["value", "<f8"], ["cluster_size", "<i8"]]
 
 
 def test_trees_are_rebuilt_not_restored(states) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 from aprender.codec import handlers as _handlers
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, TENSOR_KINDS, join
 from aprender.codec._registry import Spec, entry_for_class
+from aprender.codec.handlers.records import RECORDS
 from aprender.exceptions import UnsupportedTypeError
 
 __all__ = ["Encoder", "float_dtype"]
@@ -161,6 +162,8 @@ class Encoder:
         kind = array.dtype.kind
         if kind in TENSOR_KINDS and array.dtype.names is None:
             return self.tensor(array, path)
+        if array.dtype.names is not None:
+            return {"__t__": RECORDS.tag, **RECORDS.encode(array, self, path)}
         if kind == "U":
             return {"__t__": "strarray", "dtype": array.dtype.str, "shape": list(array.shape),
                     "v": array.ravel().tolist()}

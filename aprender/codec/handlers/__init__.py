@@ -4,7 +4,8 @@ Importing this package registers every handler: sparse matrices, ``RandomState``
 ``Generator``, scikit-learn's ``Tree`` and loss objects, and standard-library values
 (slices, numpy dtypes, ...), KD/Ball trees, interp1d and BSpline rebuilt
 from data (``compiled``), Bunch/defaultdict/SGD losses
-(``containers``), functions by name (``functions``) and
+(``containers``), structured arrays of numeric fields (``records``), functions by
+name (``functions``) and
 allow-listed plain helper objects (``objects``). ``packed``, ``hgb`` and ``tree_structure`` hold the
 pack/unpack and validation helpers that the ensemble schemas build on.
 """
@@ -16,6 +17,7 @@ from aprender.codec.handlers import (  # noqa: F401 - registers them
     loss,
     objects,
     random_state,
+    records,
     rng,
     sparse,
     std,

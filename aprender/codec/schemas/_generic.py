@@ -45,8 +45,14 @@ def _plain_object(item: Any) -> bool:
     return hasattr(item, "get_params")  # a decoded estimator: only allow-listed classes decode to one
 
 
+def _numeric_records(dtype: np.dtype) -> bool:
+    return dtype.names is not None and all(dtype.fields[n][0].kind in "biuf" for n in dtype.names)
+
+
 def _check_arrays(value: Any, name: str, path: str, depth: int = 0) -> None:
     if isinstance(value, np.ndarray):
+        if _numeric_records(value.dtype):  # rebuilt column by column by the records handler
+            return
         if value.dtype.kind not in _ARRAY_KINDS or value.dtype.names is not None:
             raise fail(path, f"'{name}' has unsupported dtype {value.dtype}")
         if value.dtype.kind == "O" and not all(_plain_object(v) for v in value.ravel()):

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 from sklearn import cluster as sk
 
 from aprender import cluster as ap
 from aprender.codec import ModelType, Spec
-from aprender.codec._checks import array, n_features, optional_array
+from aprender.codec._checks import array, fail, n_features, optional_array
+from aprender.codec.schemas._generic import check_generic
 
 
 def check_kmeans(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
@@ -25,10 +27,35 @@ def check_minibatch_kmeans(params: Mapping[str, Any], attrs: Mapping[str, Any], 
     array(attrs, "_counts", path, ndim=(1,), shape={0: params.get("n_clusters")})
 
 
+def check_hdbscan(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """The single-linkage tree's merges name only points and earlier merges.
+
+    ``dbscan_clustering`` hands ``_single_linkage_tree_`` to compiled code that indexes
+    a union-find by ``left_node`` and ``right_node`` without bounds checks: row ``i``
+    of a tree over ``n`` points may only name ids below ``n + i``.
+    """
+    check_generic(params, attrs, path)
+    tree = attrs.get("_single_linkage_tree_")
+    if tree is None:
+        return
+    if not isinstance(tree, np.ndarray) or tree.ndim != 1 or tree.dtype.names is None or not {
+            "left_node", "right_node", "value", "cluster_size"} <= set(tree.dtype.names):
+        raise fail(path, "_single_linkage_tree_ must be a 1-d record array of merges")
+    limit = len(tree) + 1 + np.arange(len(tree))
+    for side in ("left_node", "right_node"):
+        ids = tree[side]
+        if ids.dtype.kind not in "iu" or np.any(ids < 0) or np.any(ids >= limit):
+            raise fail(path, f"_single_linkage_tree_ {side} names a point or merge that does not exist yet")
+    labels = attrs.get("labels_")
+    if isinstance(labels, np.ndarray) and labels.shape != (len(tree) + 1,):
+        raise fail(path, f"labels_ has shape {labels.shape}, the tree merges {len(tree) + 1} points")
+
+
 SCHEMAS = [
     ((ap.KMeans, sk.KMeans), Spec(ModelType.KMEANS, quantizable=("cluster_centers_",), validate=check_kmeans)),
     (
         (ap.MiniBatchKMeans, sk.MiniBatchKMeans),
         Spec(ModelType.KMEANS, quantizable=("cluster_centers_",), validate=check_minibatch_kmeans),
     ),
+    ((sk.HDBSCAN,), Spec(validate=check_hdbscan)),
 ]
