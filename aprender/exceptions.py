@@ -19,6 +19,7 @@ __all__ = [
     "DecryptionFailed",
     "DistillationError",
     "FormatError",
+    "IncompatibleVersion",
     "KeyRequired",
     "ModelTypeMismatch",
     "SignatureInvalid",
@@ -60,6 +61,29 @@ class UnsupportedVersion(FormatError):
         super().__init__(
             f"{where + ': ' if where else ''}unsupported format version {found}; this aprender reads {supported}. "
             "Upgrade aprender to read this file."
+        )
+
+
+class IncompatibleVersion(UnsupportedVersion):
+    """A stored model cannot cross from the scikit-learn version that saved it to the running one.
+
+    Raised when a value has no faithful equivalent on the other side (a removed
+    parameter set to a non-default value, a newer parameter the running version lacks)
+    or when a newer version's hyperparameters are rejected by the running one. The
+    message names both versions and the parameter; ``saved`` and ``running`` hold the
+    versions.
+    """
+
+    def __init__(self, saved: str, running: str, what: str) -> None:
+        self.saved = saved
+        self.running = running
+        self.found = f"scikit-learn {saved}"
+        self.supported = f"scikit-learn {running}"
+        self.where = ""
+        FormatError.__init__(
+            self,
+            f"{what}. The model was saved under scikit-learn {saved} and cannot be loaded faithfully under "
+            f"scikit-learn {running}; load it under scikit-learn {saved}, or refit it under {running}.",
         )
 
 

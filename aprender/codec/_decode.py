@@ -21,6 +21,7 @@ import numpy as np
 from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
 from aprender.codec._checks import check_attr_name, fail
+from aprender.codec._migrations import Plan
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join
 from aprender.codec._registry import entry_for_key
 from aprender.codec.handlers._base import ANY, NULL, TENSOR, Fields
@@ -92,9 +93,10 @@ def _count(shape: tuple[int, ...]) -> int:
 class Decoder:
     """Rebuilds values from metadata nodes and a dict of tensors, checking each one."""
 
-    def __init__(self, tensors: Mapping[str, np.ndarray]) -> None:
+    def __init__(self, tensors: Mapping[str, np.ndarray], migrations: Plan | None = None) -> None:
         self.tensors = tensors
         self.used: set[str] = set()
+        self.migrations = migrations
 
     def finish(self) -> None:
         """Every tensor in the file must have been referenced exactly once."""
@@ -249,6 +251,8 @@ class Decoder:
         params_node, attrs_node = node["params"], node["attrs"]
         params = {k: self.value(v, join(path, k), depth + 1) for k, v in params_node.items()}
         attrs = {k: self.value(v, join(path, k), depth + 1) for k, v in attrs_node.items()}
+        # Another scikit-learn version saved the file: carry the state across before it is checked.
+        migrated = self.migrations is not None and self.migrations.apply(cls, params, attrs, path)
         for name in attrs:
             check_attr_name(cls, name, params, path)
         try:
@@ -264,7 +268,13 @@ class Decoder:
             raise
         except Exception as exc:  # a validator tripping over malformed values
             raise fail(path, f"invalid {entry.key} state: {type(exc).__name__}: {exc}") from None
-        return _construct(cls, entry.key, params, params_node, attrs, path)
+        try:
+            return _construct(cls, entry.key, params, None if migrated else params_node, attrs, path)
+        except FormatError as exc:
+            rejected = self.migrations.rejected(entry.key, path, exc) if self.migrations is not None else None
+            if rejected is not None:
+                raise rejected from None
+            raise
 
 
 # Hyperparameter validation is a pure function of (class, parameters) and costs far
@@ -273,8 +283,11 @@ _VALID_PARAMS: dict[tuple[type, str], None] = {}
 _VALID_PARAMS_LIMIT = 4096
 
 
-def _validate_params(cls: type, est: Any, params_node: Mapping[str, Any]) -> None:
+def _validate_params(cls: type, est: Any, params_node: Mapping[str, Any] | None) -> None:
     if not hasattr(est, "_parameter_constraints"):
+        return
+    if params_node is None:  # migrated parameters differ from the node: check them, remember nothing
+        est._validate_params()
         return
     text = json.dumps(params_node, sort_keys=True)
     key = (cls, text)
@@ -289,7 +302,8 @@ def _validate_params(cls: type, est: Any, params_node: Mapping[str, Any]) -> Non
 
 
 def _construct(
-    cls: type, key: str, params: dict[str, Any], params_node: Mapping[str, Any], attrs: dict[str, Any], path: str
+    cls: type, key: str, params: dict[str, Any], params_node: Mapping[str, Any] | None, attrs: dict[str, Any],
+    path: str,
 ) -> Any:
     try:
         est = cls(**params)

@@ -15,6 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from aprender.codec import handlers as _handlers
+from aprender.codec._migrations import LEGACY_LISTS
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, TENSOR_KINDS, join
 from aprender.codec._registry import Spec, entry_for_class
 from aprender.codec.handlers.records import RECORDS
@@ -129,6 +130,8 @@ class Encoder:
             return self._array(value, path, depth)
         if isinstance(value, np.generic):
             return self._numpy_scalar(value, path)
+        if type(value) in LEGACY_LISTS:  # read its items without the warning it gives on access
+            value = list(value.data)
         if type(value) is list:
             return [self.value(v, join(path, i), depth + 1) for i, v in enumerate(value)]
         if type(value) is tuple:

@@ -17,6 +17,7 @@ import numpy as np
 
 from aprender.codec._decode import Decoder
 from aprender.codec._encode import Encoder, float_dtype
+from aprender.codec._migrations import Plan
 from aprender.codec._model_type import ModelType
 from aprender.codec._registry import entry_for_class, entry_for_key, same_schema
 from aprender.exceptions import FormatError, ModelTypeMismatch, UnsupportedVersion
@@ -223,11 +224,22 @@ def from_state(state: ModelState, expected: type | ModelType | int | str | None 
         build_as = expected
     else:
         raise ModelTypeMismatch(expected.__name__, entry.cls.__name__)
-    _warn_on_version_skew(meta.get("versions"))
-    decoder = Decoder(state.tensors)
+    versions = meta.get("versions")
+    _warn_on_version_skew(versions)
+    decoder = Decoder(state.tensors, migrations=_migration_plan(versions))
     estimator = decoder.estimator(model, "", build_as=build_as)
     decoder.finish()
     return estimator
+
+
+def _migration_plan(versions: object) -> Plan | None:
+    """The scikit-learn migrations from the version that saved the file to the running one."""
+    import sklearn
+
+    saved = versions.get("sklearn") if isinstance(versions, dict) else None
+    if not isinstance(saved, str) or saved == sklearn.__version__:
+        return None
+    return Plan(saved, sklearn.__version__)
 
 
 def _warn_on_version_skew(versions: object) -> None:

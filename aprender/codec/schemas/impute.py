@@ -11,7 +11,12 @@ from sklearn import impute as sk
 from aprender import impute as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features
+from aprender.codec._migrations import running_at_least
 from aprender.codec.schemas.preprocessing_extra import check_feature_names
+
+#: The fitted dtypes transform reads: scikit-learn 1.8 added ``_fill_dtype`` (older files get it
+#: from codec/_migrations.py).
+_DTYPES = ("_fit_dtype", "_fill_dtype") if running_at_least("1.8") else ("_fit_dtype",)
 
 
 def check_simple_imputer(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
@@ -19,13 +24,14 @@ def check_simple_imputer(params: Mapping[str, Any], attrs: Mapping[str, Any], pa
     n = n_features(attrs, path)
     check_feature_names(attrs, n, path)
     statistics = array(attrs, "statistics_", path, ndim=(1,), kinds="biufO", shape={0: n})
-    for name in ("_fit_dtype", "_fill_dtype"):
+    for name in _DTYPES:
         if not isinstance(attrs.get(name), np.dtype):
             raise fail(path, f"'{name}' must be a numpy dtype")
+    fill = attrs.get("_fill_dtype", attrs["_fit_dtype"])
     try:  # transform casts the statistics to the fill dtype
-        statistics.astype(attrs["_fill_dtype"])
+        statistics.astype(fill)
     except (TypeError, ValueError, OverflowError):
-        raise fail(path, f"'statistics_' cannot be cast to the fill dtype {attrs['_fill_dtype']}") from None
+        raise fail(path, f"'statistics_' cannot be cast to the fill dtype {fill}") from None
     indicator = attrs.get("indicator_")
     fitted_on = getattr(indicator, "_n_features", None)
     if indicator is not None and (not isinstance(indicator, sk.MissingIndicator) or fitted_on != n):

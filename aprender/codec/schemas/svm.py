@@ -20,8 +20,13 @@ from sklearn import svm as sk
 from aprender import svm as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features
+from aprender.codec._migrations import running_at_least
 from aprender.codec.schemas._model_checks import class_labels, integer, is_fitted
 from aprender.codec.schemas.linear import LINEAR_ALIASES, check_classifier, check_linear
+
+#: scikit-learn 1.9 reads ``_effective_probability`` (files from older versions get it from
+#: codec/_migrations.py); older versions read the ``probability`` parameter instead.
+_EFFECTIVE_PROBABILITY = running_at_least("1.9")
 
 
 def _check_shape_fit(attrs: Mapping[str, Any], n: int, path: str) -> int:
@@ -86,7 +91,7 @@ def _check_coefficients(attrs: Mapping[str, Any], path: str, n_class: int, n_sv:
         raise fail(path, f"'_probA' must have shape [0] or [{pairs}]")
     _libsvm_array(attrs, "_probA", path, (size,), np.float64)
     _libsvm_array(attrs, "_probB", path, (size,), np.float64)
-    effective = attrs.get("_effective_probability")
+    effective = attrs.get("_effective_probability", None if _EFFECTIVE_PROBABILITY else False)
     if type(effective) is not bool or (effective and size == 0):
         raise fail(path, "'_effective_probability' must be a bool, and true only with Platt parameters")
 
