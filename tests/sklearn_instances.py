@@ -110,7 +110,10 @@ def fitted(key: str) -> tuple[Any, Any]:
             est.fit(X)
         else:
             est.fit(X, y)
-    return est, rows
+    # Inference runs on a copy: an estimator that keeps its training X (LabelSpreading's X_)
+    # takes scikit-learn's `X is Y` shortcut in euclidean_distances when given the same object,
+    # which a reloaded model, holding its own array, never takes.
+    return est, rows.copy() if isinstance(rows, np.ndarray) else rows
 
 
 def outputs(est: Any, rows: Any) -> dict[str, Any]:

@@ -27,12 +27,6 @@ REFUSED = {
     "BisectingKMeans": "its _BisectingTree is a recursive tree of Python objects",
 }
 
-#: Instances whose reloaded outputs match to the last few ulps only, and why. Their state
-#: comes back bit-identical (same dtypes, shapes, memory order); the kernel product in
-#: predict_proba still differs in the last bits after a file round trip (under investigation).
-APPROXIMATE = {"LabelSpreading": "rbf kernel products differ in the last bits after loading",
-               "LabelPropagation": "rbf kernel products differ in the last bits after loading (as LabelSpreading)"}
-
 FORMATS = {
     "safetensors": (safetensors.state_to_bytes, safetensors.state_from_bytes),
     "apr": (apr.state_to_bytes, apr.state_from_bytes),
@@ -78,10 +72,7 @@ def test_roundtrip_in_every_format(key: str) -> None:
             got = si.outputs(loaded, rows)
             assert got.keys() == expected.keys()
             for method, value in expected.items():
-                if key in APPROXIMATE and not isinstance(value, type):
-                    np.testing.assert_allclose(got[method], value, rtol=1e-12, atol=1e-300)
-                else:
-                    assert si.same(value, got[method]), f"{fmt}: {method} differs"
+                assert si.same(value, got[method]), f"{fmt}: {method} differs"
         a, b = _public_attrs(est), _public_attrs(loaded)
         assert a.keys() == b.keys(), fmt
         assert all(_same_attrs(a[k], b[k]) for k in a), fmt
