@@ -12,7 +12,8 @@ under the running scikit-learn and compares outputs bit for bit.
     python tools/make_golden.py                      # 1.6.1 1.7.2 1.8.0 and the running version
     python tools/make_golden.py --versions 1.6.1     # one version
     python tools/make_golden.py --matrix             # load every file under every version: the matrix
-    python tools/make_golden.py --lower-bound-venv   # only print the python of the oldest version's venv
+    python tools/make_golden.py --lower-bound-venv   # the oldest version's venv with this checkout installed:
+                                                     # print its python (.ci/run tests the lower bound there)
 
 Recipes use only what every supported scikit-learn version has, fit small models on
 small data, and never change once their files are committed (add new ones instead):
@@ -392,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--matrix", action="store_true",
                         help="load every golden file under every version and print the markdown matrix")
     parser.add_argument("--lower-bound-venv", action="store_true",
-                        help="build the oldest supported version's venv and print its python")
+                        help="install this checkout in the oldest supported version's venv, print its python")
     args = parser.parse_args(argv)
     if args.save_into is not None:
         save_here(args.save_into)
@@ -404,7 +405,12 @@ def main(argv: list[str] | None = None) -> int:
         print(matrix(args.versions))
         return 0
     if args.lower_bound_venv:
-        print(venv_python(LOWER_BOUND))
+        python = venv_python(LOWER_BOUND)
+        # pip must accept this checkout's declared dependencies next to the oldest pins
+        pins = [f"scikit-learn=={LOWER_BOUND}", *PINS[LOWER_BOUND]]
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(REPO), *pins],
+                       check=True, stdout=sys.stderr)
+        print(python)
         return 0
     for version in args.versions:
         if version == "current":
