@@ -379,19 +379,44 @@ def test_radius_neighbors_are_refused_not_broken_in_onnx_runtime(name) -> None:
         to_onnx(model)
 
 
-def test_tuned_threshold_classifier_is_refused_rather_than_ignoring_its_threshold() -> None:
-    from sklearn.model_selection import GridSearchCV, TunedThresholdClassifierCV
+def _threshold_models() -> dict:
+    from sklearn.metrics import f1_score, make_scorer
+    from sklearn.model_selection import FixedThresholdClassifier, TunedThresholdClassifierCV
+
+    lr = sk_linear.LogisticRegression()
+    return {
+        "tuned": TunedThresholdClassifierCV(lr, scoring="balanced_accuracy"),
+        "fixed": FixedThresholdClassifier(lr, threshold=0.2),
+        "fixed-pos-label-first": FixedThresholdClassifier(lr, threshold=0.3, pos_label=0),
+        "tuned-string-labels": TunedThresholdClassifierCV(lr, scoring=make_scorer(f1_score, pos_label="no")),
+    }
+
+
+@pytest.mark.parametrize("name", ["tuned", "fixed", "fixed-pos-label-first", "tuned-string-labels"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_threshold_classifiers_predict_with_their_threshold(name, dtype) -> None:
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(400, 4))
+    y = (X[:, 0] + 0.5 * rng.normal(size=400) > 0.8).astype(int)
+    if name.endswith("string-labels"):
+        y = np.where(y == 1, "yes", "no")
+    model = _threshold_models()[name].fit(X, y)
+    onx = to_onnx(model, dtype=dtype)
+    out = run(onx, X)
+    np.testing.assert_array_equal(out["label"], model.predict(X))
+    if name != "tuned-string-labels":  # there the tuned threshold happens to agree with argmax
+        assert (model.predict(X) != model.estimator_.predict(X)).sum() > 20  # argmax labels would fail
+    np.testing.assert_allclose(out["probabilities"], model.predict_proba(X), rtol=1e-5, atol=1e-6)
+
+
+def test_threshold_on_decision_function_is_refused_with_the_reason() -> None:
+    from sklearn.model_selection import TunedThresholdClassifierCV
 
     X, y = iris()
-    binary = (y == 2).astype(int)
-    model = TunedThresholdClassifierCV(sk_linear.LogisticRegression(max_iter=1000), cv=3).fit(X, binary)
-    with pytest.raises(UnsupportedExportError, match=r"TunedThresholdClassifierCV.*best_threshold_=0\.\d+"):
+    model = TunedThresholdClassifierCV(sk_linear.LogisticRegression(), response_method="decision_function")
+    model.fit(X, (y == 2).astype(int))
+    with pytest.raises(UnsupportedExportError, match=r"TunedThresholdClassifierCV cannot be exported.*decision_fun"):
         to_onnx(model)
-    # the best estimator of a search: refused too (found among the search's parameters)
-    search = GridSearchCV(TunedThresholdClassifierCV(sk_linear.LogisticRegression()), {"cv": [2, 3]}, cv=2)
-    search.fit(X, binary)
-    with pytest.raises(UnsupportedExportError, match="TunedThresholdClassifierCV cannot be exported"):
-        to_onnx(search)
 
 
 def test_gap_inside_a_pipeline_names_the_step() -> None:

@@ -27,7 +27,7 @@ from aprender.ensemble import MixtureOfExpertsClassifier, MixtureOfExpertsRegres
 from aprender.exceptions import UnsupportedExportError
 from aprender.format.onnx._registry import register_converter
 
-__all__ = ["register"]
+__all__ = ["label_values", "register"]
 
 
 def _refuse_capacity(moe: Any) -> None:
@@ -84,7 +84,7 @@ def convert_regressor(scope: Any, operator: Any, container: Any) -> None:
     OnnxIdentity(total, op_version=opv, output_names=operator.outputs[:1]).add_to(scope, container)
 
 
-def _label_values(model: Any) -> np.ndarray:
+def label_values(model: Any) -> np.ndarray:
     """classes_ as skl2onnx writes labels: strings, or int64 for integer (and bool) labels."""
     classes = model.classes_
     if all(isinstance(c, str) for c in classes):
@@ -102,7 +102,7 @@ def _write_classifier_outputs(scope: Any, operator: Any, container: Any, scores:
     from skl2onnx.algebra.onnx_ops import OnnxArgMax, OnnxGather, OnnxIdentity
 
     opv = container.target_opset
-    labels = _label_values(operator.raw_operator)
+    labels = label_values(operator.raw_operator)
     label = OnnxGather(labels, OnnxArgMax(scores, axis=1, keepdims=0, op_version=opv), axis=0, op_version=opv)
     OnnxIdentity(label, op_version=opv, output_names=operator.outputs[:1]).add_to(scope, container)
     OnnxIdentity(proba, op_version=opv, output_names=operator.outputs[1:2]).add_to(scope, container)

@@ -19,7 +19,7 @@ from typing import Any
 from aprender.codec import ModelType, registered
 from aprender.exceptions import UnsupportedExportError, UnsupportedTypeError
 
-__all__ = ["UNSUPPORTED", "check_exportable", "register_converter", "sync"]
+__all__ = ["UNSUPPORTED", "check_exportable", "register_converter", "replace_converter", "sync"]
 
 #: Model families with no ONNX graph, and why. Checked before skl2onnx is involved.
 UNSUPPORTED: dict[ModelType, str] = {
@@ -46,6 +46,7 @@ class _Converter:
 
 _lock = threading.RLock()
 _extra: dict[type, _Converter] = {}
+_replacing: set[type] = set()  # classes whose skl2onnx converter aprender replaces
 _done: set[type] = set()
 _synced = False
 
@@ -107,6 +108,25 @@ def register_converter(
             _apply(cls, entry)
 
 
+def replace_converter(
+    cls: type,
+    shape_calculator: Callable[..., Any],
+    converter: Callable[..., Any],
+    *,
+    options: Mapping[str, Any] | None = None,
+) -> None:
+    """Like :func:`register_converter`, for a scikit-learn class whose skl2onnx converter is wrong.
+
+    The class is mapped onto ``"Aprender" + class name`` in skl2onnx's registry (the
+    process-wide one: plain ``skl2onnx.to_onnx`` then uses it too); skl2onnx's own
+    converter stays registered under its alias. Used for TunedThresholdClassifierCV,
+    whose skl2onnx graph ignores the tuned threshold.
+    """
+    with _lock:
+        _replacing.add(cls)
+    register_converter(cls, shape_calculator, converter, options=options)
+
+
 def _apply(cls: type, entry: _Converter) -> None:
     """Hand ``entry`` to skl2onnx; a refused registration is forgotten so other exports still work."""
     from skl2onnx import update_registered_converter
@@ -115,9 +135,9 @@ def _apply(cls: type, entry: _Converter) -> None:
     try:
         get_converter(entry.alias)
     except ValueError:  # the alias is free
-        # overwrite=False: skl2onnx itself refuses to replace an existing converter.
-        update_registered_converter(cls, entry.alias, entry.shape_calculator, entry.converter, overwrite=False,
-                                    parser=entry.parser, options=entry.options)
+        # overwrite=False: skl2onnx itself refuses to map a class it converts onto another alias.
+        update_registered_converter(cls, entry.alias, entry.shape_calculator, entry.converter,
+                                    overwrite=cls in _replacing, parser=entry.parser, options=entry.options)
         _done.add(cls)
         return
     # Checked before registering: skl2onnx maps the class onto the alias before refusing it.
@@ -156,7 +176,7 @@ def sync() -> None:
 
         # aprender's own estimators bring their converters with this package (importing
         # the module registers them once), never with the codec's schemas.
-        from aprender.format.onnx import _moe  # noqa: F401
+        from aprender.format.onnx import _moe, _threshold  # noqa: F401
 
         entries = registered()
         for cls, entry in list(_extra.items()):
@@ -228,13 +248,18 @@ def _radius_gap(est: Any) -> str:
     )
 
 
-def _threshold_gap(est: Any) -> str:
-    # getattr: an unfitted instance nested in a search CV's parameters has no threshold yet
-    threshold = getattr(est, "best_threshold_", None)
-    threshold = None if threshold is None else float(threshold)
+def _threshold_gap(est: Any) -> str | None:
+    from aprender.format.onnx._threshold import response_method
+
+    if not hasattr(est, "estimator_"):  # unfitted, nested in a search's parameters: the fitted copy is checked
+        return None
+    method = response_method(est)
+    if method == "predict_proba":
+        return None
     return (
-        "skl2onnx converts only its estimator_ and returns that estimator's argmax labels, ignoring the "
-        f"tuned decision threshold (best_threshold_={threshold!r}), so the labels would differ from predict()"
+        f"it thresholds its estimator's {method}, and skl2onnx lays decision values out differently per "
+        "converter, so the positive-class score column is not known; use response_method='predict_proba' "
+        "with an estimator that has it"
     )
 
 
@@ -250,7 +275,7 @@ def _parameter_gap(est: Any) -> str | None:
 
     checks = (
         ((neighbors.RadiusNeighborsClassifier, neighbors.RadiusNeighborsRegressor), _radius_gap),
-        ((model_selection.TunedThresholdClassifierCV,), _threshold_gap),
+        ((model_selection.TunedThresholdClassifierCV, model_selection.FixedThresholdClassifier), _threshold_gap),
         ((svm.SVC, svm.NuSVC, svm.SVR, svm.NuSVR, svm.OneClassSVM), _svm_gap),
         ((feature_extraction.text.CountVectorizer, feature_extraction.text.TfidfTransformer), _text_gap),
         ((neighbors.KNeighborsClassifier, neighbors.KNeighborsRegressor), _knn_gap),
