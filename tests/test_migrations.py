@@ -183,6 +183,14 @@ def test_every_migration_has_a_case() -> None:
             assert covered, f"no case for the {direction} step of: {m.change}"
 
 
+def test_docs_list_every_migration() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "compatibility.md").read_text()
+    for m in MIGRATIONS:
+        assert f"| {m.version} | {', '.join(c.__name__ for c in m.classes)} | {m.change} |" in text, m.change
+
+
 def test_same_minor_version_and_unknown_versions_migrate_nothing() -> None:
     for saved in ("1.9.0", "1.9.1rc1", "unknown", None):
         params = {"multi_class": "ovr"}
@@ -249,6 +257,18 @@ def test_a_newer_file_that_this_version_rejects_raises_unsupported_version_not_t
     assert isinstance(info.value, IncompatibleVersion) and not isinstance(info.value, TypeError)
     assert "scikit-learn 1.99.0" in str(info.value) and f"scikit-learn {sklearn.__version__}" in str(info.value)
     assert "a_parameter_from_the_future" in str(info.value)
+
+
+def test_an_older_file_that_this_version_rejects_names_both_versions() -> None:
+    major, minor = minor_version(sklearn.__version__)
+    older = f"{major}.{minor - 1}.0"
+    state = _claiming(to_state(_logistic()), older)
+    state.meta["model"]["params"]["a_parameter_of_the_past"] = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(IncompatibleVersion, match="a_parameter_of_the_past") as info:
+            from_state(state)
+    assert (info.value.saved, info.value.running) == (older, sklearn.__version__)
 
 
 def test_a_file_of_the_same_version_with_a_bad_parameter_stays_a_format_error() -> None:

@@ -370,6 +370,7 @@ class Plan:
         self.running = running
         old, new = minor_version(saved), minor_version(running)
         self.newer_file = old is not None and new is not None and old > new
+        self.crosses = old is not None and new is not None and old != new
         self.steps: list[tuple[tuple[type, ...], Step]] = []
         if old is None or new is None or old == new:
             return
@@ -392,8 +393,12 @@ class Plan:
         return applied
 
     def rejected(self, key: str, path: str, exc: Exception) -> IncompatibleVersion | None:
-        """The error for a newer file's hyperparameters that the running scikit-learn rejects."""
-        if not self.newer_file:
+        """The error for another version's hyperparameters that the running scikit-learn rejects.
+
+        A change the table does not know yet (or a newer file's new parameter) ends here:
+        the message names both versions instead of a bare ``TypeError`` from ``__init__``.
+        """
+        if not self.crosses:
             return None
         where = f"{key}" + (f" at '{path}'" if path else "")
         return IncompatibleVersion(self.saved, self.running,
