@@ -43,6 +43,7 @@ class SerializableMixin:
         *,
         dtype: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        inference_only: bool = False,
     ) -> None:
         """Save the fitted model to a SafeTensors file (atomically).
 
@@ -56,6 +57,10 @@ class SerializableMixin:
             and a reloaded model predicts bit-identically.
         metadata : dict, optional
             JSON-able user metadata stored in the file.
+        inference_only : bool, default=False
+            Leave out what only further training reads (an MLP's optimizer state and
+            loss curve, a forest's out-of-bag scores; docs/codec.md lists each family).
+            The loaded model predicts identically and refuses ``partial_fit``.
 
         Examples
         --------
@@ -67,7 +72,7 @@ class SerializableMixin:
         """
         from aprender.format import safetensors
 
-        safetensors.save_file(self, path, dtype=dtype, metadata=metadata)
+        safetensors.save_file(self, path, dtype=dtype, metadata=metadata, inference_only=inference_only)
 
     @classmethod
     def load_safetensors(cls: type[T], path: PathLike) -> T:

@@ -20,6 +20,7 @@ __all__ = [
     "DistillationError",
     "FormatError",
     "IncompatibleVersion",
+    "InferenceOnlyError",
     "KeyRequired",
     "ModelTypeMismatch",
     "SignatureInvalid",
@@ -133,6 +134,17 @@ class UntrustedTypeError(AprenderError):
 
 class UnsupportedExportError(AprenderError):
     """A model cannot be exported to the requested format."""
+
+
+class InferenceOnlyError(AprenderError, AttributeError):
+    """The model was loaded from an inference-only file: what further training needs was not saved.
+
+    Examples
+    --------
+    >>> from aprender.exceptions import InferenceOnlyError, AprenderError
+    >>> issubclass(InferenceOnlyError, AprenderError)
+    True
+    """
 
 
 class DistillationError(AprenderError, ValueError):

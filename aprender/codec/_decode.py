@@ -10,6 +10,7 @@ inconsistency raises :class:`FormatError` naming the path where it was found.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -25,7 +26,7 @@ from aprender.codec._migrations import Plan
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join
 from aprender.codec._registry import entry_for_key
 from aprender.codec.handlers._base import ANY, NULL, TENSOR, Fields
-from aprender.exceptions import AprenderError, FormatError
+from aprender.exceptions import AprenderError, FormatError, InferenceOnlyError
 
 __all__ = ["BUILTIN_FIELDS", "Decoder", "check_fields"]
 
@@ -51,7 +52,7 @@ BUILTIN_FIELDS: dict[str, Fields] = {
     "objarray": {"shape": (list,), "v": (list,)},
     "type": {"v": (str,)},
     "n_threads": {},
-    "estimator": {"class": (str,), "params": (dict,), "attrs": (dict,)},
+    "estimator": {"class": (str,), "params": (dict,), "attrs": (dict,), "dropped": (list, NULL)},
 }
 
 
@@ -249,6 +250,7 @@ class Decoder:
         entry = entry_for_key(node["class"], path or "model")
         cls = build_as or entry.cls
         params_node, attrs_node = node["params"], node["attrs"]
+        dropped = _dropped(node.get("dropped"), entry.spec.training_only, attrs_node, path)
         params = {k: self.value(v, join(path, k), depth + 1) for k, v in params_node.items()}
         attrs = {k: self.value(v, join(path, k), depth + 1) for k, v in attrs_node.items()}
         # Another scikit-learn version saved the file: carry the state across before it is checked.
@@ -269,12 +271,31 @@ class Decoder:
         except Exception as exc:  # a validator tripping over malformed values
             raise fail(path, f"invalid {entry.key} state: {type(exc).__name__}: {exc}") from None
         try:
-            return _construct(cls, entry.key, params, None if migrated else params_node, attrs, path)
+            built = _construct(cls, entry.key, params, None if migrated else params_node, attrs, path)
         except FormatError as exc:
             rejected = self.migrations.rejected(entry.key, path, exc) if self.migrations is not None else None
             if rejected is not None:
                 raise rejected from None
             raise
+        if dropped and hasattr(built, "partial_fit"):
+            # An instance attribute shadows the method: the training state it would continue is gone.
+            built.partial_fit = functools.partial(_refuse_partial_fit, type(built).__name__, dropped)
+        return built
+
+
+def _dropped(names: list | None, training_only: tuple[str, ...], attrs: Mapping[str, Any], path: str) -> list[str]:
+    """The training-only attributes an inference-only save left out, checked against the family's list."""
+    if names is None:
+        return []
+    if not names or not all(type(n) is str and n in training_only and n not in attrs for n in names):
+        raise fail(path, "'dropped' must list training-only attributes of the class that the file leaves out")
+    return names
+
+
+def _refuse_partial_fit(name: str, dropped: list[str], *args: Any, **kwargs: Any) -> None:
+    raise InferenceOnlyError(
+        f"this {name} was loaded from an inference-only file, which left out what training continues from "
+        f"({', '.join(dropped)}): fit it anew, or save with inference_only=False to keep partial_fit")
 
 
 # Hyperparameter validation is a pure function of (class, parameters) and costs far

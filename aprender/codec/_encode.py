@@ -58,9 +58,10 @@ def _type_name(value: Any) -> str:
 class Encoder:
     """Collects tensors while turning values into metadata nodes."""
 
-    def __init__(self, cast: np.dtype | None = None) -> None:
+    def __init__(self, cast: np.dtype | None = None, inference_only: bool = False) -> None:
         self.tensors: dict[str, np.ndarray] = {}
         self.cast = cast
+        self.inference_only = inference_only
 
     def tensor(self, array: np.ndarray, name: str, *, scalar: type | None = None) -> dict[str, Any]:
         """Store ``array`` as tensor ``name`` and return the node that refers to it."""
@@ -89,14 +90,20 @@ class Encoder:
         params = {}
         for name in est.get_params(deep=False):
             params[name] = state.pop(name) if name in state else getattr(est, name)
+        dropped = [name for name in entry.spec.training_only if name in state] if self.inference_only else []
+        for name in dropped:
+            del state[name]
         if entry.spec.pack is not None:
             state = entry.spec.pack(state)
-        return {
+        node = {
             "__t__": "estimator",
             "class": entry.key,
             "params": {k: self.value(v, join(path, k), 1) for k, v in sorted(params.items())},
             "attrs": {k: self._attr(k, v, path, entry.spec) for k, v in sorted(state.items())},
         }
+        if dropped:
+            node["dropped"] = sorted(dropped)
+        return node
 
     def _attr(self, name: str, value: Any, prefix: str, spec: Spec) -> Any:
         if name == "_n_threads" and type(value) is int:

@@ -53,6 +53,10 @@ class Spec:
         ``pack(attrs) -> attrs`` rewrites fitted attributes into a storable layout
         before generic encoding; ``unpack(attrs, params, path) -> attrs`` reverses it
         after decoding and validation.
+    training_only : tuple of str
+        Fitted attributes that only further training reads (optimizer state, loss curves,
+        out-of-bag scores, training-set labels). ``inference_only=True`` saves leave them
+        out; a model loaded from such a file predicts identically and refuses ``partial_fit``.
     """
 
     model_type: ModelType = ModelType.CUSTOM
@@ -61,6 +65,7 @@ class Spec:
     validate: Validator | None = None
     pack: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     unpack: Callable[[dict[str, Any], Mapping[str, Any], str], dict[str, Any]] | None = None
+    training_only: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,7 @@ def to_state(
     *,
     dtype: str | np.dtype | None = None,
     metadata: Mapping[str, Any] | None = None,
+    inference_only: bool = False,
 ) -> ModelState:
     """Encode a fitted estimator as a :class:`ModelState`.
 
@@ -116,6 +117,11 @@ def to_state(
         JSON-able user metadata (name, description, metrics, ...). An estimator's
         ``provenance_`` record (set by :func:`aprender.distill`) is added under the key
         ``"provenance"`` unless ``metadata`` has that key.
+    inference_only : bool, default=False
+        Leave out the fitted attributes that only further training reads (each
+        family's list is in docs/codec.md: an MLP's optimizer state and loss curve,
+        a forest's out-of-bag scores, ...). The loaded model predicts identically;
+        its ``partial_fit`` raises :class:`~aprender.exceptions.InferenceOnlyError`.
 
     Returns
     -------
@@ -147,7 +153,7 @@ def to_state(
         canonical_json(user)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"metadata must be JSON-serializable with string keys: {exc}") from None
-    encoder = Encoder(cast=float_dtype(dtype) if dtype is not None else None)
+    encoder = Encoder(cast=float_dtype(dtype) if dtype is not None else None, inference_only=inference_only)
     model = encoder.estimator(estimator, "")
     meta = {
         "schema": SCHEMA_VERSION,

@@ -109,7 +109,8 @@ def write_state(state: ModelState, path: str | os.PathLike) -> None:
         serialize_file(specs, str(tmp), metadata={METADATA_KEY: canonical_json(state.meta)})
 
 
-def save(model: Any, *, dtype: str | None = None, metadata: Mapping[str, Any] | None = None) -> bytes:
+def save(model: Any, *, dtype: str | None = None, metadata: Mapping[str, Any] | None = None,
+         inference_only: bool = False) -> bytes:
     """Serialize a fitted model to SafeTensors bytes.
 
     Examples
@@ -120,7 +121,7 @@ def save(model: Any, *, dtype: str | None = None, metadata: Mapping[str, Any] | 
     >>> data[8:9]
     b'{'
     """
-    return state_to_bytes(to_state(model, dtype=dtype, metadata=metadata))
+    return state_to_bytes(to_state(model, dtype=dtype, metadata=metadata, inference_only=inference_only))
 
 
 def save_file(
@@ -129,8 +130,12 @@ def save_file(
     *,
     dtype: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    inference_only: bool = False,
 ) -> None:
     """Save a fitted model to a SafeTensors file (atomic write).
+
+    ``dtype``, ``metadata`` and ``inference_only`` are as for
+    :func:`aprender.codec.to_state`.
 
     Examples
     --------
@@ -142,7 +147,7 @@ def save_file(
     >>> os.path.getsize(path) > 0
     True
     """
-    write_state(to_state(model, dtype=dtype, metadata=metadata), path)
+    write_state(to_state(model, dtype=dtype, metadata=metadata, inference_only=inference_only), path)
 
 
 # -- reading ---------------------------------------------------------------------

@@ -22,9 +22,9 @@ def check_kmeans(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str)
 
 
 def check_minibatch_kmeans(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
-    """As for KMeans, plus one partial_fit count per centre in _counts."""
+    """As for KMeans, plus one partial_fit count per centre in _counts (absent from inference-only files)."""
     check_kmeans(params, attrs, path)
-    array(attrs, "_counts", path, ndim=(1,), shape={0: params.get("n_clusters")})
+    optional_array(attrs, "_counts", path, ndim=(1,), shape={0: params.get("n_clusters")})
 
 
 def check_hdbscan(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
@@ -51,11 +51,19 @@ def check_hdbscan(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str
         raise fail(path, f"labels_ has shape {labels.shape}, the tree merges {len(tree) + 1} points")
 
 
+#: The training set's labels (one per training row); MiniBatchKMeans also its partial_fit
+#: counts, moving averages and random state.
+_KMEANS_TRAINING = ("labels_",)
+_MINIBATCH_TRAINING = ("labels_", "_counts", "_ewa_inertia", "_ewa_inertia_min", "_no_improvement", "_random_state",
+                       "_n_since_last_reassign")
+
 SCHEMAS = [
-    ((ap.KMeans, sk.KMeans), Spec(ModelType.KMEANS, quantizable=("cluster_centers_",), validate=check_kmeans)),
+    ((ap.KMeans, sk.KMeans), Spec(ModelType.KMEANS, quantizable=("cluster_centers_",), validate=check_kmeans,
+                                  training_only=_KMEANS_TRAINING)),
     (
         (ap.MiniBatchKMeans, sk.MiniBatchKMeans),
-        Spec(ModelType.KMEANS, quantizable=("cluster_centers_",), validate=check_minibatch_kmeans),
+        Spec(ModelType.KMEANS, quantizable=("cluster_centers_",), validate=check_minibatch_kmeans,
+             training_only=_MINIBATCH_TRAINING),
     ),
     ((sk.HDBSCAN,), Spec(validate=check_hdbscan)),
 ]

@@ -260,20 +260,26 @@ def check_dummy_regressor(params: Mapping[str, Any], attrs: Mapping[str, Any], p
     array(attrs, "constant_", path, ndim=(2,), shape={0: 1, 1: outputs})
 
 
+#: Out-of-bag results of the training set, and per-iteration training scores.
+_FOREST_TRAINING = ("oob_score_", "oob_decision_function_", "oob_prediction_")
+_GB_TRAINING = ("train_score_", "oob_improvement_", "oob_scores_", "oob_score_")
+_HGB_TRAINING = ("train_score_", "validation_score_")
+
+
 def forest_spec(classifier: bool) -> Spec:
     """The packed-trees spec of a forest of classifier or regressor trees (also used by schemas.forests)."""
     return Spec(ModelType.RANDOM_FOREST, validate=_forest_validator(classifier), pack=_pack_trees,
-                unpack=_unpack_trees(1))
+                unpack=_unpack_trees(1), training_only=_FOREST_TRAINING)
 
 
 def _gradient_boosting(classifier: bool) -> Spec:
     return Spec(ModelType.GRADIENT_BOOSTING, validate=_gb_validator(classifier), pack=_pack_trees,
-                unpack=_unpack_trees(2))
+                unpack=_unpack_trees(2), training_only=_GB_TRAINING)
 
 
 def _hist_gradient_boosting(cls: type, classifier: bool) -> Spec:
     return Spec(ModelType.GRADIENT_BOOSTING, validate=_hgb_validator(classifier), pack=_pack_hgb,
-                unpack=_hgb_unpack(cls))
+                unpack=_hgb_unpack(cls), training_only=_HGB_TRAINING)
 
 
 SCHEMAS = [

@@ -198,9 +198,15 @@ def check_mlp_classifier(params: Mapping[str, Any], attrs: Mapping[str, Any], pa
     _check_binarizer(attrs, path)
 
 
+#: What only partial_fit / warm-start training reads: the optimizer's moments, the best-loss
+#: snapshot and its counters, the loss curves and the training random state.
+TRAINING_ONLY = ("_optimizer", "_best_coefs", "_best_intercepts", "_no_improvement_count", "_random_state",
+                 "loss_curve_", "validation_scores_", "best_loss_", "best_validation_score_", "t_")
+
+
 def _spec(validate: Any) -> Spec:
     return Spec(ModelType.NEURAL_SEQUENTIAL, LAYER_ALIASES, quantizable=("coefs_",), validate=validate,
-                pack=pack_mlp, unpack=unpack_mlp)
+                pack=pack_mlp, unpack=unpack_mlp, training_only=TRAINING_ONLY)
 
 
 SCHEMAS = [

@@ -90,8 +90,8 @@ def _options(options: SaveOptions | None, compression: Compression | str | None,
 
 
 def _state(model: Any, model_type: ModelType | int | None, quantize: str | None, dtype: str | None,
-           metadata: Any) -> ModelState:
-    state = to_state(model, dtype=dtype, metadata=metadata)
+           metadata: Any, inference_only: bool) -> ModelState:
+    state = to_state(model, dtype=dtype, metadata=metadata, inference_only=inference_only)
     if model_type is not None and state.model_type != ModelType(model_type):
         raise ModelTypeMismatch(ModelType(model_type).name, f"{type(model).__name__} ({state.model_type.name})")
     if quantize is not None:
@@ -159,6 +159,7 @@ def save(
     quantize: str | None = None,
     dtype: str | None = None,
     metadata: Any = None,
+    inference_only: bool = False,
     signing_key: Any = None,
     password: str | bytes | None = None,
     recipient_public_key: Any = None,
@@ -185,6 +186,9 @@ def save(
         Downcast float tensors (see :func:`~aprender.format.to_state`).
     metadata : dict, optional
         JSON-able user metadata kept in the codec's ``meta["user"]``.
+    inference_only : bool, default=False
+        Leave out what only further training reads (docs/codec.md lists it per
+        family); the loaded model predicts identically and refuses ``partial_fit``.
     signing_key : Ed25519PrivateKey or bytes, optional
         Sign the file (see :func:`save_signed`).
     password : str or bytes, optional
@@ -203,7 +207,8 @@ def save(
     >>> opts = SaveOptions().with_name("km").with_license("MIT")
     >>> apr.save(km, os.path.join(tempfile.mkdtemp(), "km.apr"), ModelType.KMEANS, opts)
     """
-    write_state(_state(model, model_type, quantize, dtype, metadata), path, options, compression=compression,
+    write_state(_state(model, model_type, quantize, dtype, metadata, inference_only), path, options,
+                compression=compression,
                 signing_key=signing_key, password=password, recipient_public_key=recipient_public_key, **fields)
 
 
@@ -215,6 +220,7 @@ def save_to_bytes(
     quantize: str | None = None,
     dtype: str | None = None,
     metadata: Any = None,
+    inference_only: bool = False,
     **container: Any,
 ) -> bytes:
     """Serialize a fitted model to .apr bytes; parameters as for :func:`save`.
@@ -227,7 +233,8 @@ def save_to_bytes(
     >>> apr.load_from_bytes(data).predict([[2.0]])
     array([5.])
     """
-    return state_to_bytes(_state(model, model_type, quantize, dtype, metadata), options, **container)
+    return state_to_bytes(_state(model, model_type, quantize, dtype, metadata, inference_only), options,
+                          **container)
 
 
 #: The backend verb :func:`aprender.save` calls.

@@ -150,11 +150,12 @@ def to_model_state(
     quantize: str | None = None,
     dtype: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    inference_only: bool = False,
 ) -> ModelState:
     """The state :func:`save_file` writes: the codec's, quantized on request."""
     if quantize is not None:
         _quantize.ggml_type(quantize)  # reject a bad qtype before encoding anything
-    state = to_state(model, dtype=dtype, metadata=metadata)
+    state = to_state(model, dtype=dtype, metadata=metadata, inference_only=inference_only)
     return _quantize.quantize(state, quantize) if quantize is not None else state
 
 
@@ -165,6 +166,7 @@ def save_file(
     quantize: str | None = None,
     dtype: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    inference_only: bool = False,
 ) -> None:
     """Save a fitted model to a GGUF file (atomic write).
 
@@ -181,6 +183,9 @@ def save_file(
     metadata : dict, optional
         JSON-able user metadata; string ``name``, ``description``, ``author``,
         ``version``, ``license`` and ``url`` also fill the ``general.*`` keys.
+    inference_only : bool, default=False
+        Leave out what only further training reads (docs/codec.md lists it per
+        family); the loaded model predicts identically and refuses ``partial_fit``.
 
     Examples
     --------
@@ -195,7 +200,8 @@ def save_file(
     >>> gguf.inspect_file(path).quantization
     'q8_0'
     """
-    write_state(to_model_state(model, quantize=quantize, dtype=dtype, metadata=metadata), path)
+    write_state(to_model_state(model, quantize=quantize, dtype=dtype, metadata=metadata,
+                                            inference_only=inference_only), path)
 
 
 def state_to_bytes(state: ModelState) -> bytes:
@@ -212,6 +218,7 @@ def save(
     quantize: str | None = None,
     dtype: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    inference_only: bool = False,
 ) -> bytes:
     """Serialize a fitted model to GGUF bytes (see :func:`save_file` for the options).
 
@@ -222,7 +229,8 @@ def save(
     >>> gguf.save(StandardScaler().fit([[1.0], [3.0]]))[:4]
     b'GGUF'
     """
-    return state_to_bytes(to_model_state(model, quantize=quantize, dtype=dtype, metadata=metadata))
+    return state_to_bytes(to_model_state(model, quantize=quantize, dtype=dtype, metadata=metadata,
+                                            inference_only=inference_only))
 
 
 # -- reading ---------------------------------------------------------------------
