@@ -417,6 +417,24 @@ def test_threshold_on_decision_function_is_refused_with_the_reason() -> None:
     model.fit(X, (y == 2).astype(int))
     with pytest.raises(UnsupportedExportError, match=r"TunedThresholdClassifierCV cannot be exported.*decision_fun"):
         to_onnx(model)
+    # as a search's best estimator too (the search's parameters hold only the unfitted template)
+    from sklearn.model_selection import GridSearchCV
+
+    search = GridSearchCV(model, {"cv": [2, 3]}, cv=2).fit(X, (y == 2).astype(int))
+    with pytest.raises(UnsupportedExportError, match=r"TunedThresholdClassifierCV cannot be exported.*decision_fun"):
+        to_onnx(search)
+
+
+def test_isolation_forest_exports_with_the_ai_onnx_ml_opset_its_converter_supports() -> None:
+    from sklearn.ensemble import IsolationForest
+
+    X, _ = iris()
+    model = IsolationForest(n_estimators=20, random_state=0).fit(X)
+    onx = to_onnx(model)
+    assert {op.domain: op.version for op in onx.opset_import}["ai.onnx.ml"] == 3
+    out = run(onx, X)
+    np.testing.assert_array_equal(out["label"].ravel(), model.predict(X))
+    np.testing.assert_allclose(out["scores"].ravel(), model.decision_function(X), rtol=1e-5, atol=1e-5)
 
 
 def test_gap_inside_a_pipeline_names_the_step() -> None:

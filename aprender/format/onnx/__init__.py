@@ -54,7 +54,7 @@ from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import existing_file, write_bytes_atomic
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format.onnx._meta import doc_string, model_props, read_props
-from aprender.format.onnx._registry import check_exportable, register_converter, sync
+from aprender.format.onnx._registry import check_exportable, nested, register_converter, sync
 
 __all__ = [
     "EXPORT_ONLY",
@@ -78,6 +78,23 @@ EXPORT_ONLY = (
 
 _TREE_OPS = ("TreeEnsembleClassifier", "TreeEnsembleRegressor", "TreeEnsemble")
 _MISSING_TYPE = re.compile(r"<class '([\w.]+)'>")
+
+
+def _default_opset(model: Any, target_opset: Any) -> Any:
+    """skl2onnx's default opsets, except where one of its converters needs an older ai.onnx.ml.
+
+    skl2onnx 1.20's IsolationForest converter builds ``LabelEncoder`` nodes that its
+    operator classes have up to ai.onnx.ml version 3 only, and fails with the version 4
+    that the installed onnx makes the default ("version 4 of domain 'ai.onnx.ml' not
+    supported yet"). A caller's own ``target_opset`` is used as given.
+    """
+    from sklearn.ensemble import IsolationForest
+
+    if target_opset is not None or not any(isinstance(est, IsolationForest) for est in nested(model)):
+        return target_opset
+    from skl2onnx import get_latest_tested_opset_version
+
+    return {"": get_latest_tested_opset_version(), "ai.onnx.ml": 3}
 
 
 def _final_estimator(model: Any) -> Any:
@@ -290,7 +307,8 @@ def to_onnx(
     sync()
     _require_converter(model)
     props = model_props(model, metadata)
-    onx = _convert(model, initial_types(model, X, dtype), target_opset, _options(model, options))
+    opset = _default_opset(model, target_opset)
+    onx = _convert(model, initial_types(model, X, dtype), opset, _options(model, options))
     _check(onx, model, dtype)
     if dtype == np.float64:
         _check_runtime(onx, model)

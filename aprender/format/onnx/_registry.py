@@ -19,7 +19,8 @@ from typing import Any
 from aprender.codec import ModelType, registered
 from aprender.exceptions import UnsupportedExportError, UnsupportedTypeError
 
-__all__ = ["UNSUPPORTED", "check_exportable", "register_converter", "replace_converter", "sync"]
+__all__ = ["UNSUPPORTED", "check_exportable", "nested", "register_converter", "replace_converter", "sync",
+           "threshold_gap"]
 
 #: Model families with no ONNX graph, and why. Checked before skl2onnx is involved.
 UNSUPPORTED: dict[ModelType, str] = {
@@ -192,7 +193,7 @@ def sync() -> None:
         _synced = True
 
 
-def _nested(model: Any) -> list[Any]:
+def nested(model: Any) -> list[Any]:
     """``model`` and every estimator among its (deep) parameters."""
     found = [model]
     if hasattr(model, "get_params"):
@@ -248,10 +249,10 @@ def _radius_gap(est: Any) -> str:
     )
 
 
-def _threshold_gap(est: Any) -> str | None:
+def threshold_gap(est: Any) -> str | None:
     from aprender.format.onnx._threshold import response_method
 
-    if not hasattr(est, "estimator_"):  # unfitted, nested in a search's parameters: the fitted copy is checked
+    if not hasattr(est, "estimator_"):  # unfitted, nested in a search's parameters: the converter checks the fit
         return None
     method = response_method(est)
     if method == "predict_proba":
@@ -275,7 +276,7 @@ def _parameter_gap(est: Any) -> str | None:
 
     checks = (
         ((neighbors.RadiusNeighborsClassifier, neighbors.RadiusNeighborsRegressor), _radius_gap),
-        ((model_selection.TunedThresholdClassifierCV, model_selection.FixedThresholdClassifier), _threshold_gap),
+        ((model_selection.TunedThresholdClassifierCV, model_selection.FixedThresholdClassifier), threshold_gap),
         ((svm.SVC, svm.NuSVC, svm.SVR, svm.NuSVR, svm.OneClassSVM), _svm_gap),
         ((feature_extraction.text.CountVectorizer, feature_extraction.text.TfidfTransformer), _text_gap),
         ((neighbors.KNeighborsClassifier, neighbors.KNeighborsRegressor), _knn_gap),
@@ -291,7 +292,7 @@ def check_exportable(model: Any) -> None:
     """Raise :class:`UnsupportedExportError` for a model that has no ONNX graph."""
     from aprender.codec._registry import entry_for_class
 
-    for est in _nested(model):
+    for est in nested(model):
         gap = _parameter_gap(est)
         if gap is not None:
             raise UnsupportedExportError(f"{type(est).__name__} cannot be exported to ONNX: {gap}.")

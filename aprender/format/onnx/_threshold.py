@@ -13,7 +13,7 @@ This converter replaces both: the estimator's own graph (``OnnxSubEstimator``) g
 the probabilities, which are returned unchanged, as ``predict_proba`` does.
 
 Models whose response is ``decision_function`` are refused before conversion
-(``_registry._threshold_gap``): skl2onnx lays decision values out differently per
+(``_registry.threshold_gap``): skl2onnx lays decision values out differently per
 converter (``[N, 1]``, ``[d, -d]``), so which column is the positive class's score is
 not one rule.
 """
@@ -23,6 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from aprender.exceptions import UnsupportedExportError
 
 __all__ = ["pos_label", "register", "response_method", "threshold"]
 
@@ -60,9 +62,13 @@ def convert(scope: Any, operator: Any, container: Any) -> None:
     from skl2onnx.algebra.onnx_ops import OnnxGather, OnnxGreaterOrEqual, OnnxIdentity, OnnxReshape, OnnxWhere
     from skl2onnx.common.data_types import guess_numpy_type
 
+    from aprender.format.onnx import _registry
     from aprender.format.onnx._moe import label_values
 
     model, opv = operator.raw_operator, container.target_opset
+    gap = _registry.threshold_gap(model)
+    if gap is not None:  # a search's best estimator: check_exportable saw only its unfitted template
+        raise UnsupportedExportError(f"{type(model).__name__} cannot be exported to ONNX: {gap}.")
     X = operator.inputs[0]
     dtype = guess_numpy_type(X.type)
     classes = list(model.classes_)
