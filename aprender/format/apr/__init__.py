@@ -376,9 +376,11 @@ def state_from_bytes(
 
 
 def _build(state: ModelState, expected: Expected) -> Any:
-    from aprender.format.quantize import dequantize, is_quantized
+    if "quantization" not in state.meta:  # the gguf package (about 0.1 s to import) is not needed
+        return from_state(state, expected)
+    from aprender.format.quantize import dequantize
 
-    return from_state(dequantize(state) if is_quantized(state) else state, expected)
+    return from_state(dequantize(state), expected)
 
 
 def load(

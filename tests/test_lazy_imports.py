@@ -1,0 +1,31 @@
+"""Loading a plain model imports only what its file needs (issue: first load ≤ 10 ms over the second).
+
+The gguf package alone takes about 0.1 s to import; a SafeTensors or .apr file without
+quantized tensors must load without it, and without the schema modules of other families.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from sklearn.datasets import load_iris
+
+import aprender
+from aprender.linear_model import LogisticRegression
+
+
+@pytest.mark.parametrize("suffix", ["apr", "safetensors"])
+def test_plain_load_imports_neither_gguf_nor_other_schemas(suffix: str, tmp_path) -> None:
+    X, y = load_iris(return_X_y=True)
+    path = tmp_path / f"m.{suffix}"
+    aprender.save(LogisticRegression(max_iter=500).fit(X, y), path)
+    code = ("import sys, json, aprender; aprender.load(sys.argv[1]); "
+            "print(json.dumps(sorted(m for m in sys.modules if m == 'gguf' or m.startswith(('gguf.', "
+            "'aprender.codec.schemas.')))))")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    loaded = json.loads(done.stdout)
+    assert "gguf" not in loaded
+    assert loaded == ["aprender.codec.schemas.linear"]
