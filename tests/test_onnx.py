@@ -224,11 +224,27 @@ def test_non_finite_hyperparameters_are_written_as_codec_float_nodes() -> None:
 
 def test_infinite_hyperparameter_does_not_hide_the_real_refusal() -> None:
     from sklearn.cluster import OPTICS
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer
 
-    model = OPTICS(min_samples=3).fit(np.random.RandomState(0).normal(size=(12, 2)))
+    X = np.random.RandomState(0).normal(size=(12, 2))
+    model = OPTICS(min_samples=3).fit(X)
     assert model.max_eps == np.inf
     with pytest.raises(UnsupportedExportError, match=r"no ONNX converter for sklearn\.cluster"):
         to_onnx(model)
+    with pytest.raises(UnsupportedExportError, match=r"no ONNX converter for sklearn\.impute"):
+        to_onnx(IterativeImputer(max_iter=2).fit(X))  # missing_values=nan, max_value=inf
+
+
+def test_search_with_nan_error_score_exports() -> None:
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = iris()
+    search = GridSearchCV(sk_linear.LogisticRegression(max_iter=1000), {"C": [0.5, 1.0]}, cv=2,
+                          error_score=np.nan).fit(X, y)
+    onx = to_onnx(search)
+    assert _strict_json(props(onx)["aprender.params"])["error_score"] == {"__t__": "float", "v": "nan"}
+    np.testing.assert_array_equal(run(onx, X)["label"], search.predict(X))
 
 
 def test_user_metadata_must_be_json(classifier) -> None:

@@ -9,13 +9,15 @@ For each one, ``to_onnx`` either
   with the reason (docs/onnx.md lists both); or
 - returns a model that passes ``onnx.checker`` and whose ONNX Runtime outputs match
   scikit-learn on the same rows: labels exactly, numbers within :data:`RTOL` of the
-  output's magnitude (see :func:`assert_close`).
+  output's magnitude (see :func:`assert_close`), and whose metadata is strict JSON
+  (NaN and infinite hyperparameters: KNNImputer, OrdinalEncoder, RANSACRegressor, ...).
 
 Nothing is skipped: an instance that neither matches nor raises fails.
 """
 
 from __future__ import annotations
 
+import json
 import warnings
 from typing import Any
 
@@ -29,6 +31,7 @@ from sklearn.base import is_regressor
 
 from aprender.exceptions import UnsupportedExportError
 from aprender.format.onnx import input_feed, to_onnx
+from aprender.format.onnx._meta import JSON_KEYS, PREFIX
 from aprender.format.onnx._registry import sync
 
 #: Instances whose class skl2onnx converts but which aprender refuses to export, with the
@@ -135,6 +138,17 @@ def assert_close(name: str, expected: np.ndarray, actual: np.ndarray, exact: boo
     np.testing.assert_allclose(actual, expected, rtol=RTOL, atol=RTOL * scale, err_msg=name)
 
 
+def assert_strict_json_metadata(onx: onnx.ModelProto) -> None:
+    """aprender's JSON metadata parses as strict JSON: NaN/inf hyperparameters are codec float nodes."""
+    def reject(token: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {token} in the metadata")
+
+    props = {p.key: p.value for p in onx.metadata_props}
+    for key in JSON_KEYS:
+        if PREFIX + key in props:
+            json.loads(props[PREFIX + key], parse_constant=reject)
+
+
 IDS = sorted(si.instances())
 
 
@@ -148,6 +162,7 @@ def test_export_matches_onnx_runtime_or_is_refused(key: str) -> None:
         return
     onx = _export(est, rows)
     onnx.checker.check_model(onx, full_check=True)
+    assert_strict_json_metadata(onx)
     sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     outputs = dict(zip(names, sess.run(None, input_feed(onx, rows)), strict=True))
