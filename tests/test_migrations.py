@@ -289,3 +289,23 @@ def test_remainder_columns_roundtrip_as_the_plain_list_of_indices() -> None:
     loaded = from_state(to_state(ct))
     assert type(loaded.transformers_[-1][2]) is list and loaded.transformers_[-1][2] == stored
     assert np.array_equal(loaded.transform(frame), ct.transform(frame))
+
+
+def test_a_class_this_scikit_learn_does_not_have_names_both_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As a 1.9 file holding ClassicalMDS (new in 1.8) meets scikit-learn 1.6: the class is in
+    # aprender's table, but the running scikit-learn has no such class.
+    from aprender.codec import _table
+    from aprender.exceptions import UntrustedTypeError
+
+    key = "sklearn.manifold.FutureEmbedding"
+    monkeypatch.setitem(_table.GENERIC, key, ("sklearn.manifold", "FutureEmbedding"))
+    state = _claiming(to_state(_logistic()), "1.99.0")
+    state.meta["model"]["class"] = key
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(IncompatibleVersion, match=f"class {key} at 'model' does not exist") as info:
+            from_state(state)
+    assert (info.value.saved, info.value.running) == ("1.99.0", sklearn.__version__)
+    state.meta["versions"]["sklearn"] = sklearn.__version__  # the same version: just not on the allow-list
+    with pytest.raises(UntrustedTypeError):
+        from_state(state)

@@ -247,7 +247,8 @@ class Decoder:
     def estimator(self, node: Mapping[str, Any], path: str, *, build_as: type | None = None, depth: int = 0) -> Any:
         """Validate and build an estimator node (``build_as`` overrides the class)."""
         check_fields(node, "estimator", BUILTIN_FIELDS["estimator"], path)
-        entry = entry_for_key(node["class"], path or "model")
+        key = node["class"]
+        entry = self.migrations.entry(key, path or "model") if self.migrations else entry_for_key(key, path or "model")
         cls = build_as or entry.cls
         params_node, attrs_node = node["params"], node["attrs"]
         dropped = _dropped(node.get("dropped"), entry.spec.training_only, attrs_node, path)

@@ -44,7 +44,7 @@ from sklearn import (
     svm,
 )
 
-from aprender.exceptions import IncompatibleVersion
+from aprender.exceptions import IncompatibleVersion, UntrustedTypeError
 
 __all__ = ["LEGACY_LISTS", "MIGRATIONS", "Migration", "Node", "Plan", "minor_version", "running_at_least"]
 
@@ -391,6 +391,22 @@ class Plan:
                 step(node)
                 applied = True
         return applied
+
+    def entry(self, key: object, path: str) -> Any:
+        """The registry entry for a class key read from the file.
+
+        A class that aprender allows but the running scikit-learn does not have (added
+        after it, or removed since) raises :class:`IncompatibleVersion` naming both versions.
+        """
+        from aprender.codec._registry import entry_for_key, is_builtin_key
+
+        try:
+            return entry_for_key(key, path)
+        except UntrustedTypeError:
+            if self.crosses and is_builtin_key(key):
+                raise IncompatibleVersion(self.saved, self.running,
+                                          f"class {key} at '{path}' does not exist in this scikit-learn") from None
+            raise
 
     def rejected(self, key: str, path: str, exc: Exception) -> IncompatibleVersion | None:
         """The error for another version's hyperparameters that the running scikit-learn rejects.

@@ -26,7 +26,8 @@ from aprender.codec import _table
 from aprender.codec._model_type import ModelType
 from aprender.exceptions import UnsupportedTypeError, UntrustedTypeError
 
-__all__ = ["Entry", "Spec", "entry_for_class", "entry_for_key", "register_estimator", "registered"]
+__all__ = ["Entry", "Spec", "entry_for_class", "entry_for_key", "is_builtin_key", "register_estimator",
+           "registered"]
 
 Validator = Callable[[Mapping[str, Any], Mapping[str, Any], str], None]
 
@@ -127,7 +128,10 @@ def _load_generic(key: str) -> None:
     from aprender.codec.schemas._generic import GENERIC
 
     module, name = _table.GENERIC[key]  # the table's module, never a name from a file
-    cls = getattr(importlib.import_module(module), name)
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):  # a class the running scikit-learn does not have (yet, or any more)
+        return
     with _lock:
         if key not in _by_key:
             _add(cls, GENERIC, key)
@@ -227,6 +231,11 @@ def entry_for_key(key: object, path: str = "") -> Entry:
     if entry is None:
         raise UntrustedTypeError(str(key)[:200], path)
     return entry
+
+
+def is_builtin_key(key: object) -> bool:
+    """True for a key of aprender's static table, whether or not the running scikit-learn has its class."""
+    return isinstance(key, str) and (key in _table.SCHEMA_MODULES or key in _table.GENERIC)
 
 
 def same_schema(a: type, b: type) -> bool:

@@ -215,7 +215,9 @@ def from_state(state: ModelState, expected: type | ModelType | int | str | None 
     model = meta.get("model")
     if not isinstance(model, dict):
         raise FormatError("metadata has no 'model' object: this is not an aprender model file")
-    entry = entry_for_key(model.get("class"), "model")
+    versions = meta.get("versions")
+    plan = _migration_plan(versions)
+    entry = plan.entry(model.get("class"), "model") if plan else entry_for_key(model.get("class"), "model")
     expected = _expectation(expected)
     build_as = None
     if isinstance(expected, ModelType):
@@ -230,9 +232,8 @@ def from_state(state: ModelState, expected: type | ModelType | int | str | None 
         build_as = expected
     else:
         raise ModelTypeMismatch(expected.__name__, entry.cls.__name__)
-    versions = meta.get("versions")
     _warn_on_version_skew(versions)
-    decoder = Decoder(state.tensors, migrations=_migration_plan(versions))
+    decoder = Decoder(state.tensors, migrations=plan)
     estimator = decoder.estimator(model, "", build_as=build_as)
     decoder.finish()
     return estimator
