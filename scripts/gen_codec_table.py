@@ -7,7 +7,10 @@ scikit-learn; tests/test_codec_table.py fails while the file is out of date.
   load imports only the schema module its file names;
 - ``GENERIC``: key -> (defining module, class name) of every scikit-learn estimator that
   ``sklearn.utils.all_estimators()`` lists (plus the private helper estimators that
-  meta-estimators hold) and that has no family schema: they get the generic spec.
+  meta-estimators hold) and that has no family schema: they get the generic spec;
+- ``NAMESAKES``: key -> (defining module, class name, parent key) of every class in
+  aprender's generated ``_generated.py`` modules (tools/gen_namesakes.py): each is
+  stored with its scikit-learn parent's schema, generic or not.
 """
 
 from __future__ import annotations
@@ -20,11 +23,13 @@ import warnings
 from pathlib import Path
 
 #: Estimator classes all_estimators() leaves out: private ones that public meta-estimators
-#: build and keep as fitted state, and the experimental successive-halving searches.
+#: build and keep as fitted state, and the experimental estimators (successive-halving
+#: searches, IterativeImputer).
 PRIVATE_ESTIMATORS = (
     ("sklearn.gaussian_process._gpc", "_BinaryGaussianProcessClassifierLaplace"),
     ("sklearn.model_selection._search_successive_halving", "HalvingGridSearchCV"),
     ("sklearn.model_selection._search_successive_halving", "HalvingRandomSearchCV"),
+    ("sklearn.impute._iterative", "IterativeImputer"),
     ("sklearn.calibration", "_SigmoidCalibration"),
     ("sklearn.multiclass", "_ConstantPredictor"),
 )
@@ -66,7 +71,23 @@ def table() -> str:
     del _registry
     schemas_text = pprint.pformat(schema_modules, width=100)
     return (HEADER + "# ruff: noqa: E501\n\n" + "SCHEMA_MODULES: dict[str, str] = " + schemas_text
-            + "\n\nGENERIC: dict[str, tuple[str, str]] = " + pprint.pformat(generic, width=100) + "\n")
+            + "\n\nGENERIC: dict[str, tuple[str, str]] = " + pprint.pformat(generic, width=100)
+            + "\n\nNAMESAKES: dict[str, tuple[str, str, str]] = " + pprint.pformat(namesakes(), width=100) + "\n")
+
+
+def namesakes() -> dict[str, tuple[str, str, str]]:
+    """The generated aprender namesakes, each with the key of the scikit-learn class it extends."""
+    from aprender.codec._registry import public_key
+
+    root = Path(__file__).resolve().parent.parent
+    out: dict[str, tuple[str, str, str]] = {}
+    for path in sorted((root / "aprender").rglob("_generated.py")):
+        module = importlib.import_module(".".join(path.relative_to(root).with_suffix("").parts))
+        for name in module.__all__:
+            cls = getattr(module, name)
+            parent = next(b for b in cls.__bases__ if b.__module__.startswith("sklearn."))
+            out[public_key(cls)] = (cls.__module__, name, public_key(parent))
+    return out
 
 
 def main() -> int:

@@ -13,7 +13,8 @@ from aprender.pipeline import Pipeline
 from aprender.preprocessing import StandardScaler
 
 APRENDER_CLASSES = sorted(
-    (e.cls for e in registered() if e.key.startswith("aprender.")), key=lambda c: c.__name__
+    (e.cls for e in registered() if e.key.startswith("aprender.") and not e.cls.__module__.endswith("._generated")),
+    key=lambda c: c.__name__,
 )
 
 

@@ -8,6 +8,20 @@ from aprender.ensemble._boosting import (
 )
 from aprender.ensemble._forest import RandomForestClassifier, RandomForestRegressor
 from aprender.ensemble._gating import SoftmaxGating
+from aprender.ensemble._generated import (
+    AdaBoostClassifier,
+    AdaBoostRegressor,
+    BaggingClassifier,
+    BaggingRegressor,
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    IsolationForest,
+    RandomTreesEmbedding,
+    StackingClassifier,
+    StackingRegressor,
+    VotingClassifier,
+    VotingRegressor,
+)
 from aprender.ensemble._moe import MixtureOfExperts, MixtureOfExpertsClassifier, MixtureOfExpertsRegressor
 
 __all__ = [
@@ -21,4 +35,18 @@ __all__ = [
     "RandomForestClassifier",
     "RandomForestRegressor",
     "SoftmaxGating",
+]
+__all__ += [
+    "AdaBoostClassifier",
+    "AdaBoostRegressor",
+    "BaggingClassifier",
+    "BaggingRegressor",
+    "ExtraTreesClassifier",
+    "ExtraTreesRegressor",
+    "IsolationForest",
+    "RandomTreesEmbedding",
+    "StackingClassifier",
+    "StackingRegressor",
+    "VotingClassifier",
+    "VotingRegressor",
 ]

@@ -8,5 +8,7 @@ True
 """
 
 from aprender.feature_extraction import text
+from aprender.feature_extraction._generated import DictVectorizer, FeatureHasher
 
 __all__ = ["text"]
+__all__ += ["DictVectorizer", "FeatureHasher"]
