@@ -11,7 +11,6 @@ same outputs, bit for bit.
 
 from __future__ import annotations
 
-import importlib
 import re
 import subprocess
 import sys
@@ -22,8 +21,6 @@ import numpy as np
 import pytest
 import sklearn
 import sklearn_instances as si
-from sklearn.experimental import enable_halving_search_cv, enable_iterative_imputer  # noqa: F401
-from sklearn.utils import all_estimators
 from test_all_estimators import APPROXIMATE
 
 import aprender
@@ -40,27 +37,12 @@ REFUSED = gen.REFUSED
 
 
 def _estimators() -> list[tuple[str, type]]:
-    """all_estimators(), the experimental ones included (enabled above, as the generator enables them)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return sorted(all_estimators(), key=lambda item: item[0])
+    """all_estimators() and scikit-learn's experimental estimators (the generator's list)."""
+    return gen.sklearn_estimators()
 
 
-def _public_module(cls: type) -> str:
-    """The shortest public scikit-learn module exporting ``cls`` (as the generator finds it)."""
-    parts = cls.__module__.split(".")
-    for i in range(2, len(parts) + 1):
-        module = ".".join(parts[:i])
-        if getattr(importlib.import_module(module), cls.__name__, None) is cls:
-            return module
-    raise LookupError(cls)
-
-
-def namesake(cls: type) -> type:
-    """aprender's class of the same name in the mirrored module of scikit-learn's ``cls``."""
-    module = importlib.import_module("aprender" + _public_module(cls)[len("sklearn"):])
-    return getattr(module, cls.__name__)
-
+namesake = gen.namesake
+_public_module = gen.public_module
 
 GENERATED = {cls: namesake(cls) for _, cls in _estimators() if namesake(cls).__module__.endswith("._generated")}
 GENERATED_IDS = sorted(k for k, est in si.instances().items() if type(est) in GENERATED)
@@ -138,7 +120,7 @@ def test_refused_namesakes_say_so(key: str, tmp_path: Path) -> None:
 
 
 def test_iterative_imputer_is_refused_with_its_reason_in_the_docstring(tmp_path: Path) -> None:
-    # sklearn's instance generator builds no IterativeImputer (experimental), so it is checked here.
+    # sklearn's instance generator builds no IterativeImputer (experimental, not enabled), so it is checked here.
     from aprender.impute import IterativeImputer
 
     X = np.random.RandomState(0).rand(20, 3)

@@ -165,17 +165,26 @@ REFUSED: dict[str, str] = {
 }
 
 
-#: scikit-learn's experimental estimators and the module that enables each. They are
-#: generated too (their modules import the enabler, as a user of the class must), so that
-#: the output does not depend on whether something enabled them before the script ran.
-EXPERIMENTAL: dict[str, str] = {
-    "HalvingGridSearchCV": "enable_halving_search_cv",
-    "HalvingRandomSearchCV": "enable_halving_search_cv",
-    "IterativeImputer": "enable_iterative_imputer",
+#: scikit-learn's experimental estimators: name -> (the public module that exports it once
+#: enabled, the enabling module). ``all_estimators()`` lists them only when something has
+#: imported the enabler, so they are added here by name and the output does not depend on
+#: what was imported before. Their namesakes subclass the defining (private) module's class:
+#: importing aprender never flips scikit-learn's experimental switches for the user.
+EXPERIMENTAL: dict[str, tuple[str, str]] = {
+    "HalvingGridSearchCV": ("sklearn.model_selection", "enable_halving_search_cv"),
+    "HalvingRandomSearchCV": ("sklearn.model_selection", "enable_halving_search_cv"),
+    "IterativeImputer": ("sklearn.impute", "enable_iterative_imputer"),
+}
+#: Where the experimental classes are defined (read without enabling anything).
+_EXPERIMENTAL_HOMES = {
+    "HalvingGridSearchCV": "sklearn.model_selection._search_successive_halving",
+    "HalvingRandomSearchCV": "sklearn.model_selection._search_successive_halving",
+    "IterativeImputer": "sklearn.impute._iterative",
 }
 
 
-def _sklearn_estimators() -> list[tuple[str, type]]:
+def sklearn_estimators() -> list[tuple[str, type]]:
+    """(name, class) of every estimator ``all_estimators()`` lists, the experimental ones included."""
     import pkgutil
 
     import sklearn.experimental
@@ -183,18 +192,21 @@ def _sklearn_estimators() -> list[tuple[str, type]]:
 
     enablers = {m.name for m in pkgutil.iter_modules(sklearn.experimental.__path__) if m.name.startswith("enable_")}
     # enable_hist_gradient_boosting is a no-op kept for old code: HGB is stable.
-    unknown = enablers - set(EXPERIMENTAL.values()) - {"enable_hist_gradient_boosting"}
+    unknown = enablers - {e for _, e in EXPERIMENTAL.values()} - {"enable_hist_gradient_boosting"}
     if unknown:
         raise SystemExit(f"new experimental scikit-learn modules {sorted(unknown)}: add their classes to EXPERIMENTAL")
-    for enabler in sorted(set(EXPERIMENTAL.values())):
-        importlib.import_module(f"sklearn.experimental.{enabler}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return sorted(all_estimators(), key=lambda item: item[0])
+        found = dict(all_estimators())
+    for name, home in _EXPERIMENTAL_HOMES.items():
+        found[name] = getattr(importlib.import_module(home), name)
+    return sorted(found.items())
 
 
 def public_module(cls: type) -> str:
     """The shortest public scikit-learn module that exports ``cls`` (``sklearn.feature_extraction.text``)."""
+    if cls.__name__ in EXPERIMENTAL and cls.__module__ == _EXPERIMENTAL_HOMES[cls.__name__]:
+        return EXPERIMENTAL[cls.__name__][0]
     parts = cls.__module__.split(".")
     for i in range(2, len(parts) + 1):
         if any(p.startswith("_") for p in parts[:i]):
@@ -203,6 +215,12 @@ def public_module(cls: type) -> str:
         if getattr(importlib.import_module(module), cls.__name__, None) is cls:
             return module
     raise LookupError(f"{cls.__module__}.{cls.__name__} is exported by no public module")
+
+
+def namesake(cls: type) -> type:
+    """aprender's class of the same name in the module mirroring ``cls``'s public scikit-learn module."""
+    module = importlib.import_module("aprender" + public_module(cls)[len("sklearn"):])
+    return getattr(module, cls.__name__)
 
 
 def hand_written() -> set[tuple[str, str]]:
@@ -271,6 +289,8 @@ def _class_source(name: str, cls: type, package: str) -> str:
         "``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,",
         "attributes and methods are those of the parent class.",
         "",
+        *([f"Experimental in scikit-learn (``from sklearn.experimental import {EXPERIMENTAL[name][1]}``);",
+           "this class needs no such import and enables nothing.", ""] if name in EXPERIMENTAL else []),
         *(["Saving is refused with :class:`~aprender.exceptions.UnsupportedTypeError`:", f"{REFUSED[name]}.", ""]
           if name in REFUSED else []),
         "See Also",
@@ -282,7 +302,8 @@ def _class_source(name: str, cls: type, package: str) -> str:
         *_example(name, cls, package),
     ]
     body = "\n".join(f"    {line}" if line else "" for line in doc)
-    return f'class {name}(SerializableMixin, _sk.{name}):\n    """{body[4:]}\n    """\n'
+    base = f"{_EXPERIMENTAL_HOMES[name].rpartition('.')[2]}.{name}" if name in EXPERIMENTAL else f"_sk.{name}"
+    return f'class {name}(SerializableMixin, {base}):\n    """{body[4:]}\n    """\n'
 
 
 def isort_key(name: str) -> tuple[int, str, str]:
@@ -310,7 +331,7 @@ def _all(names: list[str], op: str = "=") -> str:
 def _generated_module(sk_module: str, package: str, classes: list[tuple[str, type]], version: str) -> str:
     head, _, tail = sk_module.rpartition(".")
     names = [name for name, _ in classes]
-    enablers = sorted({EXPERIMENTAL[n] for n in names if n in EXPERIMENTAL})
+    homes = sorted({_EXPERIMENTAL_HOMES[n] for n in names if n in EXPERIMENTAL})
     parts = [
         f'"""scikit-learn\'s ``{sk_module}`` estimators with aprender persistence.\n\n'
         f"{MARK} from scikit-learn {version}; do not edit by hand.\n"
@@ -318,7 +339,7 @@ def _generated_module(sk_module: str, package: str, classes: list[tuple[str, typ
         'save and load methods; the codec stores it like the parent.\n"""\n\n',
         "from __future__ import annotations\n\n",
         f"from {head} import {tail} as _sk\n",
-        *[f"from sklearn.experimental import {e}  # noqa: F401\n" for e in enablers],
+        *[f"from {h.rpartition('.')[0]} import {h.rpartition('.')[2]}\n" for h in homes],
         "\n",
         "from aprender.base import SerializableMixin\n\n",
         _all(names),
@@ -366,7 +387,7 @@ def files() -> dict[Path, str]:
     version = sklearn.__version__
     skip = hand_written()
     by_module: dict[str, list[tuple[str, type]]] = {}
-    for name, cls in _sklearn_estimators():
+    for name, cls in sklearn_estimators():
         sk_module = public_module(cls)
         package = "aprender" + sk_module[len("sklearn"):]
         if (package, name) not in skip:

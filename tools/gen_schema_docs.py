@@ -195,7 +195,8 @@ def sections() -> tuple[dict[str, list[Section]], dict[str, str]]:
     for entry in entries:
         if entry.key in done:
             continue
-        family = [entry.cls, *entry.twins]
+        # A generated namesake names its parent as a twin, not the other way round.
+        family = [entry.cls, *entry.twins, *(e.cls for e in entries if entry.cls in e.twins)]
         keys = sorted({e.key for e in entries if e.cls in family})
         done.update(keys)
         example = next((examples[c] for c in family if c in examples), None)
@@ -207,7 +208,7 @@ def sections() -> tuple[dict[str, list[Section]], dict[str, str]]:
                 warnings.simplefilter("ignore")
                 state = to_state(est)
         except UnsupportedTypeError as exc:
-            refused[entry.key] = str(exc)
+            refused["`, `".join(keys)] = str(exc)
             continue
         spec = None if entry.spec is GENERIC else entry.spec
         section = Section(entry.cls.__name__, keys, spec, description)

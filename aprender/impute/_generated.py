@@ -8,20 +8,23 @@ save and load methods; the codec stores it like the parent.
 from __future__ import annotations
 
 from sklearn import impute as _sk
-from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+from sklearn.impute import _iterative
 
 from aprender.base import SerializableMixin
 
 __all__ = ["IterativeImputer", "KNNImputer", "MissingIndicator"]
 
 
-class IterativeImputer(SerializableMixin, _sk.IterativeImputer):
+class IterativeImputer(SerializableMixin, _iterative.IterativeImputer):
     """Multivariate imputer that estimates each feature from all the others (:class:`sklearn.impute.IterativeImputer`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
     ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
     ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
     attributes and methods are those of the parent class.
+
+    Experimental in scikit-learn (``from sklearn.experimental import enable_iterative_imputer``);
+    this class needs no such import and enables nothing.
 
     Saving is refused with :class:`~aprender.exceptions.UnsupportedTypeError`:
     ``imputation_sequence_`` holds ``_ImputerTriplet`` named tuples, which the codec has no handler for.

@@ -8,7 +8,7 @@ save and load methods; the codec stores it like the parent.
 from __future__ import annotations
 
 from sklearn import model_selection as _sk
-from sklearn.experimental import enable_halving_search_cv  # noqa: F401
+from sklearn.model_selection import _search_successive_halving
 
 from aprender.base import SerializableMixin
 
@@ -80,13 +80,16 @@ class GridSearchCV(SerializableMixin, _sk.GridSearchCV):
     """
 
 
-class HalvingGridSearchCV(SerializableMixin, _sk.HalvingGridSearchCV):
+class HalvingGridSearchCV(SerializableMixin, _search_successive_halving.HalvingGridSearchCV):
     """scikit-learn's HalvingGridSearchCV (:class:`sklearn.model_selection.HalvingGridSearchCV`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
     ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
     ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
     attributes and methods are those of the parent class.
+
+    Experimental in scikit-learn (``from sklearn.experimental import enable_halving_search_cv``);
+    this class needs no such import and enables nothing.
 
     See Also
     --------
@@ -109,13 +112,16 @@ class HalvingGridSearchCV(SerializableMixin, _sk.HalvingGridSearchCV):
     """
 
 
-class HalvingRandomSearchCV(SerializableMixin, _sk.HalvingRandomSearchCV):
+class HalvingRandomSearchCV(SerializableMixin, _search_successive_halving.HalvingRandomSearchCV):
     """Randomized search on hyper parameters (:class:`sklearn.model_selection.HalvingRandomSearchCV`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
     ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
     ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
     attributes and methods are those of the parent class.
+
+    Experimental in scikit-learn (``from sklearn.experimental import enable_halving_search_cv``);
+    this class needs no such import and enables nothing.
 
     See Also
     --------
