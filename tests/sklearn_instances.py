@@ -103,7 +103,11 @@ def fitted(key: str) -> tuple[Any, Any]:
     """The instance ``key`` fitted once per process, and the rows to run inference on."""
     from sklearn.base import clone
 
-    est = clone(instances()[key])
+    return fit(clone(instances()[key]))
+
+
+def fit(est: Any) -> tuple[Any, Any]:
+    """Fit ``est`` on data that suits it, as :func:`fitted` does; return it and the rows to run inference on."""
     X, y, rows = _data(est)
     # One thread: on a busy 2-core CI machine OpenMP workers spin against each other
     # (HistGradientBoostingClassifier took 18 s instead of 0.05 s on these 48 rows).

@@ -159,7 +159,6 @@ EXAMPLES: dict[str, Example] = {
 REFUSED: dict[str, str] = {
     "Birch": "its CF-tree is a graph of ``_CFNode`` objects that point at each other",
     "BisectingKMeans": "its ``_BisectingTree`` is a recursive tree of Python objects",
-    "HDBSCAN": "``_single_linkage_tree_`` is a NumPy structured array",
     "IterativeImputer": "``imputation_sequence_`` holds ``_ImputerTriplet`` named tuples, which the codec has no "
                         "handler for",
 }
@@ -180,6 +179,14 @@ _EXPERIMENTAL_HOMES = {
     "HalvingGridSearchCV": "sklearn.model_selection._search_successive_halving",
     "HalvingRandomSearchCV": "sklearn.model_selection._search_successive_halving",
     "IterativeImputer": "sklearn.impute._iterative",
+}
+
+
+#: Estimators newer than the oldest scikit-learn aprender supports (pyproject: >= 1.6), and
+#: the release that added each. Their classes are defined only where the installed
+#: scikit-learn has the parent, so the package still imports on older releases.
+SINCE: dict[str, str] = {
+    "ClassicalMDS": "1.9",
 }
 
 
@@ -328,9 +335,16 @@ def _all(names: list[str], op: str = "=") -> str:
     return f"__all__ {op} [\n" + "".join(f'    "{n}",\n' for n in names) + "]\n"
 
 
+def _gated(name: str, source: str) -> str:
+    """``source`` defined only when the installed scikit-learn has ``name`` (see :data:`SINCE`)."""
+    body = "".join(f"    {line}" if line.strip() else line for line in source.splitlines(keepends=True))
+    return (f'if hasattr(_sk, "{name}"):  # scikit-learn >= {SINCE[name]}\n'
+            f'    __all__ += ["{name}"]\n\n' + body)
+
+
 def _generated_module(sk_module: str, package: str, classes: list[tuple[str, type]], version: str) -> str:
     head, _, tail = sk_module.rpartition(".")
-    names = [name for name, _ in classes]
+    names = [name for name, _ in classes if name not in SINCE]
     homes = sorted({_EXPERIMENTAL_HOMES[n] for n in names if n in EXPERIMENTAL})
     parts = [
         f'"""scikit-learn\'s ``{sk_module}`` estimators with aprender persistence.\n\n'
@@ -345,16 +359,24 @@ def _generated_module(sk_module: str, package: str, classes: list[tuple[str, typ
         _all(names),
     ]
     for name, cls in classes:
-        parts.append("\n\n" + _class_source(name, cls, package))
+        source = _class_source(name, cls, package)
+        parts.append("\n\n" + (_gated(name, source) if name in SINCE else source))
     return "".join(parts)
 
 
 def _new_init(sk_module: str, package: str, names: list[str], version: str) -> str:
-    return (
+    always = [n for n in names if n not in SINCE]
+    text = (
         f'"""scikit-learn\'s ``{sk_module}`` estimators that save and load without pickle.\n\n'
         f"{MARK} from scikit-learn {version}; do not edit by hand.\n"
-        '"""\n\n' + _import(f"{package}._generated", names) + "\n" + _all(names)
+        '"""\n\n' + (f"from {package} import _generated\n" if len(always) < len(names) else "")
+        + _import(f"{package}._generated", always) + "\n" + _all(always)
     )
+    for name in (n for n in names if n in SINCE):
+        text += (f'\nif "{name}" in _generated.__all__:  # scikit-learn >= {SINCE[name]}\n'
+                 f"    {name} = _generated.{name}\n"
+                 f'    __all__ += ["{name}"]\n')
+    return text
 
 
 def _edit_init(text: str, package: str, names: list[str]) -> str:
@@ -402,6 +424,8 @@ def files() -> dict[Path, str]:
         current = init.read_text() if init.exists() else ""
         if not current or MARK in current:
             out[init] = _new_init(sk_module, package, names, version)
+        elif any(n in SINCE for n in names):
+            raise SystemExit(f"{init}: version-gated classes are only generated into new packages")
         else:
             out[init] = _edit_init(current, package, names)
     return out

@@ -11,35 +11,38 @@ from sklearn import manifold as _sk
 
 from aprender.base import SerializableMixin
 
-__all__ = ["ClassicalMDS", "Isomap", "LocallyLinearEmbedding", "MDS", "SpectralEmbedding", "TSNE"]
+__all__ = ["Isomap", "LocallyLinearEmbedding", "MDS", "SpectralEmbedding", "TSNE"]
 
 
-class ClassicalMDS(SerializableMixin, _sk.ClassicalMDS):
-    """Classical multidimensional scaling (MDS) (:class:`sklearn.manifold.ClassicalMDS`).
+if hasattr(_sk, "ClassicalMDS"):  # scikit-learn >= 1.9
+    __all__ += ["ClassicalMDS"]
 
-    scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    class ClassicalMDS(SerializableMixin, _sk.ClassicalMDS):
+        """Classical multidimensional scaling (MDS) (:class:`sklearn.manifold.ClassicalMDS`).
 
-    See Also
-    --------
-    sklearn.manifold.ClassicalMDS : The scikit-learn estimator this class extends.
+        scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
+        ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
+        ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
+        attributes and methods are those of the parent class.
 
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> import numpy as np
-    >>> from aprender.manifold import ClassicalMDS
-    >>> X = np.random.RandomState(0).rand(20, 3)
-    >>> y = np.arange(20) % 2
-    >>> model = ClassicalMDS().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = ClassicalMDS.load_apr(path)
-    >>> bool(np.array_equal(loaded.embedding_, model.embedding_))
-    True
-    """
+        See Also
+        --------
+        sklearn.manifold.ClassicalMDS : The scikit-learn estimator this class extends.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> from aprender.manifold import ClassicalMDS
+        >>> X = np.random.RandomState(0).rand(20, 3)
+        >>> y = np.arange(20) % 2
+        >>> model = ClassicalMDS().fit(X, y)
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
+        >>> model.save_apr(path)
+        >>> loaded = ClassicalMDS.load_apr(path)
+        >>> bool(np.array_equal(loaded.embedding_, model.embedding_))
+        True
+        """
 
 
 class Isomap(SerializableMixin, _sk.Isomap):
