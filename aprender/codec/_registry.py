@@ -143,9 +143,9 @@ def _load_namesake(key: str) -> None:
     """Register a generated aprender namesake with its scikit-learn parent's spec, as its twin."""
     module, name, parent_key = _table.NAMESAKES[key]  # the table's module, never a name from a file
     parent = _lookup(parent_key)
-    if parent is None:
-        raise LookupError(f"aprender/codec/_table.py names {parent_key} as the parent of {key} but has no entry for it")
-    cls = getattr(importlib.import_module(module), name)
+    cls = getattr(importlib.import_module(module), name, None)
+    if parent is None or cls is None:  # the running scikit-learn lacks the parent (ClassicalMDS before 1.9)
+        return
     with _lock:
         if key not in _by_key:
             _add(cls, parent.spec, key, (cls, parent.cls))
