@@ -99,6 +99,22 @@ def test_grid_search_classifier_gives_a_plain_probability_tensor(pipeline) -> No
     np.testing.assert_allclose(out["probabilities"], search.predict_proba(X), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("search", ["RandomizedSearchCV", "HalvingGridSearchCV", "HalvingRandomSearchCV"])
+def test_every_search_exports_as_its_best_estimator(search) -> None:
+    from sklearn import model_selection
+    from sklearn.experimental import enable_halving_search_cv  # noqa: F401
+
+    X, y = iris()
+    make = getattr(model_selection, search)
+    grid = {"C": [0.1, 1.0, 10.0]}
+    model = make(sk_linear.LogisticRegression(max_iter=1000), grid, cv=2, random_state=0,
+                 **({"n_iter": 2} if search == "RandomizedSearchCV" else {})).fit(X, y)
+    onx = to_onnx(model)
+    out = run(onx, X)
+    np.testing.assert_array_equal(out["label"], model.predict(X))
+    np.testing.assert_allclose(out["probabilities"], model.predict_proba(X), rtol=1e-4, atol=1e-5)
+
+
 def test_float64_uses_double_tensors_and_tighter_parity(classifier) -> None:
     X = iris()[0]
     onx = to_onnx(classifier, dtype=np.float64)

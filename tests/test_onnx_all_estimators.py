@@ -186,4 +186,4 @@ def test_refused_list_is_current() -> None:
 def test_most_convertible_instances_export() -> None:
     convertible = [key for key in IDS if not no_converter(si.instances()[key])]
     exported = len(convertible) - len(REFUSED)
-    assert exported >= 125 and len(REFUSED) <= 23, (exported, len(REFUSED))
+    assert exported >= 137 and len(REFUSED) <= 23, (exported, len(REFUSED))

@@ -149,13 +149,30 @@ def _apply(cls: type, entry: _Converter) -> None:
     )
 
 
-def _inherit(cls: type) -> None:
-    """Map ``cls`` onto the alias (converter, shape calculator, parser) of its nearest supported base."""
+def _searches() -> dict[type, type]:
+    """Searches skl2onnx lacks, each with the class whose conversion is theirs: GridSearchCV's.
+
+    skl2onnx converts a GridSearchCV as its ``best_estimator_`` (parser, shape calculator
+    and converter read nothing else), which is what every search's predict/transform
+    calls; it only registers GridSearchCV itself.
+    """
+    from sklearn.model_selection import GridSearchCV, RandomizedSearchCV
+    from sklearn.model_selection._search_successive_halving import HalvingGridSearchCV, HalvingRandomSearchCV
+
+    return {cls: GridSearchCV for cls in (RandomizedSearchCV, HalvingGridSearchCV, HalvingRandomSearchCV)}
+
+
+def _inherit(cls: type, base: type | None = None) -> None:
+    """Map ``cls`` onto the alias (converter, shape calculator, parser) of ``base``.
+
+    ``base`` defaults to the nearest base class that skl2onnx supports.
+    """
     from skl2onnx import update_registered_parser
     from skl2onnx._parse import sklearn_parsers_map
     from skl2onnx._supported_operators import sklearn_operator_name_map
 
-    base = next((b for b in cls.__mro__[1:] if b in sklearn_operator_name_map), None)
+    if base is None:
+        base = next((b for b in cls.__mro__[1:] if b in sklearn_operator_name_map), None)
     if base is None:
         return  # nothing to inherit: the export fails with a message naming the class
     # The subclass takes the parent's alias, the key of the parent's converter and shape
@@ -183,6 +200,9 @@ def sync() -> None:
         for cls, entry in list(_extra.items()):
             if cls not in _done:
                 _apply(cls, entry)
+        for cls, base in _searches().items():  # before aprender's subclasses of them inherit
+            if cls not in sklearn_operator_name_map:
+                _inherit(cls, base)
         for reg in entries:
             cls = reg.cls
             if cls in _done or cls in _extra:
