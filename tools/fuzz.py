@@ -704,6 +704,34 @@ def _record(report: Report, job: _Job, outcome: str, out: Path | None) -> None:
         report.findings.append(finding)
 
 
+_NAMES = {"safetensors": "SafeTensors", "apr": ".apr", "gguf": "GGUF"}
+
+
+def render(report: dict[str, Any]) -> str:
+    """The Markdown table of a campaign's report.json, as docs/fuzzing.md shows it."""
+    head = ("| format | mutations | blind | structure-aware | `AprenderError` | loaded "
+            "| escape | crash | hang | memory |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    columns = ("blind", "structured")
+    outcomes = ("error", "loaded", *BAD)
+    totals: Counter = Counter()
+    rows = []
+    for fmt in FORMATS:
+        if fmt not in report["per_format"]:
+            continue
+        cells = [report["per_format"][fmt]] + [report["kinds"].get(f"{fmt}/{k}", 0) for k in columns]
+        cells += [report["outcomes"].get(f"{fmt}/{k}", 0) for k in outcomes]
+        totals.update(dict(enumerate(cells)))
+        rows.append(f"| {_NAMES[fmt]} | " + " | ".join(f"{c:,}" for c in cells) + " |")
+    bold = {0, 5, 6, 7, 8}  # mutations and the four kinds of finding
+    cells = [f"**{totals[i]:,}**" if i in bold else f"{totals[i]:,}" for i in range(len(totals))]
+    rows.append("| **all** | " + " | ".join(cells) + " |")
+    errors = ", ".join(f"`{name}` {n:,}" for name, n in report["errors"].items())
+    tail = (f"\n\nErrors raised: {errors}. {report['seeds']:,} seed files of {report['families']} families; "
+            f"{report['seconds']:,.0f} s at {report['rate_per_s']} loads per second; "
+            f"{report['worker_restarts']} worker restarts.")
+    return head + "\n".join(rows) + tail
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mutations", type=int, default=3000, help="mutations in all (round-robin over formats)")
@@ -718,11 +746,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="also seed with every scikit-learn estimator instance (tests/sklearn_instances.py)")
     parser.add_argument("--out", type=Path, default=None, help="folder for reproducers and the JSON report")
     parser.add_argument("--progress", type=float, default=60.0, help="seconds between progress lines (stderr)")
+    parser.add_argument("--render", type=Path, default=None, metavar="REPORT_JSON",
+                        help="print the Markdown table of a campaign's report.json and exit")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--warmup", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(args.memory_mb, args.warmup)
+        return 0
+    if args.render is not None:
+        print(render(json.loads(args.render.read_text())))
         return 0
     families = tuple(f for f in args.families.split(",") if f) or None
     seeds = make_seeds(families, args.all_cases, args.breadth)
