@@ -106,6 +106,7 @@ def recipes() -> dict[str, Callable[[dict[str, Any]], tuple[Any, Any]]]:
     from sklearn import cluster as skc
     from sklearn import compose as skco
     from sklearn import ensemble as ske
+    from sklearn import feature_extraction as skfe
     from sklearn import linear_model as skl
     from sklearn import naive_bayes as sknb
     from sklearn import pipeline as skp
@@ -190,6 +191,8 @@ def recipes() -> dict[str, Callable[[dict[str, Any]], tuple[Any, Any]]]:
         "HistGradientBoostingRegressor-nan-sklearn": hgb(ske.HistGradientBoostingRegressor(max_iter=5,
                                                                                            random_state=0), "width"),
         "AdaBoostClassifier-sklearn": iris(ske.AdaBoostClassifier(n_estimators=5, random_state=0)),
+        "BaggingClassifier-sklearn": iris(ske.BaggingClassifier(n_estimators=3, random_state=0)),
+        "IsolationForest-sklearn": unsupervised(ske.IsolationForest(n_estimators=3, max_samples=32, random_state=0)),
         "KMeans": unsupervised(cluster.KMeans(n_clusters=3, n_init=2, random_state=0)),
         "MiniBatchKMeans-sklearn": unsupervised(skc.MiniBatchKMeans(n_clusters=3, n_init=1, random_state=0)),
         "PCA": unsupervised(decomposition.PCA(n_components=2)),
@@ -203,6 +206,10 @@ def recipes() -> dict[str, Callable[[dict[str, Any]], tuple[Any, Any]]]:
         "OneHotEncoder": lambda d: (preprocessing.OneHotEncoder(handle_unknown="ignore").fit(
             d["frame"][["size", "shape"]].to_numpy()), d["frame"][["size", "shape"]].to_numpy()[::10]),
         "SimpleImputer": lambda d: (impute.SimpleImputer(strategy="median").fit(d["nan"]), d["nan"][::5]),
+        "CountVectorizer-sklearn": lambda d: (skfe.text.CountVectorizer(ngram_range=(1, 2)).fit(d["texts"]),
+                                              [*d["texts"], "bake the galaxy"]),
+        "TfidfVectorizer": lambda d: (feature_extraction.text.TfidfVectorizer(sublinear_tf=True).fit(d["texts"]),
+                                      [*d["texts"], "bake the galaxy"]),
         "Pipeline-text": text,
         "Pipeline-frame-columns": frame_pipeline,
         "ColumnTransformer-frame-sklearn": sklearn_frame,
