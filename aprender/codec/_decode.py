@@ -11,7 +11,6 @@ inconsistency raises :class:`FormatError` naming the path where it was found.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -38,6 +37,8 @@ _WIDEN_TO = frozenset(["float64", "float32", "float16"])
 _STR_DTYPE = re.compile(r"^[<>|=]?U(\d{1,7})$")
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _PY_SCALARS = {"float": float, "int": int, "bool": bool}
+#: JSON values that decode to themselves (an int is range-checked, so it is not among them).
+_PLAIN = frozenset([str, float, bool, type(None)])
 
 
 _OPT_STR = (str, NULL)
@@ -65,12 +66,14 @@ def check_int(value: int, path: str) -> int:
 
 def check_fields(node: Mapping[str, Any], tag: str, fields: Fields, path: str) -> None:
     """Check a ``tag`` node read from a file against the declaration of its fields."""
+    present = 0
     for name, value in node.items():
-        if name == "__t__":
-            continue
         kinds = fields.get(name)
         if kinds is None:
+            if name == "__t__":
+                continue
             raise fail(path, f"'{tag}' node has an unknown field {str(name)[:40]!r}")
+        present += 1
         if kinds is not ANY and type(value) not in kinds:
             wanted = " or ".join("null" if k is NULL else k.__name__ for k in kinds)
             raise fail(path, f"'{tag}' field '{name}' must be {wanted}, found {type(value).__name__}")
@@ -78,6 +81,8 @@ def check_fields(node: Mapping[str, Any], tag: str, fields: Fields, path: str) -
             check_int(value, join(path, name))
         if kinds is TENSOR and value.get("__t__") != "tensor":
             raise fail(path, f"'{tag}' field '{name}' must be a tensor reference")
+    if present == len(fields):  # every name was declared, each at most once: none is missing
+        return
     for name, kinds in fields.items():
         if name not in node and NULL not in kinds:
             raise fail(path, f"'{tag}' node lacks its field '{name}'")
@@ -244,6 +249,16 @@ class Decoder:
     def _estimator(self, node: Mapping[str, Any], path: str, depth: int) -> Any:
         return self.estimator(node, path, depth=depth)
 
+    def _fields(self, nodes: Mapping[str, Any], path: str, depth: int) -> dict[str, Any]:
+        """:meth:`value` of each item of a ``params`` or ``attrs`` object, at depth ``depth``.
+
+        Most items are plain JSON scalars, which :meth:`value` returns as they are: those are
+        taken directly, and the path of an item is built only for the others.
+        """
+        prefix = f"{path}." if path else ""
+        plain = _PLAIN if depth <= MAX_DEPTH else frozenset()  # too deep: value() refuses every item
+        return {k: v if type(v) in plain else self.value(v, prefix + k, depth) for k, v in nodes.items()}
+
     def estimator(self, node: Mapping[str, Any], path: str, *, build_as: type | None = None, depth: int = 0) -> Any:
         """Validate and build an estimator node (``build_as`` overrides the class)."""
         check_fields(node, "estimator", BUILTIN_FIELDS["estimator"], path)
@@ -252,8 +267,7 @@ class Decoder:
         cls = build_as or entry.cls
         params_node, attrs_node = node["params"], node["attrs"]
         dropped = _dropped(node.get("dropped"), entry.spec.training_only, attrs_node, path)
-        params = {k: self.value(v, join(path, k), depth + 1) for k, v in params_node.items()}
-        attrs = {k: self.value(v, join(path, k), depth + 1) for k, v in attrs_node.items()}
+        params, attrs = self._fields(params_node, path, depth + 1), self._fields(attrs_node, path, depth + 1)
         # Another scikit-learn version saved the file: carry the state across before it is checked.
         migrated = self.migrations is not None and self.migrations.apply(cls, params, attrs, path)
         for name in attrs:
@@ -301,6 +315,9 @@ def _refuse_partial_fit(name: str, dropped: list[str], *args: Any, **kwargs: Any
 
 # Hyperparameter validation is a pure function of (class, parameters) and costs far
 # more than the rest of a small model's load; remember the parameter sets that passed.
+# The key is the node's repr: distinct JSON trees (str keys; None, bool, int, float, str,
+# list, dict values) have distinct reprs, and repr costs a fraction of a sorted json.dumps.
+# Keys listed in another order only miss the cache.
 _VALID_PARAMS: dict[tuple[type, str], None] = {}
 _VALID_PARAMS_LIMIT = 4096
 
@@ -311,12 +328,12 @@ def _validate_params(cls: type, est: Any, params_node: Mapping[str, Any] | None)
     if params_node is None:  # migrated parameters differ from the node: check them, remember nothing
         est._validate_params()
         return
-    text = json.dumps(params_node, sort_keys=True)
+    text = repr(params_node)
     key = (cls, text)
     if key in _VALID_PARAMS:
         return
     est._validate_params()
-    if '"__t__": "tensor"' in text:  # the node names a tensor, not its contents: cannot vouch for it
+    if "'__t__': 'tensor'" in text:  # the node names a tensor, not its contents: cannot vouch for it
         return
     if len(_VALID_PARAMS) >= _VALID_PARAMS_LIMIT:
         _VALID_PARAMS.clear()

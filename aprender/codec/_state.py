@@ -81,10 +81,22 @@ def _reject_constant(token: str) -> None:
     raise ValueError(f"non-standard JSON constant {token}")
 
 
+#: One decoder for every load: ``json.loads`` with an option builds a new one per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def parse_json(text: str | bytes, where: str) -> Any:
-    """Parse strict JSON read from a file; :class:`FormatError` names ``where``."""
+    """Parse strict JSON read from a file; :class:`FormatError` names ``where``.
+
+    Accepts exactly what ``json.loads`` accepts (bytes in UTF-8, -16 or -32, no BOM
+    in a str), with NaN and Infinity refused.
+    """
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        if not isinstance(text, str):
+            text = text.decode(json.detect_encoding(text), "surrogatepass")
+        elif text.startswith("\ufeff"):
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        return _DECODER.decode(text)
     except (ValueError, RecursionError, UnicodeDecodeError) as exc:
         raise FormatError(f"{where} is not valid JSON: {exc}") from None
 
@@ -215,8 +227,8 @@ def from_state(state: ModelState, expected: type | ModelType | int | str | None 
     model = meta.get("model")
     if not isinstance(model, dict):
         raise FormatError("metadata has no 'model' object: this is not an aprender model file")
-    versions = meta.get("versions")
-    plan = _migration_plan(versions)
+    saved = _saved_sklearn(meta.get("versions"))
+    plan = _migration_plan(saved)
     entry = plan.entry(model.get("class"), "model") if plan else entry_for_key(model.get("class"), "model")
     expected = _expectation(expected)
     build_as = None
@@ -232,33 +244,35 @@ def from_state(state: ModelState, expected: type | ModelType | int | str | None 
         build_as = expected
     else:
         raise ModelTypeMismatch(expected.__name__, entry.cls.__name__)
-    _warn_on_version_skew(versions)
+    _warn_on_version_skew(saved)
     decoder = Decoder(state.tensors, migrations=plan)
     estimator = decoder.estimator(model, "", build_as=build_as)
     decoder.finish()
     return estimator
 
 
-def _migration_plan(versions: object) -> Plan | None:
-    """The scikit-learn migrations from the version that saved the file to the running one."""
+def _saved_sklearn(versions: object) -> str | None:
+    """The scikit-learn version a file was saved under, if it differs from the running one."""
     import sklearn
 
     saved = versions.get("sklearn") if isinstance(versions, dict) else None
-    if not isinstance(saved, str) or saved == sklearn.__version__:
-        return None
-    return Plan(saved, sklearn.__version__)
+    return saved if isinstance(saved, str) and saved != sklearn.__version__ else None
 
 
-def _warn_on_version_skew(versions: object) -> None:
+def _migration_plan(saved: str | None) -> Plan | None:
+    """The scikit-learn migrations from the version ``saved`` (see :func:`_saved_sklearn`) to the running one."""
     import sklearn
 
-    from aprender._warn import warn
-    from aprender.exceptions import VersionSkewWarning
+    return None if saved is None else Plan(saved, sklearn.__version__)
 
-    if not isinstance(versions, dict):
-        return
-    saved = versions.get("sklearn")
-    if isinstance(saved, str) and saved != sklearn.__version__:
+
+def _warn_on_version_skew(saved: str | None) -> None:
+    if saved is not None:
+        import sklearn
+
+        from aprender._warn import warn
+        from aprender.exceptions import VersionSkewWarning
+
         warn(f"this model was saved under scikit-learn {saved[:40]} and is loaded under {sklearn.__version__}: "
              "aprender rebuilt it from its stored state (nothing was unpickled) and every hyperparameter and "
              "fitted attribute passed this version's checks; compare its outputs once if they matter",
