@@ -153,13 +153,18 @@ def save_file(
 # -- reading ---------------------------------------------------------------------
 
 
-def _check_header(head: bytes | memoryview, total: int, where: str) -> tuple[int, dict[str, Any]]:
-    """Validate the header and return ``(header_length, header)``.
+#: A tensor as the header describes it, once checked: data offsets, name, dtype, shape.
+_Span = tuple[int, int, str, np.dtype, tuple[int, ...]]
+
+
+def _check_header(head: bytes | memoryview, total: int, where: str) -> tuple[int, dict[str, Any], list[_Span]]:
+    """Validate the header and return ``(header_length, header, tensors)``.
 
     ``head`` holds at least the first ``min(total, 8 + header_length)`` bytes. The
     checks are those of the reference implementation (sizes, dtypes, offsets, and
     tensors tiling the data section without gaps or overlaps), made before any
-    tensor byte is read, with messages that say what and where.
+    tensor byte is read, with messages that say what and where. ``tensors`` lists
+    every tensor in header order.
     """
     if total < 8:
         raise FormatError(f"{where}: {total} bytes is too short for a SafeTensors file (needs at least 8)")
@@ -178,9 +183,9 @@ def _check_header(head: bytes | memoryview, total: int, where: str) -> tuple[int
             if not isinstance(info, dict) or not all(isinstance(v, str) for v in info.values()):
                 raise FormatError(f"{where}: '__metadata__' must map strings to strings")
             continue
-        spans.append((*_check_entry(name, info, data_len, where), name))
+        spans.append(_check_entry(name, info, data_len, where))
     position = 0
-    for begin, end, name in sorted(spans):
+    for begin, end, name, _, _ in sorted(spans):
         if begin != position:
             raise FormatError(
                 f"{where}: tensor '{name}' starts at data byte {begin}, expected {position} "
@@ -189,7 +194,7 @@ def _check_header(head: bytes | memoryview, total: int, where: str) -> tuple[int
         position = end
     if position != data_len:
         raise FormatError(f"{where}: tensors end at data byte {position} but the data section has {data_len} bytes")
-    return n, header
+    return n, header, spans
 
 
 def _read_header(p: Path, where: str) -> tuple[int, dict[str, Any]]:
@@ -199,30 +204,31 @@ def _read_header(p: Path, where: str) -> tuple[int, dict[str, Any]]:
         prefix = f.read(8)
         n = int.from_bytes(prefix, "little") if len(prefix) == 8 else 0
         head = prefix + (f.read(n) if n <= min(MAX_HEADER_SIZE, total - 8) else b"")
-    return _check_header(head, total, where)
+    return _check_header(head, total, where)[:2]
 
 
-def _check_entry(name: str, info: Any, data_len: int, where: str) -> tuple[int, int]:
-    if not isinstance(info, dict):
+def _check_entry(name: str, info: Any, data_len: int, where: str) -> _Span:
+    if type(info) is not dict:
         raise FormatError(f"{where}: tensor '{name}' has no description object")
     dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
-    if not isinstance(dtype, str) or dtype not in DTYPES:
+    numpy_dtype = DTYPES.get(dtype) if type(dtype) is str else None
+    if numpy_dtype is None:
         raise FormatError(f"{where}: tensor '{name[:80]}' has unsupported dtype {str(dtype)[:40]!r}")
     shape = checked_shape(shape, f"{where}: tensor '{name[:80]}'")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)):
+    if not (type(offsets) is list and len(offsets) == 2 and type(offsets[0]) is int and type(offsets[1]) is int):
         raise FormatError(f"{where}: tensor '{name[:80]}' has invalid data_offsets {str(offsets)[:80]}")
     begin, end = offsets
     if not 0 <= begin <= end <= data_len:
         raise FormatError(
             f"{where}: tensor '{name}' data_offsets [{begin}, {end}] lie outside the {data_len}-byte data section"
         )
-    expected = math.prod(shape) * DTYPES[dtype].itemsize
+    expected = math.prod(shape) * numpy_dtype.itemsize
     if end - begin != expected:
         raise FormatError(
             f"{where}: tensor '{name}' of shape {shape} and dtype {dtype} needs {expected} bytes, "
             f"data_offsets give {end - begin}"
         )
-    return begin, end
+    return begin, end, name, numpy_dtype, shape
 
 
 def _meta(header: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -241,16 +247,10 @@ def _meta(header: Mapping[str, Any], where: str) -> dict[str, Any]:
 def _state_from_buffer(buffer: np.ndarray, where: str) -> ModelState:
     # ``buffer`` is the whole file as a writable uint8 array: every tensor becomes a
     # view into it, so a load costs one read and no further copy (as pickle's does).
-    n, header = _check_header(memoryview(buffer), buffer.shape[0], where)
+    n, header, spans = _check_header(memoryview(buffer), buffer.shape[0], where)
     meta = _meta(header, where)
-    data_start = 8 + n
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        dtype, shape = DTYPES[info["dtype"]], info["shape"]
-        offset = data_start + info["data_offsets"][0]
-        tensors[name] = np.frombuffer(buffer, dtype=dtype, count=math.prod(shape), offset=offset).reshape(shape)
+    data = buffer[8 + n :]
+    tensors = {name: data[begin:end].view(dtype).reshape(shape) for begin, end, name, dtype, shape in spans}
     return ModelState(tensors=tensors, meta=meta)
 
 

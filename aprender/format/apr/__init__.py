@@ -45,7 +45,7 @@ from aprender.format._crc import crc32
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import atomic_path
 from aprender.format.apr._crypto import kdf_limits
-from aprender.format.apr._layout import Entry, Flags
+from aprender.format.apr._layout import FLAG_SIGNED, Entry, Flags
 from aprender.format.apr._options import Compression, SaveOptions
 from aprender.format.apr._read import Keys, Parsed, check, map_file, read_file, read_prefix, state_of, verify_signature
 from aprender.format.apr._write import encode
@@ -618,7 +618,7 @@ def inspect_file(path: PathLike) -> ModelInfo:
         tensors=tensors,
         compressed=parsed.compression,
         encrypted=parsed.encrypted,
-        signed=bool(flags & Flags.SIGNED.value),
+        signed=bool(flags & FLAG_SIGNED),
         created_at=meta.get("created_at"),
         quantization=quantization["type"] if quantization else None,
         embedded_public_key=public_key,
@@ -665,7 +665,7 @@ def validate_file(
     keys = Keys(password, secret_key, verifying_key)
     parsed = check(buffer, buffer.shape[0], where, crc=crc, verifying_key=verifying_key)
     checks = ["header CRC32, layout, metadata and tensor index", "footer CRC32 over the whole file"]
-    if parsed.header.flags & Flags.SIGNED.value:
+    if parsed.header.flags & FLAG_SIGNED:
         checks.append("Ed25519 signature (" + ("key given" if verifying_key is not None else "embedded key") + ")")
     model = "model" in parsed.meta
     report = functools.partial(ValidationReport, str(path), "apr")

@@ -23,6 +23,12 @@ from aprender.format._crc import crc32
 __all__ = [
     "ALIGNMENT",
     "DTYPES",
+    "FLAG_ENCRYPTED",
+    "FLAG_LZ4",
+    "FLAG_QUANTIZED",
+    "FLAG_SHARDED",
+    "FLAG_SIGNED",
+    "FLAG_ZSTD",
     "FOOTER_SIZE",
     "HEADER_SIZE",
     "MAGIC",
@@ -70,8 +76,12 @@ class Flags(IntFlag):
     QUANTIZED = 0x0020
 
 
+#: The bits as plain ints, for the tests every load makes: an enum member is read through a descriptor.
+FLAG_LZ4, FLAG_ZSTD, FLAG_ENCRYPTED, FLAG_SIGNED, FLAG_SHARDED, FLAG_QUANTIZED = (
+    Flags.LZ4.value, Flags.ZSTD.value, Flags.ENCRYPTED.value, Flags.SIGNED.value, Flags.SHARDED.value,
+    Flags.QUANTIZED.value)
 #: Bits this reader understands (sharded files are not supported).
-_KNOWN_FLAGS = int(Flags.LZ4 | Flags.ZSTD | Flags.ENCRYPTED | Flags.SIGNED | Flags.QUANTIZED)
+_KNOWN_FLAGS = FLAG_LZ4 | FLAG_ZSTD | FLAG_ENCRYPTED | FLAG_SIGNED | FLAG_QUANTIZED
 
 
 @dataclass(frozen=True)
@@ -144,7 +154,7 @@ class Header:
 
     def tail_size(self) -> int:
         """Bytes after the data section: signature block (if signed) and footer."""
-        return FOOTER_SIZE + (SIGNATURE_BLOCK_SIZE if self.flags & Flags.SIGNED.value else 0)
+        return FOOTER_SIZE + (SIGNATURE_BLOCK_SIZE if self.flags & FLAG_SIGNED else 0)
 
     def pack(self) -> bytes:
         """The 64 header bytes, CRC included."""
@@ -178,8 +188,9 @@ def parse_header(head: bytes | memoryview, total: int, where: str) -> Header:
     if total < HEADER_SIZE + FOOTER_SIZE:
         raise FormatError(f"{where}: truncated at {total} bytes (an .apr file needs at least "
                           f"{HEADER_SIZE + FOOTER_SIZE})")
+    head = bytes(head[:HEADER_SIZE])
     (_, major, minor, flags, count, meta_offset, meta_size, index_offset, data_offset, crc,
-     reserved) = _HEADER.unpack(bytes(head[:HEADER_SIZE]))
+     reserved) = _HEADER.unpack(head)
     if (major, minor) != VERSION:
         raise UnsupportedVersion(f"{major}.{minor}", f"{VERSION[0]}.{VERSION[1]}", where)
     actual = header_crc(head)
@@ -206,11 +217,11 @@ def parse_header(head: bytes | memoryview, total: int, where: str) -> Header:
 
 
 def _check_flags(flags: int, where: str) -> None:
-    if flags & Flags.SHARDED.value:
+    if flags & FLAG_SHARDED:
         raise FormatError(f"{where}: sharded .apr files are not supported")
     if flags & ~_KNOWN_FLAGS:
         raise FormatError(f"{where}: unknown header flags 0x{flags & ~_KNOWN_FLAGS:04x} (bytes 6-7)")
-    if flags & Flags.LZ4.value and flags & Flags.ZSTD.value:
+    if flags & FLAG_LZ4 and flags & FLAG_ZSTD:
         raise FormatError(f"{where}: header flags select both LZ4 and zstd compression")
 
 
@@ -284,6 +295,14 @@ def pack_index(entries: list[Entry]) -> bytes:
     return bytes(out) + bytes(align(len(out)) - len(out))
 
 
+_NAME_LEN = struct.Struct("<H")
+
+
+def _at(where: str, i: int, offset: int) -> str:
+    """Where index entry ``i``, at file byte ``offset``, is: the start of its messages."""
+    return f"{where}: tensor index entry {i} at byte {offset}"
+
+
 def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[Entry], int]:
     """Validate the index bytes; return the entries and the data section length.
 
@@ -294,37 +313,44 @@ def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[Entry], in
     pos, expected_offset, previous = 0, 0, b""
     base = header.tensor_index_offset
     for i in range(header.tensor_count):
-        at = f"{where}: tensor index entry {i} at byte {base + pos}"
+        start = pos  # the location in messages is built only when one is raised
         if pos + _MIN_ENTRY > len(raw):
-            raise FormatError(f"{at}: the index ends before all {header.tensor_count} entries")
-        (name_len,) = struct.unpack_from("<H", raw, pos)
+            raise FormatError(f"{_at(where, i, base + start)}: the index ends before all {header.tensor_count} entries")
+        (name_len,) = _NAME_LEN.unpack_from(raw, pos)
         if pos + _MIN_ENTRY + name_len > len(raw):
-            raise FormatError(f"{at}: name of {name_len} bytes runs past the index")
+            raise FormatError(f"{_at(where, i, base + start)}: name of {name_len} bytes runs past the index")
         name_bytes = raw[pos + 2 : pos + 2 + name_len]
         code, ndim = raw[pos + 2 + name_len], raw[pos + 3 + name_len]
         pos += 4 + name_len
         if ndim > MAX_NDIM or pos + 8 * ndim + 16 > len(raw):
-            raise FormatError(f"{at}: {ndim} dimensions do not fit the index (at most {MAX_NDIM})")
+            raise FormatError(f"{_at(where, i, base + start)}: {ndim} dimensions do not fit the index "
+                              f"(at most {MAX_NDIM})")
         *shape, offset, size = struct.unpack_from(f"<{ndim}QQQ", raw, pos)
         pos += 8 * ndim + 16
         try:
             name = name_bytes.decode()
         except UnicodeDecodeError:
-            raise FormatError(f"{at}: tensor name is not UTF-8") from None
+            raise FormatError(f"{_at(where, i, base + start)}: tensor name is not UTF-8") from None
         if not name_bytes:
-            raise FormatError(f"{at}: empty tensor name")
+            raise FormatError(f"{_at(where, i, base + start)}: empty tensor name")
         if name_bytes <= previous:
-            raise FormatError(f"{at}: tensor '{name[:80]}' breaks the strictly sorted order of names")
+            raise FormatError(f"{_at(where, i, base + start)}: tensor '{name[:80]}' breaks the strictly sorted "
+                              "order of names")
         if code not in DTYPES:
-            raise FormatError(f"{at}: tensor '{name[:80]}' has unknown dtype code {code}")
-        shape = checked_shape(shape, f"{at}: tensor '{name[:80]}'")
+            raise FormatError(f"{_at(where, i, base + start)}: tensor '{name[:80]}' has unknown dtype code {code}")
+        try:
+            shape = checked_shape(shape, "")
+        except FormatError:  # again, to say where
+            checked_shape(shape, f"{_at(where, i, base + start)}: tensor '{name[:80]}'")
+            raise
         expected_size = _nbytes(code, shape)
         if size != expected_size:
-            raise FormatError(f"{at}: tensor '{name[:80]}' of shape {list(shape)} and dtype {DTYPES[code].name} "
-                              f"cannot occupy {size} bytes")
+            raise FormatError(f"{_at(where, i, base + start)}: tensor '{name[:80]}' of shape {list(shape)} and "
+                              f"dtype {DTYPES[code].name} cannot occupy {size} bytes")
         if offset != expected_offset:
-            raise FormatError(f"{at}: tensor '{name[:80]}' starts at data byte {offset}, expected "
-                              f"{expected_offset} (tensors tile the data section in name order, 64-byte aligned)")
+            raise FormatError(f"{_at(where, i, base + start)}: tensor '{name[:80]}' starts at data byte {offset}, "
+                              f"expected {expected_offset} (tensors tile the data section in name order, "
+                              "64-byte aligned)")
         entries.append(Entry(name, code, shape, offset, size))
         previous, expected_offset = name_bytes, align(offset + size)
     if align(pos) != len(raw) or any(raw[pos:]):

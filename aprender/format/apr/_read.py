@@ -23,12 +23,16 @@ from aprender.format._crc import crc32
 from aprender.format._io import existing_file, open_existing
 from aprender.format.apr._compress import decompress
 from aprender.format.apr._layout import (
+    FLAG_ENCRYPTED,
+    FLAG_LZ4,
+    FLAG_QUANTIZED,
+    FLAG_SIGNED,
+    FLAG_ZSTD,
     FOOTER_SIZE,
     HEADER_SIZE,
     QUANTIZED_CODES,
     SIGNATURE_BLOCK_SIZE,
     Entry,
-    Flags,
     Header,
     check_magic,
     parse_header,
@@ -40,7 +44,6 @@ __all__ = ["Keys", "Parsed", "check", "map_file", "parse", "read_file", "read_pr
 
 #: Read size of the default load; the CRC of one chunk runs while the next is read.
 _CHUNK = 1 << 23
-_COMPRESSION = {Flags.ZSTD.value: "zstd", Flags.LZ4.value: "lz4"}
 
 
 @dataclass(frozen=True)
@@ -66,11 +69,12 @@ class Parsed:
     @property
     def compression(self) -> str | None:
         """``"zstd"``, ``"lz4"`` or None."""
-        return next((name for flag, name in _COMPRESSION.items() if self.header.flags & flag), None)
+        flags = self.header.flags
+        return "zstd" if flags & FLAG_ZSTD else "lz4" if flags & FLAG_LZ4 else None
 
     @property
     def encrypted(self) -> bool:
-        return bool(self.header.flags & Flags.ENCRYPTED.value)
+        return bool(self.header.flags & FLAG_ENCRYPTED)
 
     @property
     def stored(self) -> slice:
@@ -93,7 +97,7 @@ def _fill(f: BinaryIO, view: memoryview, where: str) -> None:
 def read_file(path: str | os.PathLike) -> tuple[np.ndarray, int, str]:
     """The whole file in a fresh writable buffer, and the CRC32 of all but its footer.
 
-    The first bytes are checked for the magic before the rest is read; the CRC of
+    The magic is checked before anything else is read past the first chunk; the CRC of
     each chunk is computed on a second thread while the next chunk is read.
     """
     where = f"'{os.fspath(path)}'"
@@ -101,13 +105,14 @@ def read_file(path: str | os.PathLike) -> tuple[np.ndarray, int, str]:
         total = os.fstat(f.fileno()).st_size
         buffer = np.empty(total, dtype=np.uint8)
         view = memoryview(buffer)
+        end = max(total - FOOTER_SIZE, 0)
+        if total <= _CHUNK:  # one read: a small file costs no more than its first bytes
+            _fill(f, view, where)
+            check_magic(view[:4], total, where)
+            return buffer, crc32(view[:end]), where
         _fill(f, view[:HEADER_SIZE], where)
         check_magic(view[:4], total, where)
-        end = max(total - FOOTER_SIZE, 0)
-        crc = crc32(view[: min(HEADER_SIZE, end)])
-        if total - HEADER_SIZE <= _CHUNK:
-            _fill(f, view[HEADER_SIZE:], where)
-            return buffer, crc32(view[HEADER_SIZE:end], crc), where
+        crc = crc32(view[:HEADER_SIZE])
         with ThreadPoolExecutor(max_workers=1) as pool:
             pending = None
             for start in range(HEADER_SIZE, total, _CHUNK):
@@ -143,7 +148,7 @@ def read_prefix(path: str | os.PathLike) -> tuple[Parsed, bytes | None]:
         header = parse_header(head, total, where)
         prefix = head + f.read(header.data_offset - HEADER_SIZE)
         public_key = None
-        if header.flags & Flags.SIGNED.value:
+        if header.flags & FLAG_SIGNED:
             f.seek(total - FOOTER_SIZE - 32)
             public_key = f.read(32)
     return parse(header, prefix, total, where), public_key
@@ -161,7 +166,7 @@ def verify_signature(buffer: np.ndarray, total: int, verifying_key: object, wher
     from aprender.format.apr._crypto import verify
 
     flags = int.from_bytes(bytes(buffer[6:8]), "little") if total >= 8 else 0
-    if not flags & Flags.SIGNED.value or total < HEADER_SIZE + SIGNATURE_BLOCK_SIZE + FOOTER_SIZE:
+    if not flags & FLAG_SIGNED or total < HEADER_SIZE + SIGNATURE_BLOCK_SIZE + FOOTER_SIZE:
         raise SignatureInvalid(f"{where}: the file is not signed; there is no signature to verify")
     block_start = total - FOOTER_SIZE - SIGNATURE_BLOCK_SIZE
     block = bytes(buffer[block_start : total - FOOTER_SIZE])
@@ -197,7 +202,7 @@ def check(
         if stored != crc:
             raise ChecksumMismatch(stored, crc, f"{where} (footer CRC32 of bytes 0-{total - FOOTER_SIZE - 1})")
     parsed = parse(header, buffer, total, where)
-    if header.flags & Flags.SIGNED.value and not demanded:
+    if header.flags & FLAG_SIGNED and not demanded:
         verify_signature(buffer, total, None, where)
     if mapped and (parsed.encrypted or parsed.compression is not None):
         kind = "encrypted" if parsed.encrypted else "compressed"
@@ -238,7 +243,7 @@ def _check_meta(p: Parsed) -> None:
 
         check_params(meta["encryption"], where)
     quantization = meta.get("quantization")
-    if bool(flags & Flags.QUANTIZED.value) != (quantization is not None):
+    if bool(flags & FLAG_QUANTIZED) != (quantization is not None):
         raise FormatError(f"{where}: header flags and 'quantization' metadata disagree")
     blocks = {e.name: e.dtype.name for e in p.entries if e.dtype.block}
     if quantization is None:
