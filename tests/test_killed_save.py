@@ -4,8 +4,9 @@ A child process saves a large model over and over to the same destination; the
 parent waits until the child has a temporary file open in the destination folder
 (the save is under way), kills it with SIGKILL, and checks the folder. On Linux,
 .apr and GGUF saves write to an unnamed ``O_TMPFILE`` file, so nothing is left even
-before the next save; the ``safetensors`` package writes a named temporary of its
-own, which the next save of the same destination removes.
+before the next save; the ``safetensors`` package, which streams large files like
+this one, writes a named temporary of its own, which the next save of the same
+destination removes.
 """
 
 from __future__ import annotations

@@ -121,6 +121,15 @@ def test_zoo_roundtrip_bytes_and_determinism(case, tmp_path) -> None:
     assert_identical_outputs(model, safetensors.load(first), X)
 
 
+def test_in_memory_and_streamed_saves_write_the_same_bytes(tmp_path, monkeypatch) -> None:
+    model = LogisticRegression(max_iter=1000).fit(*iris())
+    safetensors.save_file(model, tmp_path / "small.safetensors")  # under the threshold: in memory
+    monkeypatch.setattr(safetensors, "_IN_MEMORY_BYTES", -1)
+    safetensors.save_file(model, tmp_path / "streamed.safetensors")
+    assert (tmp_path / "small.safetensors").read_bytes() == (tmp_path / "streamed.safetensors").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.safetensors", "streamed.safetensors"]
+
+
 def test_refit_model_saves_identical_bytes() -> None:
     X, y = iris()
     a = LogisticRegression(max_iter=1000).fit(X, y)

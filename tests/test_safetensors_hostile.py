@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
 
@@ -193,19 +194,38 @@ def test_every_truncation_fails_cleanly(valid, tmp_path) -> None:
                 aprender.load(path)
 
 
-def test_failed_save_leaves_existing_file_intact(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("streamed", [False, True], ids=["in-memory", "streamed"])
+def test_failed_save_leaves_existing_file_intact(streamed: bool, tmp_path, monkeypatch) -> None:
+    # Small files are serialized in memory and written through atomic_file; large ones are
+    # streamed by the package into a temporary of its own. A write failing half-way through
+    # either leaves the old file and no temporary.
     X, y = diabetes()
     path = tmp_path / "m.safetensors"
     model = LinearRegression().fit(X, y)
     model.save_safetensors(path)
     before = path.read_bytes()
 
-    def crash(specs, filename, metadata=None):
-        with open(filename, "wb") as f:
-            f.write(b"partial")
-        raise OSError("disk full")
+    if streamed:
+        def crash(specs, filename, metadata=None):
+            with open(filename, "wb") as f:
+                f.write(b"partial")
+            raise OSError("disk full")
 
-    monkeypatch.setattr(safetensors, "serialize_file", crash)
+        monkeypatch.setattr(safetensors, "_IN_MEMORY_BYTES", -1)
+        monkeypatch.setattr(safetensors, "serialize_file", crash)
+    else:
+        real = safetensors.atomic_file
+
+        @contextlib.contextmanager
+        def failing_write(target):
+            with real(target) as f:
+                class DiskFull:
+                    def write(self, data):
+                        f.write(data[:7])
+                        raise OSError("disk full")
+                yield DiskFull()
+
+        monkeypatch.setattr(safetensors, "atomic_file", failing_write)
     with pytest.raises(OSError, match="disk full"):
         model.save_safetensors(path)
     assert path.read_bytes() == before

@@ -8,6 +8,7 @@ value of an unknown type raises :class:`UnsupportedTypeError` naming its path.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -28,6 +29,25 @@ _CAST_DTYPES = {
     "float16": np.dtype(np.float16),
     "bfloat16": np.dtype(ml_dtypes.bfloat16),
 }
+
+@functools.lru_cache(maxsize=1024)
+def _init_param_names(cls: type) -> tuple[str, ...]:
+    return tuple(cls._get_param_names())
+
+
+def _param_names(est: Any) -> Any:
+    """The names ``est.get_params(deep=False)`` returns.
+
+    scikit-learn's own ``get_params`` inspects the signature of ``__init__`` on every
+    call, which costs a good share of a small model's save: for a class that keeps it,
+    the names are read once per class.
+    """
+    from sklearn.base import BaseEstimator
+
+    if type(est).get_params is BaseEstimator.get_params:
+        return _init_param_names(type(est))
+    return est.get_params(deep=False)
+
 
 def float_dtype(dtype: str | np.dtype) -> np.dtype:
     """Parse a ``dtype=`` option: one of float32, float16, bfloat16."""
@@ -88,7 +108,7 @@ class Encoder:
         entry = entry_for_class(type(est), path)
         state = dict(vars(est))
         params = {}
-        for name in est.get_params(deep=False):
+        for name in _param_names(est):
             params[name] = state.pop(name) if name in state else getattr(est, name)
         dropped = [name for name in entry.spec.training_only if name in state] if self.inference_only else []
         for name in dropped:

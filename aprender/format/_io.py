@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["atomic_path", "existing_file", "open_existing", "write_bytes_atomic"]
+__all__ = ["atomic_file", "atomic_path", "existing_file", "open_existing", "write_bytes_atomic"]
 
 # Saved models get the usual mode the umask allows. Read once: os.umask can only be
 # queried by setting it, which is not thread-safe.
@@ -135,6 +135,19 @@ def _commit(fd: int, name: Path | None, target: Path) -> None:
         raise
 
 
+def _target(path: str | os.PathLike) -> Path:
+    """The destination of a save, once its folder is known to exist; stale temporaries of it are removed."""
+    target = Path(path)
+    folder = target.parent
+    if not folder.is_dir():
+        what = "is not a directory" if folder.exists() else "does not exist"
+        raise FileNotFoundError(f"cannot save '{target}': the folder '{folder}' {what}")
+    if target.is_dir():
+        raise IsADirectoryError(f"cannot save to '{target}': it is a directory; name a file in it")
+    remove_stale_temporaries(target)
+    return target
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, *, own_temporary: bool = False) -> Iterator[Path]:
     """Yield a path to write; on success it atomically replaces ``path``.
@@ -149,16 +162,10 @@ def atomic_path(path: str | os.PathLike, *, own_temporary: bool = False) -> Iter
     same destination left by killed processes are removed first. The data is not
     fsync'ed (pickle, joblib and safetensors do not either; it would make saving
     a large model several times slower), so surviving a power cut is left to the
-    filesystem's rename-over-replace ordering.
+    filesystem's rename-over-replace ordering. Code that writes through a file
+    object uses :func:`atomic_file`, which spares opening the temporary twice.
     """
-    target = Path(path)
-    folder = target.parent
-    if not folder.is_dir():
-        what = "is not a directory" if folder.exists() else "does not exist"
-        raise FileNotFoundError(f"cannot save '{target}': the folder '{folder}' {what}")
-    if target.is_dir():
-        raise IsADirectoryError(f"cannot save to '{target}': it is a directory; name a file in it")
-    remove_stale_temporaries(target)
+    target = _target(path)
     if own_temporary:
         with _private_folder(target) as private:
             inner = private / target.name
@@ -169,6 +176,25 @@ def atomic_path(path: str | os.PathLike, *, own_temporary: bool = False) -> Iter
     with _locked_temporary(target) as (fd, name):
         try:
             yield Path(f"/proc/self/fd/{fd}") if name is None else name
+            _commit(fd, name, target)
+        except BaseException:
+            if name is not None:
+                name.unlink(missing_ok=True)
+            raise
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """Yield a binary file to write; on success it atomically replaces ``path``.
+
+    The same guarantees as :func:`atomic_path`, writing straight to the temporary's
+    descriptor instead of opening it again by name.
+    """
+    target = _target(path)
+    with _locked_temporary(target) as (fd, name):
+        try:
+            with open(fd, "wb", closefd=False) as f:
+                yield f
             _commit(fd, name, target)
         except BaseException:
             if name is not None:
@@ -202,7 +228,7 @@ def _private_folder(target: Path) -> Iterator[Path]:
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
     """Write ``data`` to ``path`` atomically."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+    with atomic_file(path) as f:
         f.write(data)
 
 
