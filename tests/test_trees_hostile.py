@@ -163,13 +163,42 @@ def test_node_field_of_the_wrong_dtype(tree) -> None:
     assert "node field 'left_child' must be a 1-d int64 array, found int32" in _error(tree, edit)
 
 
-def test_max_depth_understated(tree) -> None:
+@pytest.mark.parametrize("doubling", [True, False], ids=["by-doubling", "by-level"])
+def test_max_depth_understated(tree, doubling, monkeypatch) -> None:
     """decision_path sizes its buffer by max_depth: a smaller claim would overflow it."""
+    from aprender.codec.handlers import tree_structure
+
+    monkeypatch.setattr(tree_structure, "DOUBLING_MAX_NODES", tree.tree_.node_count if doubling else 0)
 
     def edit(meta, tensors):
         meta["model"]["attrs"]["tree_"]["max_depth"] = 1
 
     assert f"max_depth is 1 but its deepest node is at depth {tree.tree_.max_depth}" in _error(tree, edit)
+
+
+def test_node_depths_agree_both_ways(forest, monkeypatch) -> None:
+    """Small ensembles find depths by pointer doubling, large ones level by level: the same depths."""
+    from aprender.codec.handlers import tree_structure
+    from aprender.codec.handlers.tree_structure import Layout, node_depths
+
+    trees = [e.tree_ for e in forest.estimators_]
+    offsets = np.r_[0, np.cumsum([t.node_count for t in trees])].astype(np.int64)
+    left = np.concatenate([t.children_left for t in trees]).astype(np.int64)
+    right = np.concatenate([t.children_right for t in trees]).astype(np.int64)
+    layout = Layout(offsets, (len(trees),))
+    expected = np.concatenate([_sklearn_depths(t) for t in trees])
+    np.testing.assert_array_equal(node_depths(layout, left != -1, (left, right)), expected)  # by doubling
+    monkeypatch.setattr(tree_structure, "DOUBLING_MAX_NODES", 0)
+    np.testing.assert_array_equal(node_depths(layout, left != -1, (left, right)), expected)  # by level
+
+
+def _sklearn_depths(tree) -> np.ndarray:
+    depth = np.zeros(tree.node_count, dtype=np.int64)
+    for i in range(tree.node_count):  # parents come first
+        for child in (tree.children_left[i], tree.children_right[i]):
+            if child != -1:
+                depth[child] = depth[i] + 1
+    return depth
 
 
 def test_tree_and_estimator_disagree_on_features(tree) -> None:
