@@ -376,3 +376,33 @@ def _drop_tree_attr(name: str) -> Callable[[dict, dict], None]:
         "forest-trees-no-n_outputs", "forest-trees-no-max_features", "tree-no-n_outputs", "hgb-no-preprocessor"])
 def test_incomplete_fitted_state_fails_at_load(model: str, edit, message: str, tmp_path) -> None:
     assert message in str(hostile(_zoo(model), edit, tmp_path))
+
+
+def test_remembered_hyperparameters_never_excuse_other_values() -> None:
+    """Parameter sets that passed are remembered (a Pipeline's with its steps' fitted arrays);
+    a file with other values, at any level, has them checked again."""
+    from aprender.codec import _decode
+    from aprender.pipeline import make_pipeline
+    from aprender.preprocessing import StandardScaler
+
+    pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(*iris())
+    state = to_state(pipe)
+    for _ in range(2):
+        safetensors.load(safetensors.state_to_bytes(state))
+    assert any(cls.__name__ == "Pipeline" for cls, _ in _decode._VALID_PARAMS)
+
+    def edited(edit: Callable[[dict], None]) -> bytes:
+        meta = copy.deepcopy(state.meta)
+        edit(meta["model"]["params"])
+        return safetensors.state_to_bytes(ModelState(dict(state.tensors), meta))
+
+    def nested_c(params: dict) -> None:
+        params["steps"][1]["v"][1]["params"]["C"] = -1.0
+
+    def outer_verbose(params: dict) -> None:
+        params["verbose"] = "loud"
+
+    with pytest.raises(FormatError, match=r"invalid hyperparameters for .*LogisticRegression.*'C'"):
+        safetensors.load(edited(nested_c))
+    with pytest.raises(FormatError, match=r"invalid hyperparameters for .*Pipeline.*'verbose'"):
+        safetensors.load(edited(outer_verbose))

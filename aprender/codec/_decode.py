@@ -77,7 +77,7 @@ def check_fields(node: Mapping[str, Any], tag: str, fields: Fields, path: str) -
         if kinds is not ANY and type(value) not in kinds:
             wanted = " or ".join("null" if k is NULL else k.__name__ for k in kinds)
             raise fail(path, f"'{tag}' field '{name}' must be {wanted}, found {type(value).__name__}")
-        if type(value) is int:
+        if type(value) is int and not MIN_INT <= value <= MAX_INT:
             check_int(value, join(path, name))
         if kinds is TENSOR and value.get("__t__") != "tensor":
             raise fail(path, f"'{tag}' field '{name}' must be a tensor reference")
@@ -158,7 +158,8 @@ class Decoder:
         builtin = _TAG_METHODS.get(tag) if isinstance(tag, str) else None
         if builtin is not None:
             method, fields = builtin
-            check_fields(node, tag, fields, path)
+            if fields is not None:
+                check_fields(node, tag, fields, path)
             return method(self, node, path, depth)
         handler = _handlers.for_tag(tag) if isinstance(tag, str) else None
         if handler is None:
@@ -252,12 +253,15 @@ class Decoder:
     def _fields(self, nodes: Mapping[str, Any], path: str, depth: int) -> dict[str, Any]:
         """:meth:`value` of each item of a ``params`` or ``attrs`` object, at depth ``depth``.
 
-        Most items are plain JSON scalars, which :meth:`value` returns as they are: those are
-        taken directly, and the path of an item is built only for the others.
+        Most items are plain JSON scalars, which :meth:`value` returns as they are (ints once
+        they are in range): those are taken directly, and the path of an item is built only
+        for the others.
         """
         prefix = f"{path}." if path else ""
-        plain = _PLAIN if depth <= MAX_DEPTH else frozenset()  # too deep: value() refuses every item
-        return {k: v if type(v) in plain else self.value(v, prefix + k, depth) for k, v in nodes.items()}
+        if depth > MAX_DEPTH:  # value() refuses every item
+            return {k: self.value(v, prefix + k, depth) for k, v in nodes.items()}
+        return {k: v if type(v) in _PLAIN or (type(v) is int and MIN_INT <= v <= MAX_INT)
+                else self.value(v, prefix + k, depth) for k, v in nodes.items()}
 
     def estimator(self, node: Mapping[str, Any], path: str, *, build_as: type | None = None, depth: int = 0) -> Any:
         """Validate and build an estimator node (``build_as`` overrides the class)."""
@@ -333,11 +337,31 @@ def _validate_params(cls: type, est: Any, params_node: Mapping[str, Any] | None)
     if key in _VALID_PARAMS:
         return
     est._validate_params()
-    if "'__t__': 'tensor'" in text:  # the node names a tensor, not its contents: cannot vouch for it
+    if "'__t__': 'tensor'" in text and _names_a_tensor(params_node):
         return
     if len(_VALID_PARAMS) >= _VALID_PARAMS_LIMIT:
         _VALID_PARAMS.clear()
     _VALID_PARAMS[key] = None
+
+
+def _names_a_tensor(node: Any) -> bool:
+    """Whether a parameter's value depends on a tensor's contents, which the cache key does not hold.
+
+    A nested estimator's fitted state is not looked at by the outer estimator's parameter
+    constraints (which check types and, with ``HasMethods``, class methods that a file cannot
+    shadow): only a tensor among its parameters counts. A Pipeline's steps, with all their
+    fitted arrays, can then be remembered.
+    """
+    if type(node) is list:
+        return any(_names_a_tensor(v) for v in node)
+    if type(node) is not dict:
+        return False
+    tag = node.get("__t__")
+    if tag == "tensor":
+        return True
+    if tag == "estimator":
+        return _names_a_tensor(node.get("params"))
+    return any(_names_a_tensor(v) for v in node.values())
 
 
 def _construct(
@@ -353,8 +377,11 @@ def _construct(
     return est
 
 
+#: Tags whose methods check the node's fields themselves (handlers call them directly too):
+#: value() leaves the check to them instead of making it twice.
+_CHECKED_BY_METHOD = frozenset(["tensor", "estimator"])
 # Indexing BUILTIN_FIELDS makes a tag without a declaration of its fields fail at import.
-_TAG_METHODS = {tag: (method, BUILTIN_FIELDS[tag]) for tag, method in {
+_TAG_METHODS = {tag: (method, None if tag in _CHECKED_BY_METHOD else BUILTIN_FIELDS[tag]) for tag, method in {
     "tensor": Decoder._tensor,
     "float": Decoder._float,
     "scalar": Decoder._scalar,
