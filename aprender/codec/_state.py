@@ -72,9 +72,13 @@ class ModelState:
         return dict(self.meta.get("user", {}))
 
 
+#: One encoder for every save: ``json.dumps`` with options builds a new one per call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def canonical_json(obj: Any) -> str:
     """Canonical JSON: sorted keys, no spaces, UTF-8, no NaN (deterministic bytes)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _CANONICAL.encode(obj)
 
 
 def _reject_constant(token: str) -> None:

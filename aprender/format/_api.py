@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from pathlib import Path
@@ -27,13 +28,19 @@ _SUFFIXES = {
 _MAGIC = {b"APR\x00": ".apr", b"GGUF": ".gguf"}
 
 
+@functools.cache
+def _backend(suffix: str) -> Any:
+    """The backend module of a known suffix, imported on first use (import_module costs a lookup per call)."""
+    return importlib.import_module(_SUFFIXES[suffix])
+
+
 def backend_for_path(path: str | os.PathLike) -> Any:
     """The backend module that writes files with ``path``'s suffix."""
     suffix = Path(path).suffix.lower()
     if suffix not in _SUFFIXES:
         known = ", ".join(sorted(_SUFFIXES))
         raise ValueError(f"cannot tell the format of '{path}' from its suffix; use one of {known}")
-    return importlib.import_module(_SUFFIXES[suffix])
+    return _backend(suffix)
 
 
 def sniff(path: str | os.PathLike) -> str:
@@ -105,12 +112,11 @@ def load(path: str | os.PathLike, model_type: type | ModelType | None = None, **
         # The usual case: the suffix names the format. Open the file once, in that backend, which checks
         # its magic; only a file whose bytes are another format is sniffed and handed on.
         try:
-            return importlib.import_module(_SUFFIXES[suffix]).load_file(path, model_type, **options)
+            return _backend(suffix).load_file(path, model_type, **options)
         except FormatError:
             if sniff(path) == suffix:
                 raise
-    module = importlib.import_module(_SUFFIXES[sniff(path)])
-    return module.load_file(path, model_type, **options)
+    return _backend(sniff(path)).load_file(path, model_type, **options)
 
 
 def inspect(path: str | os.PathLike) -> ModelInfo:
@@ -130,7 +136,7 @@ def inspect(path: str | os.PathLike) -> ModelInfo:
     >>> info.format, info.model_type.name
     ('apr', 'LINEAR_REGRESSION')
     """
-    return importlib.import_module(_SUFFIXES[sniff(path)]).inspect_file(path)
+    return _backend(sniff(path)).inspect_file(path)
 
 
 def validate(path: str | os.PathLike, **keys: Any) -> ValidationReport:
@@ -159,5 +165,5 @@ def validate(path: str | os.PathLike, **keys: Any) -> ValidationReport:
         raise SignatureInvalid(f"'{path}': {suffix[1:]} files carry no signature; only .apr files are signed")
     if suffix != ".apr" and any(v is not None for v in keys.values()):
         raise ValueError(f"'{path}': {suffix[1:]} files are never encrypted; keys open .apr files only")
-    module = importlib.import_module(_SUFFIXES[suffix])
+    module = _backend(suffix)
     return module.validate_file(path, **keys) if suffix == ".apr" else module.validate_file(path)

@@ -296,6 +296,8 @@ def pack_index(entries: list[Entry]) -> bytes:
 
 
 _NAME_LEN = struct.Struct("<H")
+#: The rest of an index entry with ``ndim`` dimensions: its shape, offset and size.
+_ENTRY_TAIL = [struct.Struct(f"<{ndim}QQQ") for ndim in range(MAX_NDIM + 1)]
 
 
 def _at(where: str, i: int, offset: int) -> str:
@@ -325,7 +327,7 @@ def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[Entry], in
         if ndim > MAX_NDIM or pos + 8 * ndim + 16 > len(raw):
             raise FormatError(f"{_at(where, i, base + start)}: {ndim} dimensions do not fit the index "
                               f"(at most {MAX_NDIM})")
-        *shape, offset, size = struct.unpack_from(f"<{ndim}QQQ", raw, pos)
+        *shape, offset, size = _ENTRY_TAIL[ndim].unpack_from(raw, pos)
         pos += 8 * ndim + 16
         try:
             name = name_bytes.decode()
