@@ -181,9 +181,33 @@ def _inherit(cls: type, base: type | None = None) -> None:
     # an output_class_labels option, also force the classifier parser onto the class
     # (wrong for LinearSVC), so the class is added to the alias map directly.
     sklearn_operator_name_map[cls] = sklearn_operator_name_map[base]
-    parser = sklearn_parsers_map.get(base)
+    parser = sklearn_parsers_map.get(base) or _exact_type_parsers().get(base)
     if parser is not None:
         update_registered_parser(cls, parser)
+
+
+def _exact_type_parsers() -> dict[type, Callable[..., Any]]:
+    """Parsers for subclasses of classes that skl2onnx's generic parser recognises by exact type.
+
+    skl2onnx declares a mixture's two outputs (label, probabilities) only for
+    ``type(model) in {GaussianMixture, BayesianGaussianMixture}``; a subclass would get
+    one output and fail with InvalidOutputLengthException.
+    """
+    from sklearn.mixture import BayesianGaussianMixture, GaussianMixture
+
+    return {GaussianMixture: _parse_mixture, BayesianGaussianMixture: _parse_mixture}
+
+
+def _parse_mixture(scope: Any, model: Any, inputs: list[Any], custom_parsers: Any = None) -> list[Any]:
+    """skl2onnx's mixture branch of its generic parser (label and probabilities; no score_samples option)."""
+    from skl2onnx._supported_operators import sklearn_operator_name_map
+    from skl2onnx.common.data_types import Int64TensorType, guess_tensor_type
+
+    operator = scope.declare_local_operator(sklearn_operator_name_map[type(model)], model)
+    operator.inputs = inputs
+    operator.outputs.append(scope.declare_local_variable("label", Int64TensorType()))
+    operator.outputs.append(scope.declare_local_variable("probabilities", guess_tensor_type(inputs[0].type)))
+    return operator.outputs
 
 
 def sync() -> None:
