@@ -63,16 +63,24 @@ def _core_dependencies() -> list[str]:
     return [d for d in deps if not d.startswith(("numpy", "scipy", "scikit-learn"))]
 
 
-def venv_python(version: str) -> Path:
-    """The python of a venv with scikit-learn ``version`` and aprender's dependencies (built once)."""
+def venv_python(version: str, *, with_checkout: bool = False) -> Path:
+    """The python of a venv with scikit-learn ``version`` and aprender's dependencies (built once).
+
+    ``with_checkout`` also pip-installs this checkout there, in the same resolve as the
+    pins when the venv is new: pip must accept pyproject.toml's dependencies next to them.
+    """
     venv = VENVS / f"sklearn-{version}"
     python = venv / "bin" / "python"
+    pins = [f"scikit-learn=={version}", *PINS[version]]
+    checkout = [str(REPO)] if with_checkout else []
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     probe = [str(python), "-c", "import sklearn, pandas, pytest, safetensors; print(sklearn.__version__)"]
     if python.exists() and subprocess.run(probe, capture_output=True, text=True).stdout.strip() == version:
+        if checkout:
+            subprocess.run([*pip, *checkout, *pins], check=True, stdout=sys.stderr)
         return python
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-    pins = [f"scikit-learn=={version}", *PINS[version], *_core_dependencies(), *EXTRA]
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins], check=True)
+    subprocess.run([*pip, *checkout, *pins, *_core_dependencies(), *EXTRA], check=True, stdout=sys.stderr)
     return python
 
 
@@ -412,12 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         print(matrix(args.versions))
         return 0
     if args.lower_bound_venv:
-        python = venv_python(LOWER_BOUND)
-        # pip must accept this checkout's declared dependencies next to the oldest pins
-        pins = [f"scikit-learn=={LOWER_BOUND}", *PINS[LOWER_BOUND]]
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(REPO), *pins],
-                       check=True, stdout=sys.stderr)
-        print(python)
+        print(venv_python(LOWER_BOUND, with_checkout=True))
         return 0
     for version in args.versions:
         if version == "current":
