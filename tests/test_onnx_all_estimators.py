@@ -76,8 +76,9 @@ REFUSED: dict[str, tuple[str, str]] = {
 #: operation rounds again, so an output carries an error proportional to its magnitude, not to
 #: each element (a centred or min-max-scaled value near 0 keeps the absolute error of its
 #: neighbours). Measured worst on these instances: ~6e-7 of the output's largest |value|
-#: (OneClassSVM's decision values; naive Bayes 4e-7 to 6e-7; all others below 3.5e-7). 1e-5 leaves a ~15x margin for other
-#: CPUs' vectorized kernels; a conversion error (a wrong threshold, class order, term) is >= 1e-3.
+#: (OneClassSVM's decision values; naive Bayes 4e-7 to 6e-7; all others below 3.5e-7).
+#: 1e-5 leaves a ~15x margin for other CPUs' vectorized kernels; a conversion error (a wrong
+#: threshold, class order, term) is >= 1e-3.
 RTOL = 1e-5
 
 #: ONNX Runtime's StringNormalizer defaults to the en_US.UTF-8 locale, which minimal Linux
