@@ -253,7 +253,11 @@ def _fill_dtype(node: Node) -> None:
 
 def _drop_attribute(name: str) -> Step:
     """Drop a fitted attribute that the older version neither reads nor has."""
-    return lambda node: node.attrs.pop(name, None) and None
+
+    def step(node: Node) -> None:
+        node.attrs.pop(name, None)
+
+    return step
 
 
 def _n_alphas(node: Node) -> None:
