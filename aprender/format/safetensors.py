@@ -77,7 +77,9 @@ DTYPES: dict[str, np.dtype] = {
     "U8": np.dtype(np.uint8),
     "BOOL": np.dtype(np.bool_),
 }
-_SPEC_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+#: numpy dtype -> the dtype name ``TensorSpec`` takes: numpy's own (``dtype.name`` is a slow
+#: property), or ``bfloat16``.
+_SPEC_NAMES = {dtype: dtype.name for dtype in DTYPES.values()}
 _SPEC_NAMES[np.dtype(ml_dtypes.bfloat16)] = "bfloat16"
 
 
@@ -88,10 +90,9 @@ def _specs(tensors: Mapping[str, np.ndarray]) -> dict[str, TensorSpec]:
     # TensorSpec points at the arrays' own memory: no copy before the write.
     specs = {}
     for name, array in tensors.items():
-        if array.dtype not in _SPEC_NAMES or not array.flags.c_contiguous:
+        spec_dtype = _SPEC_NAMES.get(array.dtype)
+        if spec_dtype is None or not array.flags.c_contiguous:
             raise FormatError(f"tensor '{name}' has dtype {array.dtype}: SafeTensors cannot store it")
-        dtype = _SPEC_NAMES[array.dtype]
-        spec_dtype = dtype if dtype == "bfloat16" else array.dtype.name
         specs[name] = TensorSpec(dtype=spec_dtype, shape=list(array.shape), data_ptr=array.ctypes.data,
                                  data_len=array.nbytes)
     return specs

@@ -159,7 +159,7 @@ def _depths_by_doubling(layout: Layout, internal: np.ndarray, children: Sequence
     depth = (jump != itself).astype(np.int64)
     while True:
         further = jump[jump]
-        if np.array_equal(further, jump):
+        if (further == jump).all():
             return depth
         depth += depth[jump]
         jump = further
