@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -193,3 +194,36 @@ def test_an_n_threads_node_elsewhere_is_refused() -> None:
 
     with pytest.raises(FormatError, match="may only stand for a '_n_threads' attribute"):
         Decoder({}).value({"__t__": "n_threads"}, "model.n_init", 1)
+
+
+_JSON_EDGES = [
+    b'{"a":[1,2,{"b":null}],"c":"\\u00e9\\ud83d\\ude00"}', b"-0", b"0.1", b"1e-400", b"5e-324",
+    b"[1.7976931348623157e308]",
+    b"123456789012345678", b"9223372036854775807", b"18446744073709551615", b"18446744073709551616",
+    b"-9223372036854775809", b"[1e400]", b"NaN", b"-Infinity", b"01", b"1.e5", b"[1,]", b"", b"1 2",
+    b'"a\tb"', b'"\\ud800"', '{"\ud800":1}'.encode("utf-8", "surrogatepass"), "\ufeff{}".encode(),
+    "{}".encode("utf-16"), b'"\xff"', b"[" * 1030 + b"]" * 1030, b'{"a":1,"a":2}', b'  {"a" : 1 }\r\n',
+]
+
+
+@pytest.mark.parametrize("data", _JSON_EDGES, ids=range(len(_JSON_EDGES)))
+def test_parse_json_gives_the_standard_librarys_values_and_verdicts(data: bytes, monkeypatch) -> None:
+    """orjson (the fast extra) parses where it agrees with json; the rest, such as an integer
+    past uint64 that orjson would make a float, goes to json: the same values, errors and messages."""
+    from aprender.codec import _state
+
+    pytest.importorskip("orjson")
+
+    def parsed(text: str | bytes) -> tuple[str, str]:
+        try:
+            return "value", repr(_state.parse_json(text, "x"))
+        except FormatError as exc:
+            return "error", str(exc)
+
+    texts = [data]
+    with contextlib.suppress(UnicodeDecodeError):
+        texts.append(data.decode("utf-8", "surrogatepass"))
+    fast = [parsed(t) for t in texts]
+    monkeypatch.setattr(_state, "_orjson", None)
+    assert fast == [parsed(t) for t in texts]
+
