@@ -16,7 +16,7 @@ from aprender.cli import main
 from aprender.cli._app import cli
 from aprender.cli._distill import parse_student
 from aprender.ensemble import RandomForestClassifier, RandomForestRegressor
-from aprender.exceptions import DistillationError
+from aprender.exceptions import DistillationError, InferenceOnlyError
 from aprender.linear_model import LinearRegression, LogisticRegression
 from aprender.neighbors import KNeighborsClassifier
 from aprender.neural_network import MLPClassifier, MLPRegressor
@@ -211,3 +211,19 @@ def test_cli_distill_writes_a_student_that_inspect_describes(forest, tmp_path, c
     assert "Provenance" in capsys.readouterr().out
     assert main(["distill", str(teacher), "--student", "LogisticRegression()", "--data", str(data),
                  "--output", str(out)]) == 2  # exists, no --force
+
+
+def test_cli_distill_inference_only_student(forest, tmp_path, capsys) -> None:
+    teacher, data = tmp_path / "teacher.apr", tmp_path / "transfer.npz"
+    aprender.save(forest, teacher)
+    np.savez(data, X=X_IRIS, y=Y_IRIS)
+    args = ["distill", str(teacher), "--student", "MLPClassifier(hidden_layer_sizes=(8,), max_iter=50)",
+            "--data", str(data), "--transfer-size", "300", "--seed", "3"]
+    assert main([*args, "--output", str(tmp_path / "full.apr")]) == 0
+    assert main([*args, "--output", str(tmp_path / "slim.apr"), "--inference-only"]) == 0
+    capsys.readouterr()
+    full, slim = aprender.load(tmp_path / "full.apr"), aprender.load(tmp_path / "slim.apr")
+    assert (tmp_path / "slim.apr").stat().st_size < (tmp_path / "full.apr").stat().st_size
+    assert np.array_equal(slim.predict_proba(X_IRIS), full.predict_proba(X_IRIS))
+    with pytest.raises(InferenceOnlyError):
+        slim.partial_fit(X_IRIS, Y_IRIS)

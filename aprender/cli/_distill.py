@@ -140,13 +140,16 @@ def load_data(path: Path, target: str) -> tuple[np.ndarray, np.ndarray | None]:
 @click.option("--transfer-size", default="auto", show_default=True, help="Rows of the transfer set, or 'auto'.")
 @click.option("--target", default="y", show_default=True, help="Name of the target array or column.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--inference-only", is_flag=True,
+              help="Leave out what only further training reads (optimizer state, loss curves): a smaller file "
+                   "whose partial_fit is refused.")
 @force_option
 @progress_option
 @json_option
 @debug_option
 def distill_cmd(teachers: tuple[Path, ...], spec: str, data_path: Path, output: Path, method: str,
                 temperature: float, alpha: float, layer_map: str | None, transfer_size: str, target: str,
-                seed: int, force: bool, progress: bool | None, as_json: bool) -> int:
+                seed: int, inference_only: bool, force: bool, progress: bool | None, as_json: bool) -> int:
     """Distil TEACHERS (model files) into a small student, saved with its provenance.
 
     The student records each teacher file's sha256 and classes, the method,
@@ -167,7 +170,7 @@ def distill_cmd(teachers: tuple[Path, ...], spec: str, data_path: Path, output: 
                                   temperature=temperature, alpha=alpha, layer_map=layer_map,
                                   transfer_size=size_arg, random_state=seed, progress=phase)
         phase("saving")
-        aprender.save(fitted, output)
+        aprender.save(fitted, output, inference_only=inference_only)
     summary = {"output": str(output), "file_size": output.stat().st_size, "student": type(fitted).__name__,
                "provenance": fitted.provenance_}
     if as_json:
