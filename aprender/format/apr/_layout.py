@@ -12,6 +12,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntFlag
+from typing import NamedTuple
 
 import ml_dtypes
 import numpy as np
@@ -228,9 +229,12 @@ def _check_flags(flags: int, where: str) -> None:
 # -- tensor index ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One tensor index entry; ``offset`` is relative to the data section."""
+class Entry(NamedTuple):
+    """One tensor index entry; ``offset`` is relative to the data section.
+
+    A named tuple: a load builds one per tensor, and a frozen dataclass costs several
+    times more to build.
+    """
 
     name: str
     code: int
