@@ -136,3 +136,12 @@ def test_a_classifier_ensemble_cannot_hold_regressor_trees(tmp_path) -> None:
         node["items"] = [[k, trees[k]] for k, _ in node["items"]]
 
     assert "cannot hold sklearn.tree.DecisionTreeRegressor" in str(hostile(model, edit, tmp_path))
+
+
+def test_feature_subsets_need_the_input_count(tmp_path) -> None:
+    model = _fit("bagging-cls", 5)
+
+    def edit(meta, tensors):
+        del meta["model"]["attrs"]["n_features_in_"]
+
+    assert "needs n_features_in_" in str(hostile(model, edit, tmp_path))

@@ -63,6 +63,8 @@ class Example:
 _LOGREG = "from aprender.linear_model import LogisticRegression"
 _RIDGE = "from aprender.linear_model import Ridge"
 _SCALER = "from aprender.preprocessing import StandardScaler"
+#: Example data of the estimators that take dicts (DictVectorizer, FeatureHasher).
+_DICTS = ('X = [{"a": 1.0, "b": 2.0}, {"a": 3.0, "c": 1.0}] * 10', "y = np.arange(20) % 2")
 _TEXT = ('X = ["the quick brown fox", "the lazy dog", "a quick dog", "the brown fox"] * 5',
          "y = np.arange(20) % 2")
 _POINTS = ("X = np.random.RandomState(0).rand(20, 3)", "y = np.arange(20) % 2")
@@ -77,11 +79,11 @@ EXAMPLES: dict[str, Example] = {
     "ClassicalMDS": Example(compare="embedding_"),
     "ColumnTransformer": Example(args='[("scale", StandardScaler(), [0, 1])]', imports=(_SCALER,)),
     "DBSCAN": Example(compare="labels_"),
-    "DictVectorizer": Example(data=('X = [{"a": 1.0, "b": 2.0}, {"a": 3.0, "c": 1.0}] * 10', "y = np.arange(20) % 2"),
+    "DictVectorizer": Example(data=_DICTS,
                               compare="transform(X).toarray()"),
     "AgglomerativeClustering": Example(compare="labels_"),
     "EmpiricalCovariance": Example(compare="covariance_"),
-    "FeatureHasher": Example(data=('X = [{"a": 1.0, "b": 2.0}, {"a": 3.0, "c": 1.0}] * 10', "y = np.arange(20) % 2"),
+    "FeatureHasher": Example(data=_DICTS,
                              compare="transform(X).toarray()"),
     "FeatureUnion": Example(args='[("scale", StandardScaler())]', imports=(_SCALER,)),
     "FixedThresholdClassifier": Example(args="LogisticRegression()", imports=(_LOGREG,)),

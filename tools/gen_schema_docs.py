@@ -74,7 +74,7 @@ def _kind(node: Any) -> str:
             text += f" ({node['dtype']})"
         if tag == "estimator":
             text += f" `{node['class']}`"
-        return text if tag in TAGS else f"`{tag}` node"
+        return text
     if isinstance(node, bool):
         return "JSON boolean"
     if isinstance(node, int):

@@ -102,6 +102,8 @@ def _validator(classifier: bool | None) -> Callable[[Mapping[str, Any], Mapping[
             raise fail(path, "'estimators_' must be a list or packed trees")
         features = _ragged(attrs, "estimators_features_", count, path)
         if features is not None:
+            if type(n_features) is not int:
+                raise fail(path, "'estimators_features_' needs n_features_in_ to check the feature indices against")
             values, offsets = features
             if values.dtype.kind not in "iu" or (values.size and (values.min() < 0 or values.max() >= n_features)):
                 raise fail(path, f"'estimators_features_' must index the {n_features} input features")
