@@ -86,12 +86,14 @@ def test_concurrent_requests_are_batched_and_split_exactly(serve_repository):
 def test_full_queue_is_503_and_the_server_stays_up(serve_repository, monkeypatch):
     import aprender.serve._registry as registry_module
 
+    # The forest's calls run in a thread (it is batched); a model with exact fast paths and batching
+    # off runs on the event loop and never queues.
     root, fitted = serve_repository
     gate, entered = threading.Event(), threading.Event()
     real_runner = registry_module._runner
 
-    def held_runner(estimator, outputs):
-        run = real_runner(estimator, outputs)
+    def held_runner(model, outputs):
+        run = real_runner(model, outputs)
 
         def held(X):  # the real model call, held until the queue has been seen full
             if X.shape[0] == 2:
@@ -106,7 +108,7 @@ def test_full_queue_is_503_and_the_server_stays_up(serve_repository, monkeypatch
     async def scenario(url):
         async with httpx.AsyncClient(base_url=url) as client:
             def send(rows):
-                return asyncio.ensure_future(client.post("/predict", json={"model_id": "iris", "features": rows}))
+                return asyncio.ensure_future(client.post("/predict", json={"model_id": "forest", "features": rows}))
 
             running = send(X[:2].tolist())  # dispatched at once, held
             while not entered.is_set():
@@ -114,16 +116,16 @@ def test_full_queue_is_503_and_the_server_stays_up(serve_repository, monkeypatch
             waiting = send(X[2:3].tolist())  # fills the queue (max_queue=1)
             while (await client.get("/v1/metrics")).json()["queue_depth"] != 1:
                 await asyncio.sleep(0.01)
-            refused = await client.post("/predict", json={"model_id": "iris", "features": X[3].tolist()})
+            refused = await client.post("/predict", json={"model_id": "forest", "features": X[3].tolist()})
             gate.set()
             return refused, await running, await waiting
 
-    with serving(ServeConfig((str(root / "iris"),), max_queue=1)) as url:
+    with serving(ServeConfig((str(root / "forest"),), max_queue=1)) as url:
         refused, running, waiting = asyncio.run(scenario(url))
         assert refused.status_code == 503
         assert refused.json()["error"] == "service_overloaded" and refused.json()["retry_after_ms"] == 100
-        assert running.json()["prediction"] == fitted["iris:2"].predict(X[:2]).tolist()
-        assert waiting.json()["prediction"] == fitted["iris:2"].predict(X[2:3]).tolist()
+        assert running.json()["prediction"] == fitted["forest:1"].predict(X[:2]).tolist()
+        assert waiting.json()["prediction"] == fitted["forest:1"].predict(X[2:3]).tolist()
         assert httpx.post(f"{url}/predict", json={"features": X[3].tolist()}).status_code == 200
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
-__all__ = ["Metrics"]
+__all__ = ["Metrics", "ModelMetrics"]
 
 _MODEL = ("model_name", "model_version")
 _REST = ("method", "path", "status_code")
@@ -23,6 +24,17 @@ _REST = ("method", "path", "status_code")
 _SECONDS = (0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.015,
             0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _ROWS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+@dataclass(frozen=True)
+class ModelMetrics:
+    """One model version's labelled metrics, looked up once (a ``labels()`` call costs a dict lookup
+    under a lock on every request otherwise)."""
+
+    success: Any
+    failure: Any
+    batch_rows: Any
+    queue: Any
 
 
 class Metrics:
@@ -59,6 +71,12 @@ class Metrics:
                                        registry=registry)
         self.loaded = Gauge("model_cache_loaded_models", "Models loaded.", multiprocess_mode="livesum",
                             registry=registry)
+
+    def for_model(self, name: str, version: str) -> ModelMetrics:
+        """The metrics of model ``name`` version ``version``."""
+        labels = (name, version)
+        return ModelMetrics(self.success.labels(*labels), self.failure.labels(*labels),
+                            self.batch_rows.labels(*labels), self.queue.labels(*labels))
 
     def _collecting_registry(self) -> CollectorRegistry:
         if self._registry is not None:

@@ -24,8 +24,9 @@ import aprender
 from aprender.exceptions import AprenderError
 from aprender.format import apr
 from aprender.serve._batching import Batcher, Overloaded
+from aprender.serve._fast import fast_method
 from aprender.serve._http import HTTPError
-from aprender.serve._metrics import Metrics
+from aprender.serve._metrics import Metrics, ModelMetrics
 from aprender.serve._repository import (
     OUTPUTS,
     Policy,
@@ -44,6 +45,9 @@ __all__ = ["Limits", "LoadedModel", "Registry", "features"]
 _BATCHED = ("DecisionTree", "ExtraTree", "RandomForest", "ExtraTrees", "GradientBoosting", "HistGradientBoosting",
             "IsolationForest", "KNeighbors", "RadiusNeighbors", "SVC", "NuSVC", "SVR", "NuSVR")
 _DEFAULT_BATCH = 64
+#: Most rows a model with exact fast paths and batching off runs on the event loop itself
+#: (microseconds per row); larger requests go to a thread like every other model call.
+_INLINE_ROWS = 1024
 _log = logging.getLogger("aprender.serve")
 _WARMUP_CALLS = 3
 
@@ -72,7 +76,11 @@ class LoadedModel:
     warmup: str
     signature: dict[str, tuple[np.dtype, tuple[int, ...]]]
     max_batch_size: int
+    methods: dict[str, Any] = field(default_factory=dict)
+    fast: frozenset[str] = frozenset()
     batchers: dict[tuple[str, ...], Batcher] = field(default_factory=dict)
+    runners: dict[tuple[str, ...], Any] = field(default_factory=dict)
+    metrics: ModelMetrics | None = None
 
     def describe(self) -> dict[str, Any]:
         """Provenance plus what loading found."""
@@ -168,8 +176,13 @@ def load_version(version: Version, limits: Limits) -> LoadedModel:
     if not outputs:
         raise RepositoryError(f"'{version.path}': {version.estimator} has none of the outputs {', '.join(OUTPUTS)}")
     warmup, signature = _warm(estimator, outputs, int(n_features))
+    methods = {name: fast_method(estimator, name, int(n_features)) for name in outputs}
+    fast = frozenset(name for name, method in methods.items() if method is not None)
+    if fast:
+        warmup += f"; exact fast path for {', '.join(name for name in outputs if name in fast)}"
+    methods = {name: method or getattr(estimator, name) for name, method in methods.items()}
     return LoadedModel(version, estimator, outputs, int(n_features), time.perf_counter() - start, time.time(),
-                       warmup, signature, _batch_size(version, limits))
+                       warmup, signature, _batch_size(version, limits), methods, fast)
 
 
 class Registry:
@@ -264,6 +277,7 @@ class Registry:
                 raise
             finally:
                 del self._loading[key]
+            model.metrics = self.metrics.for_model(version.name, str(version.version))
             self._insert(key, model)
             pending.set_result(model)
             return model
@@ -366,27 +380,39 @@ class Registry:
         if bad:
             raise HTTPError(400, f"model '{version.name}' has no output '{bad[0]}'; outputs: "
                                  f"{', '.join(model.outputs)}")
-        labels = (version.name, str(version.version))
-        batcher = model.batchers.get(outputs)
-        if batcher is None:
-            batcher = model.batchers[outputs] = Batcher(
-                _runner(model.estimator, outputs), model.max_batch_size, self._batch_time(version),
-                self.limits.max_queue, self.metrics.batch_rows.labels(*labels).observe)
+        stats = model.metrics
+        assert stats is not None  # set when the model entered the cache
+        run = model.runners.get(outputs)
+        if run is None:
+            run = model.runners[outputs] = _runner(model, outputs)
         try:
-            self.metrics.queue.labels(*labels).inc()
-            try:
-                result = await batcher.submit(X)
-            finally:
-                self.metrics.queue.labels(*labels).dec()
+            if model.max_batch_size == 1 and X.shape[0] <= _INLINE_ROWS and model.fast.issuperset(outputs):
+                # microseconds of numpy: a thread hop (and a queue) would cost more than the call
+                result = run(X)
+                stats.batch_rows.observe(X.shape[0])
+            else:
+                stats.queue.inc()
+                try:
+                    result = await self._batcher(model, outputs, run, stats).submit(X)
+                finally:
+                    stats.queue.dec()
         except Overloaded:
-            self.metrics.failure.labels(*labels).inc()
+            stats.failure.inc()
             raise HTTPError(503, "service_overloaded", "E_OVERLOADED", headers={"Retry-After": "1"},
                             extra={"retry_after_ms": 100}) from None
         except (ValueError, TypeError) as exc:
-            self.metrics.failure.labels(*labels).inc()
+            stats.failure.inc()
             raise HTTPError(400, f"model '{version.name}' rejected the input: {exc}") from None
-        self.metrics.success.labels(*labels).inc()
+        stats.success.inc()
         return model, result
+
+    def _batcher(self, model: LoadedModel, outputs: tuple[str, ...], run: Any, stats: ModelMetrics) -> Batcher:
+        batcher = model.batchers.get(outputs)
+        if batcher is None:
+            batcher = model.batchers[outputs] = Batcher(
+                run, model.max_batch_size, self._batch_time(model.version), self.limits.max_queue,
+                stats.batch_rows.observe)
+        return batcher
 
     def _batch_time(self, version: Version) -> float:
         if version.settings.max_batch_time is not None:
@@ -394,8 +420,8 @@ class Registry:
         return self.limits.max_batch_time
 
 
-def _runner(estimator: Any, outputs: tuple[str, ...]) -> Any:
-    methods = [(name, getattr(estimator, name)) for name in outputs]
+def _runner(model: LoadedModel, outputs: tuple[str, ...]) -> Any:
+    methods = [(name, model.methods[name]) for name in outputs]
 
     def run(X: np.ndarray) -> dict[str, np.ndarray]:
         outputs = {name: np.asarray(method(X)) for name, method in methods}
