@@ -84,6 +84,7 @@ def test_models_lists_provenance(client, models):
     assert iris["format"] == "apr" and rows["forest:1"]["format"] == "safetensors"
     assert iris["sklearn_version"] and iris["aprender_version"] == "0.1.0"
     assert iris["signature"] == "unsigned"
+    assert iris["warmup"].endswith("; exact fast path for predict, predict_proba, decision_function")
     public = SIGNING_KEY.public_key().public_bytes_raw().hex()
     assert (rows["line:1"]["signature"], rows["line:1"]["signer"]) == ("untrusted", public)
 

@@ -87,7 +87,8 @@ def _linear_regression(est: Any) -> Kernel | None:
 
 def _float32(X: np.ndarray) -> np.ndarray | None:
     """Trees compare float32 features; a value that overflows float32 is scikit-learn's error to raise."""
-    X32 = X.astype(np.float32)
+    with np.errstate(over="ignore"):  # scikit-learn's own call warns, then raises
+        X32 = X.astype(np.float32)
     return X32 if np.isfinite(X32).all() else None
 
 
