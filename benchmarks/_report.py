@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import platform
+import random
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -42,18 +43,21 @@ def fmt_time(seconds: float) -> str:
 def interleaved(
     runs: Mapping[str, Callable[[], object]], repeat: int, *, setup: Callable[[str], object] | None = None
 ) -> dict[str, Timing]:
-    """Time every run ``repeat`` times, interleaved: round ``r`` runs them all, in an order rotated by ``r``.
+    """Time every run ``repeat`` times, interleaved: each round runs them all, in a fresh seeded order.
 
-    Running A, B, C, then B, C, A, ... spreads machine noise (another process, a
+    Running A, B, C, then C, A, B, ... spreads machine noise (another process, a
     frequency change, a cold cache) over every contender instead of over whichever
-    ran during it, and no contender always runs first or right after another.
-    ``setup(name)`` runs untimed before each timed call.
+    ran during it. The order is shuffled, not rotated: a rotation keeps every
+    contender right after the same neighbour, so one that leaves the allocator or
+    caches in a bad state (skops, say) would always tax the same successor.
+    The seed is fixed, so two runs time the same orders. ``setup(name)`` runs
+    untimed before each timed call.
     """
     names = list(runs)
     times: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(repeat):
-        k = r % len(names)
-        for name in names[k:] + names[:k]:
+    order = random.Random(0)
+    for _ in range(repeat):
+        for name in order.sample(names, len(names)):
             if setup is not None:
                 setup(name)
             start = time.perf_counter()

@@ -91,7 +91,7 @@ def measure(model: Any, formats: dict, folder: Path, repeat: int) -> dict[str, t
     """(save seconds, median load seconds, bytes) per format; formats sharing a suffix share one file.
 
     Each file is saved once; the loads of every format are then interleaved, round by
-    round in a rotating order, so machine noise falls on all of them alike.
+    round in a shuffled order, so machine noise falls on all of them alike.
     """
     saved: dict[str, float] = {}
     paths = {}

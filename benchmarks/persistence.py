@@ -1,7 +1,7 @@
 """Save/load time and file size: aprender (SafeTensors and .apr) vs pickle, joblib and skops.
 
 Every backend runs in the same process on the same fitted model, **interleaved**: each
-round saves (or loads) with every backend once, in an order rotated from round to
+round saves (or loads) with every backend once, in an order shuffled from round to
 round, so machine noise falls on all of them alike. Medians, min and max are printed.
 Run from the repository root:
 
@@ -234,8 +234,8 @@ def main() -> None:
     write_section(
         "persistence",
         "## Persistence: aprender (SafeTensors, .apr) vs pickle, joblib, skops\n\n"
-        "`python benchmarks/persistence.py`: every backend in one process, interleaved round by round in a "
-        "rotating order; medians with the fastest and slowest run. Ratios are to pickle protocol 5 writing and "
+        "`python benchmarks/persistence.py`: every backend in one process, interleaved round by round in a seeded "
+        "shuffled order; medians with the fastest and slowest run. Ratios are to pickle protocol 5 writing and "
         f"reading a file; below 1.00x beats pickle.\n\n{where}\n\n" + "\n".join(rows) + "\n\n" + NOTE,
     )
     write_section(

@@ -13,9 +13,9 @@ module that exports the class (``sklearn.feature_selection`` ->
 ``SerializableMixin`` among its bases outside ``_generated.py``) are left alone.
 
 Packages the script creates get a generated ``__init__.py``. In a hand-written
-``__init__.py`` the script keeps one ``from ._generated import (...)`` statement (at its
-sorted place among the package's imports) and one ``__all__ += [...]`` statement at the
-end up to date, and touches nothing else.
+``__init__.py`` the script keeps a block at the end up to date: the generated names in
+``_GENERATED``, imported on first use through ``aprender._lazy.lazy_attributes``, and
+added to ``__all__``.
 
 Usage::
 
@@ -381,27 +381,43 @@ def _new_init(sk_module: str, package: str, names: list[str], version: str) -> s
     return text
 
 
+#: What a hand-written ``__init__.py`` ends with: its generated names, imported on first use.
+_LAZY_IMPORT = "from aprender._lazy import lazy_attributes\n"
+_LAZY_COMMENT = ("# The generated namesakes are imported on first use: defining them costs milliseconds that\n"
+                 "# loading a file of one of the hand-written classes above should not pay.\n")
+_LAZY_HOOK = '__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)\n'
+
+
 def _edit_init(text: str, package: str, names: list[str]) -> str:
-    """Keep the generated import and ``__all__ +=`` statements of a hand-written ``__init__.py`` current."""
+    """Keep the generated-names block at the end of a hand-written ``__init__.py`` current.
+
+    The block lists the names in ``_GENERATED``, installs :func:`aprender._lazy.lazy_attributes`
+    as the package's ``__getattr__`` and adds the names to ``__all__``; the script also keeps
+    the ``lazy_attributes`` import first among the package's imports, and touches nothing else.
+    """
     lines = text.splitlines(keepends=True)
     tree = ast.parse(text)
-    module = f"{package}._generated"
     drop: set[int] = set()
     for node in tree.body:
-        own_import = isinstance(node, ast.ImportFrom) and node.module == module
-        own_all = isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == "__all__"
-        if own_import or own_all:
+        targets = [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+        targets += [e.id for t in getattr(node, "targets", []) if isinstance(t, ast.Tuple)
+                    for e in t.elts if isinstance(e, ast.Name)]
+        own = (
+            (isinstance(node, ast.ImportFrom) and node.module in (f"{package}._generated", "aprender._lazy"))
+            or (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == "__all__")
+            or "_GENERATED" in targets or "__getattr__" in targets
+        )
+        if own:
             drop.update(range(node.lineno - 1, node.end_lineno))
-    imports = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module != module
-               and f"{n.module}.".startswith(f"{package}.")]
-    later = [n for n in imports if n.module > module]
-    at = later[0].lineno - 1 if later else imports[-1].end_lineno
-    out = [line for i, line in enumerate(lines[:at]) if i not in drop]
-    out.append(_import(module, names))
-    out += [line for i, line in enumerate(lines[at:], start=at) if i not in drop]
+    drop.update(i for i, line in enumerate(lines) if line in _LAZY_COMMENT.splitlines(keepends=True))
+    first = next(n for n in tree.body if isinstance(n, ast.ImportFrom))
+    out = [line for i, line in enumerate(lines) if i not in drop]
+    at = sum(1 for i in range(first.lineno - 1) if i not in drop)
+    out.insert(at, _LAZY_IMPORT)
     while out and not out[-1].strip():
         out.pop()
-    return "".join(out) + _all(names, "+=")
+    return "".join(out) + "\n" + _LAZY_COMMENT + _all(names).replace("__all__", "_GENERATED", 1) + _LAZY_HOOK \
+        + "__all__ += _GENERATED\n"
 
 
 def files() -> dict[Path, str]:

@@ -1,24 +1,14 @@
 """Clustering estimators that save and load without pickle."""
 
-from aprender.cluster._generated import (
-    DBSCAN,
-    HDBSCAN,
-    OPTICS,
-    AffinityPropagation,
-    AgglomerativeClustering,
-    Birch,
-    BisectingKMeans,
-    FeatureAgglomeration,
-    MeanShift,
-    SpectralBiclustering,
-    SpectralClustering,
-    SpectralCoclustering,
-)
+from aprender._lazy import lazy_attributes
 from aprender.cluster._kmeans import KMeans
 from aprender.cluster._minibatch_kmeans import MiniBatchKMeans
 
 __all__ = ["KMeans", "MiniBatchKMeans"]
-__all__ += [
+
+# The generated namesakes are imported on first use: defining them costs milliseconds that
+# loading a file of one of the hand-written classes above should not pay.
+_GENERATED = [
     "AffinityPropagation",
     "AgglomerativeClustering",
     "Birch",
@@ -32,3 +22,5 @@ __all__ += [
     "SpectralClustering",
     "SpectralCoclustering",
 ]
+__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__all__ += _GENERATED

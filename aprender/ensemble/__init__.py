@@ -1,5 +1,6 @@
 """Ensembles that save and load without pickle: tree ensembles and the mixture of experts."""
 
+from aprender._lazy import lazy_attributes
 from aprender.ensemble._boosting import (
     GradientBoostingClassifier,
     GradientBoostingRegressor,
@@ -8,20 +9,6 @@ from aprender.ensemble._boosting import (
 )
 from aprender.ensemble._forest import RandomForestClassifier, RandomForestRegressor
 from aprender.ensemble._gating import SoftmaxGating
-from aprender.ensemble._generated import (
-    AdaBoostClassifier,
-    AdaBoostRegressor,
-    BaggingClassifier,
-    BaggingRegressor,
-    ExtraTreesClassifier,
-    ExtraTreesRegressor,
-    IsolationForest,
-    RandomTreesEmbedding,
-    StackingClassifier,
-    StackingRegressor,
-    VotingClassifier,
-    VotingRegressor,
-)
 from aprender.ensemble._moe import MixtureOfExperts, MixtureOfExpertsClassifier, MixtureOfExpertsRegressor
 
 __all__ = [
@@ -36,7 +23,10 @@ __all__ = [
     "RandomForestRegressor",
     "SoftmaxGating",
 ]
-__all__ += [
+
+# The generated namesakes are imported on first use: defining them costs milliseconds that
+# loading a file of one of the hand-written classes above should not pay.
+_GENERATED = [
     "AdaBoostClassifier",
     "AdaBoostRegressor",
     "BaggingClassifier",
@@ -50,3 +40,5 @@ __all__ += [
     "VotingClassifier",
     "VotingRegressor",
 ]
+__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__all__ += _GENERATED

@@ -7,8 +7,13 @@ Examples
 True
 """
 
+from aprender._lazy import lazy_attributes
 from aprender.feature_extraction import text
-from aprender.feature_extraction._generated import DictVectorizer, FeatureHasher
 
 __all__ = ["text"]
-__all__ += ["DictVectorizer", "FeatureHasher"]
+
+# The generated namesakes are imported on first use: defining them costs milliseconds that
+# loading a file of one of the hand-written classes above should not pay.
+_GENERATED = ["DictVectorizer", "FeatureHasher"]
+__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__all__ += _GENERATED

@@ -1,7 +1,12 @@
 """Missing-value imputers that save and load without pickle."""
 
-from aprender.impute._generated import IterativeImputer, KNNImputer, MissingIndicator
+from aprender._lazy import lazy_attributes
 from aprender.impute._simple import SimpleImputer
 
 __all__ = ["SimpleImputer"]
-__all__ += ["IterativeImputer", "KNNImputer", "MissingIndicator"]
+
+# The generated namesakes are imported on first use: defining them costs milliseconds that
+# loading a file of one of the hand-written classes above should not pay.
+_GENERATED = ["IterativeImputer", "KNNImputer", "MissingIndicator"]
+__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__all__ += _GENERATED

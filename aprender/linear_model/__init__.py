@@ -1,43 +1,13 @@
 """Linear models that save and load without pickle."""
 
-from aprender.linear_model._generated import (
-    ARDRegression,
-    BayesianRidge,
-    ElasticNetCV,
-    GammaRegressor,
-    HuberRegressor,
-    Lars,
-    LarsCV,
-    LassoCV,
-    LassoLars,
-    LassoLarsCV,
-    LassoLarsIC,
-    LogisticRegressionCV,
-    MultiTaskElasticNet,
-    MultiTaskElasticNetCV,
-    MultiTaskLasso,
-    MultiTaskLassoCV,
-    OrthogonalMatchingPursuit,
-    OrthogonalMatchingPursuitCV,
-    PassiveAggressiveClassifier,
-    PassiveAggressiveRegressor,
-    Perceptron,
-    PoissonRegressor,
-    QuantileRegressor,
-    RANSACRegressor,
-    RidgeClassifier,
-    RidgeClassifierCV,
-    RidgeCV,
-    SGDClassifier,
-    SGDOneClassSVM,
-    SGDRegressor,
-    TheilSenRegressor,
-    TweedieRegressor,
-)
+from aprender._lazy import lazy_attributes
 from aprender.linear_model._linear import ElasticNet, Lasso, LinearRegression, LogisticRegression, Ridge
 
 __all__ = ["ElasticNet", "Lasso", "LinearRegression", "LogisticRegression", "Ridge"]
-__all__ += [
+
+# The generated namesakes are imported on first use: defining them costs milliseconds that
+# loading a file of one of the hand-written classes above should not pay.
+_GENERATED = [
     "ARDRegression",
     "BayesianRidge",
     "ElasticNetCV",
@@ -71,3 +41,5 @@ __all__ += [
     "TheilSenRegressor",
     "TweedieRegressor",
 ]
+__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__all__ += _GENERATED

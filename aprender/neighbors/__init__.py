@@ -1,20 +1,13 @@
 """Nearest-neighbour estimators that save and load without pickle."""
 
-from aprender.neighbors._generated import (
-    KernelDensity,
-    KNeighborsTransformer,
-    LocalOutlierFactor,
-    NearestCentroid,
-    NearestNeighbors,
-    NeighborhoodComponentsAnalysis,
-    RadiusNeighborsClassifier,
-    RadiusNeighborsRegressor,
-    RadiusNeighborsTransformer,
-)
+from aprender._lazy import lazy_attributes
 from aprender.neighbors._neighbors import KNeighborsClassifier, KNeighborsRegressor
 
 __all__ = ["KNeighborsClassifier", "KNeighborsRegressor"]
-__all__ += [
+
+# The generated namesakes are imported on first use: defining them costs milliseconds that
+# loading a file of one of the hand-written classes above should not pay.
+_GENERATED = [
     "KNeighborsTransformer",
     "KernelDensity",
     "LocalOutlierFactor",
@@ -25,3 +18,5 @@ __all__ += [
     "RadiusNeighborsRegressor",
     "RadiusNeighborsTransformer",
 ]
+__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__all__ += _GENERATED

@@ -1,7 +1,12 @@
 """Multi-layer perceptrons that save and load without pickle."""
 
-from aprender.neural_network._generated import BernoulliRBM
+from aprender._lazy import lazy_attributes
 from aprender.neural_network._mlp import MLPClassifier, MLPRegressor
 
 __all__ = ["MLPClassifier", "MLPRegressor"]
-__all__ += ["BernoulliRBM"]
+
+# The generated namesakes are imported on first use: defining them costs milliseconds that
+# loading a file of one of the hand-written classes above should not pay.
+_GENERATED = ["BernoulliRBM"]
+__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__all__ += _GENERATED

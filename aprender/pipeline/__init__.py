@@ -1,7 +1,12 @@
 """Pipelines that save and load without pickle."""
 
-from aprender.pipeline._generated import FeatureUnion
+from aprender._lazy import lazy_attributes
 from aprender.pipeline._pipeline import Pipeline, make_pipeline
 
 __all__ = ["Pipeline", "make_pipeline"]
-__all__ += ["FeatureUnion"]
+
+# The generated namesakes are imported on first use: defining them costs milliseconds that
+# loading a file of one of the hand-written classes above should not pay.
+_GENERATED = ["FeatureUnion"]
+__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__all__ += _GENERATED

@@ -1,7 +1,12 @@
 """Decision trees that save and load without pickle."""
 
+from aprender._lazy import lazy_attributes
 from aprender.tree._classes import DecisionTreeClassifier, DecisionTreeRegressor
-from aprender.tree._generated import ExtraTreeClassifier, ExtraTreeRegressor
 
 __all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor"]
-__all__ += ["ExtraTreeClassifier", "ExtraTreeRegressor"]
+
+# The generated namesakes are imported on first use: defining them costs milliseconds that
+# loading a file of one of the hand-written classes above should not pay.
+_GENERATED = ["ExtraTreeClassifier", "ExtraTreeRegressor"]
+__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__all__ += _GENERATED
