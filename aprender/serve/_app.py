@@ -7,23 +7,25 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Route, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aprender.serve import _ollama, _realizar, _v2
-from aprender.serve._http import HTTPError, json_response
+from aprender.serve._http import Call, Handler, HTTPError, error_reply, json_response, send_reply
 from aprender.serve._metrics import Metrics
 from aprender.serve._registry import Limits, Registry
 from aprender.serve._repository import Policy
@@ -100,18 +102,75 @@ class ServeConfig:
         return cls(**fields)
 
 
-class _Instrument:
-    """ASGI middleware: MLServer's ``rest_server_requests`` metrics, labelled by route template."""
+class _Front:
+    """The app's outer ASGI layer: MLServer's ``rest_server_requests`` metrics for every request,
+    labelled by route template, and the inference routes answered without Starlette (see
+    :mod:`aprender.serve._http`). Everything else goes on to Starlette's routing."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics, registry: Registry, max_body_size: int) -> None:
         self.app = app
         self.metrics = metrics
+        self.registry = registry
+        self.max_body_size = max_body_size
+        self._exact: dict[str, tuple[str, Handler]] = {}
+        self._patterns: list[tuple[re.Pattern[str], str, Handler]] = []
+        for template, handler in {**_realizar.calls, **_v2.calls, **_ollama.calls}.items():
+            if "{" in template:
+                self._patterns.append((compile_path(template)[0], template, handler))
+            else:
+                self._exact[template] = (template, handler)
+        self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def _route(self, path: str) -> tuple[str, Handler, dict[str, str]] | None:
+        found = self._exact.get(path)
+        if found is not None:
+            return found[0], found[1], {}
+        for pattern, template, handler in self._patterns:
+            match = pattern.match(path)
+            if match is not None:
+                return template, handler, match.groupdict()
+        return None
+
+    def _record(self, method: str, template: str, status: int, start: float) -> None:
+        key = (method, template, status)
+        series = self._series.get(key)
+        if series is None:
+            labels = (method, template, str(status))
+            series = self._series[key] = (self.metrics.requests.labels(*labels), self.metrics.duration.labels(*labels))
+        series[0].inc()
+        series[1].observe(time.perf_counter() - start)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
+        method, path = scope["method"], scope["path"]
+        root = scope.get("root_path", "")
+        route = self._route(path[len(root):] if root and path.startswith(root) else path)
+        if route is None:
+            await self._starlette(scope, receive, send, start)
+            return
+        template, handler, params = route
+        if method != "POST":
+            reply = error_reply(_status_error(405, "Method Not Allowed", method, path, {"Allow": "POST"}))
+        else:
+            try:
+                reply = await handler(Call(self.registry, scope["headers"], receive, self.max_body_size, params))
+            except HTTPError as exc:
+                reply = error_reply(exc)
+            except ClientDisconnect:
+                self._record(method, template, 500, start)  # no answer sent, as Starlette
+                return
+            except Exception as exc:
+                _log.exception("internal error on %s %s", method, path)
+                reply = error_reply(_internal(exc))
+        try:
+            await send_reply(send, reply)
+        finally:
+            self._record(method, template, reply.status, start)
+
+    async def _starlette(self, scope: Scope, receive: Receive, send: Send, start: float) -> None:
         status = 500
 
         async def send_status(message: Message) -> None:
@@ -123,27 +182,37 @@ class _Instrument:
         try:
             await self.app(scope, receive, send_status)
         finally:
-            route = scope.get("route")
-            labels = (scope["method"], getattr(route, "path", "<unmatched>"), str(status))
-            self.metrics.requests.labels(*labels).inc()
-            self.metrics.duration.labels(*labels).observe(time.perf_counter() - start)
+            self._record(scope["method"], getattr(scope.get("route"), "path", "<unmatched>"), status, start)
+
+
+def _status_error(status: int, detail: str, method: str, path: str, headers: dict[str, str] | None) -> HTTPError:
+    """404, 405 ... in the shape of every other error."""
+    codes = {404: "E_NOT_FOUND", 405: "E_METHOD_NOT_ALLOWED"}
+    return HTTPError(status, f"{detail}: {method} {path}", codes.get(status, "E_HTTP"), headers=headers)
+
+
+def _internal(exc: Exception) -> HTTPError:
+    return HTTPError(500, f"internal error: {type(exc).__name__}: {exc}", "E_INTERNAL")
+
+
+def _as_response(exc: HTTPError) -> Response:
+    reply = error_reply(exc)
+    return Response(reply.body, reply.status, reply.headers, media_type=reply.content_type)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPError)
-    return json_response({"error": exc.message, "code": exc.code, **exc.extra}, exc.status, exc.headers)
+    return _as_response(exc)
 
 
 async def _starlette_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
-    codes = {404: "E_NOT_FOUND", 405: "E_METHOD_NOT_ALLOWED"}
-    return json_response({"error": f"{exc.detail}: {request.method} {request.url.path}",
-                          "code": codes.get(exc.status_code, "E_HTTP")}, exc.status_code, exc.headers)
+    return _as_response(_status_error(exc.status_code, exc.detail, request.method, request.url.path, exc.headers))
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
     _log.exception("internal error on %s %s", request.method, request.url.path)
-    return json_response({"error": f"internal error: {type(exc).__name__}: {exc}", "code": "E_INTERNAL"}, 500)
+    return _as_response(_internal(exc))
 
 
 async def _metrics_text(request: Request) -> Response:
@@ -186,7 +255,8 @@ def create_app(config: ServeConfig) -> Starlette:
               Route("/metrics", _metrics_text, methods=["GET"]),
               Route("/v1/metrics", _metrics_json, methods=["GET"])]
     app = Starlette(routes=routes, lifespan=lifespan,
-                    middleware=[Middleware(_Instrument, metrics=metrics)],
+                    middleware=[Middleware(_Front, metrics=metrics, registry=registry,
+                                           max_body_size=config.max_body_size)],
                     exception_handlers={HTTPError: _http_error, StarletteHTTPException: _starlette_error,
                                         Exception: _internal_error})
     app.state.config = config

@@ -1,20 +1,30 @@
-"""What every protocol module shares: the error a handler raises, JSON responses, body reading."""
+"""What every protocol module shares: the error a handler raises, JSON responses, body reading,
+and the plain ASGI form of the inference routes (:class:`Call` in, :class:`Reply` out).
+
+The inference routes (``/predict``, ``/v2/models/{m}/infer``, ``/api/generate``, ``/api/chat``)
+are answered straight from ASGI messages, without Starlette's routing, Request and Response
+objects: with exact fast paths a small model's call takes microseconds, and those layers cost
+several times more. Every other route is a Starlette endpoint.
+"""
 
 from __future__ import annotations
 
 import hmac
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
+from starlette.types import Receive, Send
 
 if TYPE_CHECKING:
     from aprender.serve._registry import Registry
 
-__all__ = ["HTTPError", "dumps", "json_response", "parse_json", "read_body", "read_json", "registry_of",
-           "require_api_key"]
+__all__ = ["Call", "HTTPError", "Handler", "Reply", "dumps", "error_reply", "json_object", "json_response",
+           "parse_json", "read_body", "read_json", "receive_body", "registry_of", "require_api_key", "send_reply"]
 
 #: orjson options: numpy arrays serialised natively, floats as the shortest repr that round-trips.
 _OPTIONS = orjson.OPT_SERIALIZE_NUMPY
@@ -75,21 +85,41 @@ def json_response(content: Any, status: int = 200, headers: dict[str, str] | Non
     return Response(dumps(content), status, headers, media_type="application/json")
 
 
-async def read_body(request: Request) -> bytes:
-    """The request body, refused with 413 as soon as it exceeds the server's ``max_body_size``."""
-    limit = request.app.state.config.max_body_size
-    declared = request.headers.get("content-length")
+def header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
+    """The value of header ``name`` (lower case) among an ASGI scope's headers."""
+    for key, value in headers:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def receive_body(headers: list[tuple[bytes, bytes]], receive: Receive, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it exceeds ``limit`` bytes (``--max-body-size``).
+
+    Raises :class:`starlette.requests.ClientDisconnect` if the client goes away first.
+    """
+    declared = header(headers, b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise HTTPError(413, f"request body of {int(declared)} bytes exceeds the limit of {limit} bytes "
                              "(--max-body-size)")
     chunks = []
     size = 0
-    async for chunk in request.stream():
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise ClientDisconnect()
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise HTTPError(413, f"request body exceeds the limit of {limit} bytes (--max-body-size)")
         chunks.append(chunk)
-    return b"".join(chunks)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def read_body(request: Request) -> bytes:
+    """The body of a Starlette request (see :func:`receive_body`)."""
+    return await receive_body(request.scope["headers"], request.receive, request.app.state.config.max_body_size)
 
 
 def parse_json(data: bytes | memoryview, what: str = "request body") -> Any:
@@ -100,15 +130,19 @@ def parse_json(data: bytes | memoryview, what: str = "request body") -> Any:
         raise HTTPError(400, f"{what} is not valid JSON: {exc}") from None
 
 
-async def read_json(request: Request, *, allow_empty: bool = False) -> dict[str, Any]:
-    """The request body as a JSON object (400 if it is not one)."""
-    body = await read_body(request)
+def json_object(body: bytes, *, allow_empty: bool = False) -> dict[str, Any]:
+    """A request body as a JSON object (400 if it is not one)."""
     if allow_empty and not body.strip():
         return {}
     value = parse_json(body)
     if not isinstance(value, dict):
         raise HTTPError(400, f"request body must be a JSON object, got {type(value).__name__}")
     return value
+
+
+async def read_json(request: Request, *, allow_empty: bool = False) -> dict[str, Any]:
+    """A Starlette request's body as a JSON object (400 if it is not one)."""
+    return json_object(await read_body(request), allow_empty=allow_empty)
 
 
 def registry_of(request: Request) -> Registry:
@@ -125,3 +159,79 @@ def require_api_key(request: Request) -> None:
     if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
         raise HTTPError(401, "this route needs 'Authorization: Bearer <api key>' (--api-key)",
                         headers={"WWW-Authenticate": "Bearer"})
+
+
+@dataclass(frozen=True)
+class Call:
+    """A request to an inference route, as the ASGI server handed it over.
+
+    Parameters
+    ----------
+    registry : Registry
+        The served models.
+    headers : list of (bytes, bytes)
+        The ASGI scope's headers, names in lower case.
+    receive : callable
+        The ASGI ``receive`` of the request (see :meth:`read`).
+    max_body_size : int
+        Largest body accepted (``--max-body-size``).
+    params : dict
+        The route's path parameters (``model``, ``version``).
+    """
+
+    registry: Registry
+    headers: list[tuple[bytes, bytes]]
+    receive: Receive
+    max_body_size: int
+    params: dict[str, str] = field(default_factory=dict)
+
+    def header(self, name: bytes) -> str | None:
+        """The value of header ``name`` (lower case)."""
+        return header(self.headers, name)
+
+    async def read(self) -> bytes:
+        """The request body (413 above ``max_body_size``); read once."""
+        return await receive_body(self.headers, self.receive, self.max_body_size)
+
+    async def read_json(self) -> dict[str, Any]:
+        """The request body as a JSON object (400 if it is not one)."""
+        return json_object(await self.read())
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An inference route's answer: one body, or a tuple of chunks streamed as they are (NDJSON).
+
+    Examples
+    --------
+    >>> Reply(b"{}").status
+    200
+    """
+
+    body: bytes | tuple[bytes, ...]
+    status: int = 200
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Handler = Callable[[Call], Awaitable[Reply]]
+
+
+def error_reply(exc: HTTPError) -> Reply:
+    """The JSON error every route answers: ``{"error", "code", ...}`` with the status and headers."""
+    return Reply(dumps({"error": exc.message, "code": exc.code, **exc.extra}), exc.status, headers=exc.headers)
+
+
+async def send_reply(send: Send, reply: Reply) -> None:
+    """Send ``reply`` as ASGI messages (what Starlette's Response and StreamingResponse send)."""
+    headers = [(b"content-type", reply.content_type.encode("latin-1"))]
+    headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()]
+    if isinstance(reply.body, bytes):
+        headers.append((b"content-length", str(len(reply.body)).encode("latin-1")))
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        await send({"type": "http.response.body", "body": reply.body})
+        return
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    for chunk in reply.body:
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})

@@ -11,20 +11,29 @@ row and answers ``transform()``. Durations are nanoseconds, as Ollama's.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from aprender import __version__
-from aprender.serve._http import HTTPError, dumps, json_response, parse_json, read_json, registry_of
-from aprender.serve._registry import LoadedModel, features
+from aprender.serve._http import (
+    Call,
+    Handler,
+    HTTPError,
+    Reply,
+    dumps,
+    json_response,
+    parse_json,
+    read_json,
+    registry_of,
+)
+from aprender.serve._registry import LoadedModel, Registry, features
 from aprender.serve._repository import OUTPUTS, Version
 
-__all__ = ["routes"]
+__all__ = ["calls", "routes"]
 
 
 def _now() -> str:
@@ -114,9 +123,7 @@ class _Answer:
                       "eval_count": rows, "eval_duration": eval_ns}
 
 
-async def _complete(request: Request, body: dict[str, Any], prompt: Any) -> _Answer:
-    start = time.perf_counter_ns()
-    registry = registry_of(request)
+async def _complete(registry: Registry, body: dict[str, Any], prompt: Any, start: int) -> _Answer:
     version = registry.resolve_id(_model_name(body))
     if prompt is None or (isinstance(prompt, str) and not prompt.strip()):
         if _keep_alive_zero(body):  # Ollama's way to unload a model
@@ -143,33 +150,31 @@ async def _complete(request: Request, body: dict[str, Any], prompt: Any) -> _Ans
     return answer
 
 
-def _respond(body: dict[str, Any], answer: _Answer, chunk: Any) -> Response:
+def _respond(body: dict[str, Any], answer: _Answer, chunk: Any) -> Reply:
     """Ollama's NDJSON stream (default) or one JSON object with ``"stream": false``."""
     head = {"model": body["model"] if "model" in body else body.get("name"), "created_at": _now()}
     if body.get("stream", True) is False:
-        return json_response({**head, **chunk(answer.text), **answer.final})
-
-    async def lines() -> AsyncIterator[bytes]:
-        if answer.text:
-            yield dumps({**head, **chunk(answer.text), "done": False}) + b"\n"
-        yield dumps({**head, **chunk(""), **answer.final}) + b"\n"
-
-    return StreamingResponse(lines(), media_type="application/x-ndjson")
+        return Reply(dumps({**head, **chunk(answer.text), **answer.final}))
+    lines = [dumps({**head, **chunk(answer.text), "done": False}) + b"\n"] if answer.text else []
+    lines.append(dumps({**head, **chunk(""), **answer.final}) + b"\n")
+    return Reply(tuple(lines), content_type="application/x-ndjson")
 
 
-async def generate(request: Request) -> Response:
-    body = await read_json(request)
-    answer = await _complete(request, body, body.get("prompt"))
+async def generate(call: Call) -> Reply:
+    start = time.perf_counter_ns()
+    body = await call.read_json()
+    answer = await _complete(call.registry, body, body.get("prompt"), start)
     return _respond(body, answer, lambda text: {"response": text})
 
 
-async def chat(request: Request) -> Response:
-    body = await read_json(request)
+async def chat(call: Call) -> Reply:
+    start = time.perf_counter_ns()
+    body = await call.read_json()
     messages = body.get("messages") or []
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         raise HTTPError(400, "'messages' must be a list of {\"role\", \"content\"}")
     users = [m.get("content") for m in messages if m.get("role") == "user"]
-    answer = await _complete(request, body, users[-1] if users else None)
+    answer = await _complete(call.registry, body, users[-1] if users else None, start)
     return _respond(body, answer, lambda text: {"message": {"role": "assistant", "content": text}})
 
 
@@ -208,9 +213,10 @@ routes = [
     Route("/api/tags", tags, methods=["GET"]),
     Route("/api/ps", ps, methods=["GET"]),
     Route("/api/show", show, methods=["POST"]),
-    Route("/api/generate", generate, methods=["POST"]),
-    Route("/api/chat", chat, methods=["POST"]),
     Route("/api/embed", embed, methods=["POST"]),
     *(Route(f"/api/{action}", not_implemented, methods=["POST", "DELETE"])
       for action in ("pull", "push", "create", "copy", "delete")),
 ]
+
+#: The inference routes, answered from ASGI messages (see aprender.serve._http): path -> handler.
+calls: dict[str, Handler] = {"/api/generate": generate, "/api/chat": chat}

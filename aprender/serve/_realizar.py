@@ -16,10 +16,19 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from aprender import __version__
-from aprender.serve._http import HTTPError, json_response, read_json, registry_of
-from aprender.serve._registry import features
+from aprender.serve._http import (
+    Call,
+    Handler,
+    HTTPError,
+    Reply,
+    dumps,
+    json_response,
+    read_json,
+    registry_of,
+)
+from aprender.serve._registry import Registry, features
 
-__all__ = ["routes"]
+__all__ = ["calls", "routes"]
 
 
 async def health(request: Request) -> Response:
@@ -50,9 +59,8 @@ def _top_k(proba: np.ndarray, classes: np.ndarray, k: int) -> list[list[dict[str
     return [[{"class": classes[j], "probability": row[j]} for j in idx] for row, idx in zip(proba, order, strict=True)]
 
 
-async def _run(request: Request, body: dict[str, Any], rows: Any) -> tuple[dict[str, Any], int, str]:
+async def _run(registry: Registry, body: dict[str, Any], rows: Any) -> tuple[dict[str, Any], int, str]:
     """Predict ``rows``; return the per-row fields, the row count and the version."""
-    registry = registry_of(request)
     version = registry.resolve_id(body.get("model_id"))
     probabilities, top_k = _options(body)
     model = await registry.get(version)
@@ -67,15 +75,16 @@ async def _run(request: Request, body: dict[str, Any], rows: Any) -> tuple[dict[
     return fields, X.shape[0], str(version.version)
 
 
-async def predict(request: Request) -> Response:
+async def predict(call: Call) -> Reply:
     start = time.perf_counter()
-    body = await read_json(request)
+    body = await call.read_json()
     if "features" not in body:
         raise HTTPError(400, "missing 'features': a list of numbers, or a list of rows")
-    fields, _, version = await _run(request, body, body["features"])
-    if np.ndim(body["features"]) == 1:  # one row in, one prediction out
+    fields, _, version = await _run(call.registry, body, body["features"])
+    rows = body["features"]
+    if not isinstance(rows[0], list):  # one row in, one prediction out (features() checked rows)
         fields = {k: v[0] for k, v in fields.items()}
-    return json_response({**fields, "latency_ms": (time.perf_counter() - start) * 1000, "model_version": version})
+    return Reply(dumps({**fields, "latency_ms": (time.perf_counter() - start) * 1000, "model_version": version}))
 
 
 async def predict_batch(request: Request) -> Response:
@@ -88,7 +97,7 @@ async def predict_batch(request: Request) -> Response:
         raise HTTPError(400, "'instances' is empty", "E_EMPTY_BATCH")
     if not all(isinstance(i, dict) and "features" in i for i in instances):
         raise HTTPError(400, "every instance must be an object with 'features'")
-    fields, n, version = await _run(request, body, [i["features"] for i in instances])
+    fields, n, version = await _run(registry_of(request), body, [i["features"] for i in instances])
     predictions = [{k: v[i] for k, v in fields.items()} for i in range(n)]
     return json_response({"predictions": predictions, "batch_size": n,
                           "latency_ms": (time.perf_counter() - start) * 1000, "model_version": version})
@@ -110,7 +119,9 @@ async def models(request: Request) -> Response:
 routes = [
     Route("/health", health, methods=["GET"]),
     Route("/ready", ready, methods=["GET"]),
-    Route("/predict", predict, methods=["POST"]),
     Route("/predict/batch", predict_batch, methods=["POST"]),
     Route("/models", models, methods=["GET"]),
 ]
+
+#: The inference routes, answered from ASGI messages (see aprender.serve._http): path -> handler.
+calls: dict[str, Handler] = {"/predict": predict}

@@ -22,24 +22,26 @@ from starlette.routing import Route
 
 from aprender import __version__
 from aprender.serve._http import (
+    Call,
+    Handler,
     HTTPError,
+    Reply,
     dumps,
     json_response,
     parse_json,
-    read_body,
     read_json,
     registry_of,
     require_api_key,
 )
 from aprender.serve._registry import LoadedModel, check_rows
 
-__all__ = ["routes"]
+__all__ = ["calls", "routes"]
 
 #: v2 datatype -> numpy dtype (little-endian, as the binary extension sends them).
 _DTYPES = {"BOOL": "?", "UINT8": "<u1", "UINT16": "<u2", "UINT32": "<u4", "UINT64": "<u8", "INT8": "<i1",
            "INT16": "<i2", "INT32": "<i4", "INT64": "<i8", "FP16": "<f2", "FP32": "<f4", "FP64": "<f8"}
 _NAMES = {np.dtype(v): k for k, v in _DTYPES.items()}
-_HEADER = "inference-header-content-length"
+_HEADER = b"inference-header-content-length"
 
 
 def datatype(dtype: np.dtype) -> str:
@@ -95,8 +97,7 @@ async def model_ready(request: Request) -> Response:
     return json_response({"name": version.name, "ready": True})
 
 
-def _split_body(request: Request, body: bytes) -> tuple[Any, memoryview]:
-    header = request.headers.get(_HEADER)
+def _split_body(header: str | None, body: bytes) -> tuple[Any, memoryview]:
     if header is None:
         return parse_json(body), memoryview(b"")
     if not header.isdigit() or int(header) > len(body):
@@ -176,13 +177,14 @@ def _bytes_tensor(values: np.ndarray) -> bytes:
     return b"".join(parts)
 
 
-async def infer(request: Request) -> Response:
-    model = await _model(request)
-    body = await read_body(request)
-    request_json, binary = _split_body(request, body)
+async def infer(call: Call) -> Reply:
+    registry = call.registry
+    model = await registry.get(registry.resolve(call.params["model"], call.params.get("version")))
+    body = await call.read()
+    request_json, binary = _split_body(call.header(_HEADER), body)
     X = _input_tensor(request_json, binary, model.n_features)
     requested = _requested(request_json, model)
-    _, results = await registry_of(request).infer(model.version, X, tuple(n for n, _ in requested), model)
+    _, results = await registry.infer(model.version, X, tuple(n for n, _ in requested), model)
     outputs, blobs = [], []
     for name, as_binary in requested:
         value = results[name]
@@ -203,9 +205,9 @@ async def infer(request: Request) -> Response:
         response["id"] = request_json["id"]
     header = dumps(response)
     if not blobs:
-        return Response(header, media_type="application/json")
-    return Response(b"".join([header, *blobs]), media_type="application/octet-stream",
-                    headers={"Inference-Header-Content-Length": str(len(header))})
+        return Reply(header)
+    return Reply(b"".join([header, *blobs]), content_type="application/octet-stream",
+                 headers={"Inference-Header-Content-Length": str(len(header))})
 
 
 async def repository_index(request: Request) -> Response:
@@ -240,8 +242,10 @@ routes = [
     Route("/v2/health/ready", ready, methods=["GET"]),
     *_both("", model_metadata, ["GET"]),
     *_both("/ready", model_ready, ["GET"]),
-    *_both("/infer", infer, ["POST"]),
     Route("/v2/repository/index", repository_index, methods=["POST"]),
     Route("/v2/repository/models/{model}/load", repository_load, methods=["POST"]),
     Route("/v2/repository/models/{model}/unload", repository_unload, methods=["POST"]),
 ]
+
+#: The inference routes, answered from ASGI messages (see aprender.serve._http): path -> handler.
+calls: dict[str, Handler] = {"/v2/models/{model}/infer": infer, "/v2/models/{model}/versions/{version}/infer": infer}
