@@ -38,16 +38,17 @@ def _libc_linkat() -> Any:
 _LINKAT = _libc_linkat()
 
 
-def _link_fd(fd: int, name: Path) -> None:
+def _link_fd(fd: int, name: str) -> None:
     """Give the unnamed O_TMPFILE file ``fd`` the name ``name``."""
     if _LINKAT(_AT_FDCWD, f"/proc/self/fd/{fd}".encode(), _AT_FDCWD, os.fsencode(name), _AT_SYMLINK_FOLLOW) != 0:
         err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), str(name))
+        raise OSError(err, os.strerror(err), name)
 
 
-def _temporary_name(target: Path) -> Path:
+def _temporary_name(target: str) -> str:
     """``.{name}.{pid}.{random}.tmp`` beside ``target``: whose it is and for which destination."""
-    return target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+    folder, name = os.path.split(target)
+    return os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -60,7 +61,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temporaries(target: Path) -> list[Path]:
+def remove_stale_temporaries(target: str | os.PathLike) -> list[Path]:
     """Remove temporaries of ``target`` left by saves that were killed; return what was removed.
 
     A temporary is stale only when both hold: the process named in it is gone, and
@@ -68,10 +69,11 @@ def remove_stale_temporaries(target: Path) -> list[Path]:
     PID namespace sharing the folder is left alone). Only names of the exact form
     :func:`_temporary_name` gives for this destination are considered.
     """
-    removed = []
-    prefix = f".{target.name}."
+    removed: list[Path] = []
+    folder, base = os.path.split(os.fspath(target))
+    prefix = f".{base}."
     try:
-        names = os.listdir(target.parent)
+        names = os.listdir(folder or ".")
     except OSError:
         return removed
     for name in names:
@@ -80,7 +82,7 @@ def remove_stale_temporaries(target: Path) -> list[Path]:
         pid, _, token = name[len(prefix) : -len(".tmp")].partition(".")
         if not (pid.isdigit() and len(token) == 12) or _pid_alive(int(pid)):
             continue
-        stale = target.parent / name
+        stale = Path(folder, name)
         try:
             fd = os.open(stale, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
@@ -97,7 +99,7 @@ def remove_stale_temporaries(target: Path) -> list[Path]:
 
 
 @contextlib.contextmanager
-def _locked_temporary(target: Path) -> Iterator[tuple[int, Path | None]]:
+def _locked_temporary(target: str) -> Iterator[tuple[int, str | None]]:
     """An open, locked temporary file for ``target``: ``(fd, name)``.
 
     On Linux the file is created with ``O_TMPFILE``: it has no name until
@@ -108,7 +110,7 @@ def _locked_temporary(target: Path) -> Iterator[tuple[int, Path | None]]:
     fd = -1
     if _LINKAT is not None:
         try:
-            fd = os.open(target.parent, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, _MODE)
+            fd = os.open(os.path.dirname(target) or ".", os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, _MODE)
         except OSError as exc:
             if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
                 raise
@@ -123,26 +125,36 @@ def _locked_temporary(target: Path) -> Iterator[tuple[int, Path | None]]:
         os.close(fd)
 
 
-def _commit(fd: int, name: Path | None, target: Path) -> None:
-    os.fchmod(fd, _MODE)
-    if name is None:  # an O_TMPFILE file: give it a (locked, marked) name, then rename it over the target
+def _commit(fd: int, name: str | None, target: str) -> None:
+    if name is None:  # an O_TMPFILE file, created with _MODE: give it a (locked, marked) name, then rename it
         name = _temporary_name(target)
         _link_fd(fd, name)
+    else:  # a named temporary, created private until complete
+        os.fchmod(fd, _MODE)
     try:
         os.replace(name, target)
     except BaseException:
-        name.unlink(missing_ok=True)
+        _unlink(name)
         raise
 
 
-def _target(path: str | os.PathLike) -> Path:
-    """The destination of a save, once its folder is known to exist; stale temporaries of it are removed."""
-    target = Path(path)
-    folder = target.parent
-    if not folder.is_dir():
-        what = "is not a directory" if folder.exists() else "does not exist"
+def _unlink(name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name)
+
+
+def _target(path: str | os.PathLike) -> str:
+    """The destination of a save, once its folder is known to exist; stale temporaries of it are removed.
+
+    Strings and ``os.path``, not ``pathlib``: on a small model's save, Path objects
+    cost as much as the system calls.
+    """
+    target = os.fspath(path)
+    folder = os.path.dirname(target) or "."
+    if not os.path.isdir(folder):
+        what = "is not a directory" if os.path.exists(folder) else "does not exist"
         raise FileNotFoundError(f"cannot save '{target}': the folder '{folder}' {what}")
-    if target.is_dir():
+    if os.path.isdir(target):
         raise IsADirectoryError(f"cannot save to '{target}': it is a directory; name a file in it")
     remove_stale_temporaries(target)
     return target
@@ -168,18 +180,18 @@ def atomic_path(path: str | os.PathLike, *, own_temporary: bool = False) -> Iter
     target = _target(path)
     if own_temporary:
         with _private_folder(target) as private:
-            inner = private / target.name
+            inner = private / os.path.basename(target)
             yield inner
             os.chmod(inner, _MODE)
             os.replace(inner, target)
         return
     with _locked_temporary(target) as (fd, name):
         try:
-            yield Path(f"/proc/self/fd/{fd}") if name is None else name
+            yield Path(f"/proc/self/fd/{fd}") if name is None else Path(name)
             _commit(fd, name, target)
         except BaseException:
             if name is not None:
-                name.unlink(missing_ok=True)
+                _unlink(name)
             raise
 
 
@@ -198,7 +210,7 @@ def atomic_file(path: str | os.PathLike) -> Iterator[BinaryIO]:
             _commit(fd, name, target)
         except BaseException:
             if name is not None:
-                name.unlink(missing_ok=True)
+                _unlink(name)
             raise
 
 
@@ -213,9 +225,9 @@ def _remove(temporary: Path) -> None:
 
 
 @contextlib.contextmanager
-def _private_folder(target: Path) -> Iterator[Path]:
+def _private_folder(target: str) -> Iterator[Path]:
     """A locked folder named like a temporary of ``target``, removed with whatever it holds."""
-    folder = _temporary_name(target)
+    folder = Path(_temporary_name(target))
     folder.mkdir(mode=0o700)
     fd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
     try:
