@@ -389,7 +389,7 @@ def test_remembered_hyperparameters_never_excuse_other_values() -> None:
     state = to_state(pipe)
     for _ in range(2):
         safetensors.load(safetensors.state_to_bytes(state))
-    assert any(cls.__name__ == "Pipeline" for cls, _ in _decode._VALID_PARAMS)
+    assert any(key[0].__name__ == "Pipeline" for key in _decode._VALID_PARAMS)
 
     def edited(edit: Callable[[dict], None]) -> bytes:
         meta = copy.deepcopy(state.meta)
@@ -406,3 +406,16 @@ def test_remembered_hyperparameters_never_excuse_other_values() -> None:
         safetensors.load(edited(nested_c))
     with pytest.raises(FormatError, match=r"invalid hyperparameters for .*Pipeline.*'verbose'"):
         safetensors.load(edited(outer_verbose))
+
+
+def test_remembered_hyperparameters_keep_their_json_types() -> None:
+    """``1``, ``1.0`` and ``true`` compare equal in Python but are distinct values in a file:
+    a remembered ``max_iter: 100`` does not excuse ``max_iter: 100.0``, which scikit-learn refuses."""
+    model = LogisticRegression(max_iter=100).fit(*iris())
+    state = to_state(model)
+    for _ in range(2):
+        safetensors.load(safetensors.state_to_bytes(state))
+    meta = copy.deepcopy(state.meta)
+    meta["model"]["params"]["max_iter"] = 100.0
+    with pytest.raises(FormatError, match=r"invalid hyperparameters for .*LogisticRegression.*'max_iter'"):
+        safetensors.load(safetensors.state_to_bytes(ModelState(dict(state.tensors), meta)))

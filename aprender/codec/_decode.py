@@ -106,21 +106,29 @@ class Decoder:
 
     def finish(self) -> None:
         """Every tensor in the file must have been referenced exactly once."""
+        if len(self.used) == len(self.tensors):  # used only holds names of tensors: the sets are equal
+            return
         unused = sorted(set(self.tensors) - self.used)
         if unused:
             more = f" (and {len(unused) - 1} more)" if len(unused) > 1 else ""
             raise FormatError(f"tensor '{unused[0]}'{more} is not referenced by the model metadata")
 
     def tensor(self, node: Mapping[str, Any], path: str) -> Any:
-        """Resolve a tensor reference node."""
-        check_fields(node, "tensor", BUILTIN_FIELDS["tensor"], path)
-        name = node["name"]
-        if name not in self.tensors:
+        """Resolve a tensor reference node (its ``__t__`` is ``"tensor"``: callers dispatch on it)."""
+        name = node.get("name")
+        # The usual reference is {"__t__": "tensor", "name": str}: with two fields, a str name
+        # and the tag known, no other field can be there, and there is nothing more to read.
+        plain = len(node) == 2 and type(name) is str
+        if not plain:
+            check_fields(node, "tensor", BUILTIN_FIELDS["tensor"], path)
+        array = self.tensors.get(name)
+        if array is None:
             raise fail(path, f"missing tensor '{name}'")
         if name in self.used:
             raise fail(path, f"tensor '{name}' is referenced twice")
         self.used.add(name)
-        array = self.tensors[name]
+        if plain:
+            return array
         original = node.get("dtype")
         if original is not None:
             if original not in _WIDEN_TO or array.dtype.itemsize >= np.dtype(original).itemsize:
@@ -254,14 +262,22 @@ class Decoder:
         """:meth:`value` of each item of a ``params`` or ``attrs`` object, at depth ``depth``.
 
         Most items are plain JSON scalars, which :meth:`value` returns as they are (ints once
-        they are in range): those are taken directly, and the path of an item is built only
-        for the others.
+        they are in range), or tensor references: those are taken directly, and the path of
+        an item is built only for the others.
         """
         prefix = f"{path}." if path else ""
         if depth > MAX_DEPTH:  # value() refuses every item
             return {k: self.value(v, prefix + k, depth) for k, v in nodes.items()}
-        return {k: v if type(v) in _PLAIN or (type(v) is int and MIN_INT <= v <= MAX_INT)
-                else self.value(v, prefix + k, depth) for k, v in nodes.items()}
+        out = {}
+        for k, v in nodes.items():
+            kind = type(v)
+            if kind in _PLAIN or (kind is int and MIN_INT <= v <= MAX_INT):
+                out[k] = v
+            elif kind is dict and v.get("__t__") == "tensor":  # what value() would dispatch to
+                out[k] = self.tensor(v, prefix + k)
+            else:
+                out[k] = self.value(v, prefix + k, depth)
+        return out
 
     def estimator(self, node: Mapping[str, Any], path: str, *, build_as: type | None = None, depth: int = 0) -> Any:
         """Validate and build an estimator node (``build_as`` overrides the class)."""
@@ -274,8 +290,7 @@ class Decoder:
         params, attrs = self._fields(params_node, path, depth + 1), self._fields(attrs_node, path, depth + 1)
         # Another scikit-learn version saved the file: carry the state across before it is checked.
         migrated = self.migrations is not None and self.migrations.apply(cls, params, attrs, path)
-        for name in attrs:
-            check_attr_name(cls, name, params, path)
+        _check_attr_names(cls, attrs, params, path)
         try:
             # An unfitted estimator (ColumnTransformer.transformers, a forest's `estimator`)
             # has no fitted state to check -- no `name_` attribute, sklearn's own test; Pipeline-like
@@ -302,6 +317,23 @@ class Decoder:
         return built
 
 
+#: (class, fitted-attribute names, parameter names) that passed :func:`check_attr_name`:
+#: the check depends on nothing else, and a file of a known model repeats the same names.
+_GOOD_NAMES: set[tuple[type, tuple[str, ...], tuple[str, ...]]] = set()
+_GOOD_NAMES_LIMIT = 4096
+
+
+def _check_attr_names(cls: type, attrs: Mapping[str, Any], params: Mapping[str, Any], path: str) -> None:
+    key = (cls, tuple(attrs), tuple(params))
+    if key in _GOOD_NAMES:
+        return
+    for name in attrs:
+        check_attr_name(cls, name, params, path)
+    if len(_GOOD_NAMES) >= _GOOD_NAMES_LIMIT:
+        _GOOD_NAMES.clear()
+    _GOOD_NAMES.add(key)
+
+
 def _dropped(names: list | None, training_only: tuple[str, ...], attrs: Mapping[str, Any], path: str) -> list[str]:
     """The training-only attributes an inference-only save left out, checked against the family's list."""
     if names is None:
@@ -319,10 +351,11 @@ def _refuse_partial_fit(name: str, dropped: list[str], *args: Any, **kwargs: Any
 
 # Hyperparameter validation is a pure function of (class, parameters) and costs far
 # more than the rest of a small model's load; remember the parameter sets that passed.
-# The key is the node's repr: distinct JSON trees (str keys; None, bool, int, float, str,
-# list, dict values) have distinct reprs, and repr costs a fraction of a sorted json.dumps.
-# Keys listed in another order only miss the cache.
-_VALID_PARAMS: dict[tuple[type, str], None] = {}
+# The key (see _params_key) is the node's items with their types, or the node's repr:
+# distinct JSON trees (str keys; None, bool, int, float, str, list, dict values) have
+# distinct reprs, and repr costs a fraction of a sorted json.dumps. Keys listed in
+# another order only miss the cache.
+_VALID_PARAMS: dict[tuple, None] = {}
 _VALID_PARAMS_LIMIT = 4096
 
 
@@ -332,16 +365,31 @@ def _validate_params(cls: type, est: Any, params_node: Mapping[str, Any] | None)
     if params_node is None:  # migrated parameters differ from the node: check them, remember nothing
         est._validate_params()
         return
-    text = repr(params_node)
-    key = (cls, text)
+    key = _params_key(cls, params_node)
     if key in _VALID_PARAMS:
         return
     est._validate_params()
-    if "'__t__': 'tensor'" in text and _names_a_tensor(params_node):
+    if type(key[1]) is str and "'__t__': 'tensor'" in key[1] and _names_a_tensor(params_node):
         return
     if len(_VALID_PARAMS) >= _VALID_PARAMS_LIMIT:
         _VALID_PARAMS.clear()
     _VALID_PARAMS[key] = None
+
+
+def _params_key(cls: type, params_node: Mapping[str, Any]) -> tuple:
+    """The cache key of a ``params`` node: its items with their types, or its repr if one is not hashable.
+
+    The types are part of the key because equal JSON scalars of different types (``1``,
+    ``1.0``, ``true``) compare and hash alike but do not pass the same constraints.
+    Building tuples costs half of a repr for the usual node of plain scalars.
+    """
+    items = tuple(params_node.items())
+    try:
+        key = (cls, items, tuple(map(type, params_node.values())))
+        hash(key)
+    except TypeError:  # a list or an object among the values
+        return (cls, repr(params_node))
+    return key
 
 
 def _names_a_tensor(node: Any) -> bool:
