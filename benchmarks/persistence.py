@@ -14,7 +14,11 @@ benchmark summary of the project README.
 from __future__ import annotations
 
 import argparse
+import os
 import pickle  # the baseline being measured; aprender itself never imports it
+import statistics
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -191,6 +195,33 @@ def measure(model: Any, folder: Path, repeat: int) -> dict[str, tuple[Timing, Ti
     return {name: (saves[name], loads[name], paths[name].stat().st_size) for name in backends}
 
 
+#: Run in a fresh interpreter: the first and the second load of one file, in seconds.
+_FIRST_LOAD = """
+import sys, time
+import aprender
+start = time.perf_counter(); aprender.load(sys.argv[1]); first = time.perf_counter() - start
+start = time.perf_counter(); aprender.load(sys.argv[1]); second = time.perf_counter() - start
+print(first, second)
+"""
+#: The small models whose first load in a fresh process is measured.
+FIRST_LOAD_MODELS = ("LogisticRegression, 10 classes x 64 features", "KMeans, k=8", "DecisionTree",
+                     "RandomForest, 10 trees", "StandardScaler + LogisticRegression")
+
+
+def first_load(path: Path, processes: int) -> tuple[float, float]:
+    """Medians over fresh interpreters (after ``import aprender``) of the first and the second load of ``path``.
+
+    The first load imports what the file names (its classes' modules and schemas); the
+    registry imports nothing else.
+    """
+    # As after a pip install, modules come from bytecode: a run with PYTHONDONTWRITEBYTECODE set would
+    # compile aprender's sources in every process. The first process writes the bytecode and is not counted.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    runs = [subprocess.run([sys.executable, "-c", _FIRST_LOAD, str(path)], capture_output=True, text=True,
+                           check=True, env=env).stdout.split() for _ in range(processes + 1)][1:]
+    return statistics.median(float(r[0]) for r in runs), statistics.median(float(r[1]) for r in runs)
+
+
 def _fmt_size(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
@@ -206,6 +237,7 @@ def main() -> None:
     ]
     summary = ["| Model | load SafeTensors | load .apr | save | joblib load | skops load |",
                "|---|---:|---:|---:|---:|---:|"]
+    first_rows = ["| Model | Format | First load | Second load | First - second |", "|---|---|---:|---:|---:|"]
     with tempfile.TemporaryDirectory() as tmp:
         for label, build in MODELS:
             try:
@@ -230,13 +262,22 @@ def main() -> None:
             summary.append(f"| {label} | {ratio('safetensors', 1, base_load)} | {ratio('apr', 1, base_load)} "
                            f"| {ratio('safetensors', 0, base_save)} | {ratio('joblib', 1, base_load)} "
                            f"| {ratio('skops', 1, base_load)} |")
+            if label in FIRST_LOAD_MODELS:
+                for fmt in ("safetensors", "apr"):
+                    first, second = first_load(Path(tmp) / f"model.{SUFFIXES[fmt]}", 3 if args.quick else 9)
+                    first_rows.append(f"| {label} | {fmt} | {fmt_time(first)} | {fmt_time(second)} "
+                                      f"| {fmt_time(first - second)} |")
+                    print(first_rows[-1], flush=True)
     where = f"Machine: {machine()}. {repeat_note(args.quick)}"
     write_section(
         "persistence",
         "## Persistence: aprender (SafeTensors, .apr) vs pickle, joblib, skops\n\n"
         "`python benchmarks/persistence.py`: every backend in one process, interleaved round by round in a seeded "
         "shuffled order; medians with the fastest and slowest run. Ratios are to pickle protocol 5 writing and "
-        f"reading a file; below 1.00x beats pickle.\n\n{where}\n\n" + "\n".join(rows) + "\n\n" + NOTE,
+        f"reading a file; below 1.00x beats pickle.\n\n{where}\n\n" + "\n".join(rows) + "\n\n" + NOTE
+        + "\n\n### First load in a fresh process\n\nMedians over fresh interpreters that ran `import aprender`, "
+        "then loaded one file twice. The first load also imports the modules of the classes the file names "
+        "(and nothing else: the registry and the namesake packages import lazily).\n\n" + "\n".join(first_rows),
     )
     write_section(
         "persistence-summary",
