@@ -29,3 +29,16 @@ def test_plain_load_imports_neither_gguf_nor_other_schemas(suffix: str, tmp_path
     loaded = json.loads(done.stdout)
     assert "gguf" not in loaded
     assert loaded == ["aprender.codec.schemas.linear"]
+
+
+def test_loading_a_hand_written_class_defines_no_namesakes(tmp_path) -> None:
+    """aprender.linear_model's generated namesakes (SGDClassifier, ...) come in on first use, not with the package."""
+    X, y = load_iris(return_X_y=True)
+    path = tmp_path / "m.apr"
+    aprender.save(LogisticRegression(max_iter=500).fit(X, y), path)
+    code = ("import sys, aprender; aprender.load(sys.argv[1]); "
+            "print('aprender.linear_model._generated' in sys.modules); "
+            "from aprender.linear_model import SGDClassifier; "
+            "print(SGDClassifier.__module__, 'SGDClassifier' in dir(sys.modules['aprender.linear_model']))")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "aprender.linear_model._generated", "True"]

@@ -70,6 +70,11 @@ def _column_major(array: np.ndarray) -> bool:
     return array.flags.f_contiguous or (len(strides) > 1 and strides == sorted(strides))
 
 
+#: Values that :meth:`Encoder.value` returns unchanged (with a finite float): a
+#: hyperparameter of one of these types skips the call and the path it would build.
+_SELF_ENCODED = frozenset([type(None), bool, str, int])
+
+
 def _type_name(value: Any) -> str:
     cls = type(value)
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -118,7 +123,8 @@ class Encoder:
         node = {
             "__t__": "estimator",
             "class": entry.key,
-            "params": {k: self.value(v, join(path, k), 1) for k, v in sorted(params.items())},
+            "params": {k: v if type(v) in _SELF_ENCODED or (type(v) is float and math.isfinite(v))
+                       else self.value(v, join(path, k), 1) for k, v in sorted(params.items())},
             "attrs": {k: self._attr(k, v, path, entry.spec) for k, v in sorted(state.items())},
         }
         if dropped:
