@@ -290,12 +290,8 @@ class Decoder:
         params, attrs = self._fields(params_node, path, depth + 1), self._fields(attrs_node, path, depth + 1)
         # Another scikit-learn version saved the file: carry the state across before it is checked.
         migrated = self.migrations is not None and self.migrations.apply(cls, params, attrs, path)
-        _check_attr_names(cls, attrs, params, path)
+        fitted = _check_attr_names(cls, attrs, params, path)
         try:
-            # An unfitted estimator (ColumnTransformer.transformers, a forest's `estimator`)
-            # has no fitted state to check -- no `name_` attribute, sklearn's own test; Pipeline-like
-            # classes whose state is their parameters say so with __sklearn_is_fitted__.
-            fitted = any(k.endswith("_") for k in attrs) or hasattr(cls, "__sklearn_is_fitted__")
             if entry.spec.validate is not None and fitted:
                 entry.spec.validate(params, attrs, path)
             if entry.spec.unpack is not None:
@@ -319,19 +315,28 @@ class Decoder:
 
 #: (class, fitted-attribute names, parameter names) that passed :func:`check_attr_name`:
 #: the check depends on nothing else, and a file of a known model repeats the same names.
-_GOOD_NAMES: set[tuple[type, tuple[str, ...], tuple[str, ...]]] = set()
+_GOOD_NAMES: dict[tuple[type, tuple[str, ...], tuple[str, ...]], bool] = {}
 _GOOD_NAMES_LIMIT = 4096
 
 
-def _check_attr_names(cls: type, attrs: Mapping[str, Any], params: Mapping[str, Any], path: str) -> None:
+def _check_attr_names(cls: type, attrs: Mapping[str, Any], params: Mapping[str, Any], path: str) -> bool:
+    """Check every fitted-attribute name; return whether they make a fitted estimator.
+
+    An unfitted estimator (ColumnTransformer.transformers, a forest's ``estimator``) has
+    no fitted state to check: no ``name_`` attribute, scikit-learn's own test. Classes
+    whose state is their parameters (Pipeline) say so with ``__sklearn_is_fitted__``.
+    """
     key = (cls, tuple(attrs), tuple(params))
-    if key in _GOOD_NAMES:
-        return
+    fitted = _GOOD_NAMES.get(key)
+    if fitted is not None:
+        return fitted
     for name in attrs:
         check_attr_name(cls, name, params, path)
+    fitted = any(k.endswith("_") for k in attrs) or hasattr(cls, "__sklearn_is_fitted__")
     if len(_GOOD_NAMES) >= _GOOD_NAMES_LIMIT:
         _GOOD_NAMES.clear()
-    _GOOD_NAMES.add(key)
+    _GOOD_NAMES[key] = fitted
+    return fitted
 
 
 def _dropped(names: list | None, training_only: tuple[str, ...], attrs: Mapping[str, Any], path: str) -> list[str]:
