@@ -153,3 +153,42 @@ def test_serve_command_binds_loopback_and_serves(serve_repository, tmp_path):
         process.terminate()
         process.wait(30)
         process.stderr.close()
+
+
+def test_serve_command_with_workers(serve_repository):
+    """``--workers 2``: forked workers on one port, metrics summed over both, all gone after SIGTERM."""
+    root, fitted = serve_repository
+    process = subprocess.Popen([sys.executable, "-m", "aprender", "serve", str(root / "line"), "--port", "0",
+                                "--workers", "2", "--log-level", "info"], stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    workers: list[str] = []
+    try:
+        url = None
+        deadline = time.monotonic() + 300  # a guard against a hang, not a timing assertion
+        while url is None and time.monotonic() < deadline:
+            line = process.stderr.readline()
+            if not line and process.poll() is not None:
+                break
+            match = re.search(r"Uvicorn running on (http://[\d.]+:\d+)", line)
+            url = match.group(1) if match else None
+        assert url is not None
+        while httpx.get(f"{url}/v2/health/ready").status_code != 200:  # answered by a worker
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        while len(workers) < 2:
+            assert time.monotonic() < deadline
+            workers = subprocess.run(["ps", "-o", "pid=", "--ppid", str(process.pid)], capture_output=True,
+                                     text=True).stdout.split()
+        assert len(workers) == 2
+        for _ in range(20):  # new connections, spread by the kernel over both workers
+            reply = httpx.post(f"{url}/predict", json={"features": X[:2, :2].tolist()})
+            assert same(reply.json()["prediction"], fitted["line:1"].predict(X[:2, :2]))
+        samples = _samples(url)
+        labels = (("model_name", "line"), ("model_version", "1"))
+        assert samples[("model_infer_request_success_total", labels)] == 20
+    finally:
+        process.terminate()
+        code = process.wait(60)
+        process.stderr.close()
+    assert code == 0
+    assert workers and all(not os.path.exists(f"/proc/{pid}") for pid in workers)

@@ -272,11 +272,20 @@ def _app_from_env() -> Starlette:
 
 def run(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, workers: int = 1,
         log_level: str = "info") -> None:
-    """Serve until interrupted: uvicorn (uvloop, httptools), ``workers`` processes on one port."""
+    """Serve until interrupted: uvicorn (uvloop, httptools), ``workers`` processes on one port.
+
+    Several workers are forked from one process that has loaded the models (see
+    :mod:`aprender.serve._workers`); where there is no ``fork`` they are uvicorn's own workers.
+    """
     import uvicorn
 
     if workers == 1:
         uvicorn.run(create_app(config), host=host, port=port, log_level=log_level, access_log=False)
+        return
+    if hasattr(os, "fork"):
+        from aprender.serve._workers import serve_forked
+
+        serve_forked(config, host, port, workers, log_level)
         return
     folder = tempfile.mkdtemp(prefix="aprender-serve-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
