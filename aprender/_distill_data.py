@@ -10,16 +10,25 @@
 * :func:`expand` rewrites soft targets as weighted hard-labelled rows, one per class
   of non-zero probability: the weighted cross-entropy of the expanded rows equals the
   soft-target cross-entropy of the original ones, term for term.
+* :func:`soft_labels` lets an MLPClassifier learn the soft targets themselves: its loss
+  (cross-entropy against a target matrix) and gradient (output minus target) are
+  already those of soft targets; only its input check turns ``y`` into one-hot rows.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
+from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils.validation import validate_data
 
-__all__ = ["expand", "sha256_of_arrays", "soft_targets", "synthesize", "tempered"]
+__all__ = ["expand", "learns_soft_labels", "sha256_of_arrays", "soft_labels", "soft_targets", "synthesize",
+           "tempered"]
 
 #: Probability that MUNGE resamples a feature from around the neighbour's value.
 SWAP = 0.5
@@ -69,6 +78,47 @@ def expand(X: np.ndarray, targets: np.ndarray, classes: np.ndarray) -> tuple[np.
     """One row per (row, class) of non-zero target probability, weighted by that probability."""
     rows, cols = np.nonzero(targets > 0)
     return X[rows], classes[cols], targets[rows, cols]
+
+
+def learns_soft_labels(model: Any) -> bool:
+    """Whether :func:`soft_labels` applies: an MLPClassifier without early stopping.
+
+    Early stopping scores a validation split by accuracy against ``y``, which a
+    matrix of probabilities is not.
+    """
+    from sklearn.neural_network import MLPClassifier
+
+    return isinstance(model, MLPClassifier) and not model.early_stopping and hasattr(model, "_validate_input")
+
+
+@contextmanager
+def soft_labels(model: Any, targets: np.ndarray, classes: np.ndarray) -> Iterator[None]:
+    """While active, ``model.fit(X, y)`` of an MLPClassifier learns ``targets`` in place of one-hot ``y``.
+
+    ``targets`` holds one row of class probabilities per row of ``X`` (columns in the
+    order of ``classes``); ``y`` is ignored. scikit-learn's MLP turns ``y`` into a
+    one-hot matrix in ``_validate_input``, then minimises the cross-entropy of its
+    output against that matrix with gradient ``output - matrix``: handing it the
+    probabilities instead is the soft-target fit, exactly, with one row per row
+    (where expanding rows per class multiplies the rows by up to the number of
+    classes). Binary problems have one logistic output, the probability of
+    ``classes[1]``. The fitted model has the ``classes_`` and label binarizer a fit on
+    ``classes`` gives.
+    """
+    binarizer = LabelBinarizer().fit(classes)
+    matrix = targets[:, 1:] if len(classes) == 2 else targets
+
+    def validate(X: Any, y: Any, incremental: bool, reset: bool) -> tuple[Any, np.ndarray]:
+        X = validate_data(model, X, accept_sparse=["csr", "csc"], dtype=(np.float64, np.float32), reset=reset)
+        model._label_binarizer = binarizer
+        model.classes_ = binarizer.classes_
+        return X, matrix
+
+    model._validate_input = validate  # an instance attribute shadows the method ...
+    try:
+        yield
+    finally:
+        del model._validate_input  # ... until removed: the saved model is a plain MLPClassifier
 
 
 def sha256_of_arrays(*arrays: np.ndarray) -> str:

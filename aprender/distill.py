@@ -229,7 +229,11 @@ def distill(
         classes = models[0].classes_
         onehot = (y_train[:n_labelled, None] == classes[None, :]).astype(np.float64) if n_labelled else None
         targets = data.soft_targets([m.predict_proba(X_transfer) for m in models], temperature, alpha, onehot)
-        if has_fit_parameter(fitted, "sample_weight"):
+        if data.learns_soft_labels(fitted):
+            with data.soft_labels(fitted, targets, classes):
+                _fit(fitted, X_transfer, classes[targets.argmax(axis=1)], layers)
+            soft = True
+        elif has_fit_parameter(fitted, "sample_weight"):
             Xe, ye, we = data.expand(X_transfer, targets, classes)
             _fit(fitted, Xe, ye, layers, sample_weight=we)
             soft = True

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from sklearn.datasets import load_iris, make_regression
 
 import aprender
-from aprender._distill_data import expand, soft_targets, synthesize, tempered
+from aprender._distill_data import expand, learns_soft_labels, soft_labels, soft_targets, synthesize, tempered
 from aprender.cli import main
 from aprender.cli._app import cli
 from aprender.cli._distill import parse_student
@@ -53,6 +53,37 @@ def test_row_expansion_cross_entropy_equals_soft_target_cross_entropy() -> None:
     rows = np.repeat([0, 1], [2, 3])
     weighted = -np.sum(we * np.log(student[rows, column]))
     assert weighted == pytest.approx(-np.sum(targets[targets > 0] * np.log(student[targets > 0])))
+
+
+@pytest.mark.parametrize("classes", [[0, 1, 2], [0, 1]])
+def test_soft_labels_with_one_hot_targets_fit_exactly_like_hard_labels(classes: list[int]) -> None:
+    mask = np.isin(Y_IRIS, classes)
+    X, y = X_IRIS[mask], Y_IRIS[mask]
+    hard = MLPClassifier(hidden_layer_sizes=(5,), max_iter=30, random_state=0).fit(X, y)
+    soft = MLPClassifier(hidden_layer_sizes=(5,), max_iter=30, random_state=0)
+    assert learns_soft_labels(soft)
+    onehot = (y[:, None] == np.array(classes)[None, :]).astype(float)
+    with soft_labels(soft, onehot, np.array(classes)):
+        soft.fit(X, np.zeros(len(y)))  # y is ignored while soft labels are on
+    assert "_validate_input" not in vars(soft)
+    assert soft.classes_.tolist() == classes and soft.out_activation_ == hard.out_activation_
+    for a, b in zip(soft.coefs_ + soft.intercepts_, hard.coefs_ + hard.intercepts_, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert soft.loss_curve_ == hard.loss_curve_
+
+
+def test_soft_labels_minimise_the_soft_target_cross_entropy() -> None:
+    targets = np.full((len(X_IRIS), 3), 0.1)
+    targets[np.arange(len(X_IRIS)), Y_IRIS] = 0.8
+    model = MLPClassifier(hidden_layer_sizes=(5,), max_iter=1, learning_rate_init=1e-9, random_state=0)
+    with soft_labels(model, targets, np.array([0, 1, 2])):
+        model.fit(X_IRIS, Y_IRIS)
+    # One epoch at a negligible learning rate: the reported loss is the cross-entropy
+    # of the (unchanged) initial network against the soft targets, plus the L2 term.
+    proba = model.predict_proba(X_IRIS)
+    l2 = 0.5 * model.alpha * sum(np.sum(w**2) for w in model.coefs_) / len(X_IRIS)
+    assert model.loss_curve_[0] == pytest.approx(-np.mean(np.sum(targets * np.log(proba), axis=1)) + l2, rel=1e-6)
+    assert not learns_soft_labels(MLPClassifier(early_stopping=True)) and not learns_soft_labels(LogisticRegression())
 
 
 def test_synthesized_rows_stay_between_neighbours() -> None:
