@@ -2,9 +2,10 @@
 
 * :func:`synthesize` grows the transfer set around the training rows with MUNGE
   (Bucilua, Caruana and Niculescu-Mizil, "Model compression", KDD 2006): each new row
-  starts from a training row and, feature by feature with probability ``swap``, takes a
+  starts from a training row and, feature by feature with probability ``SWAP``, takes a
   value drawn around its nearest neighbour's, so the new rows stay inside the data's
   local structure (per-feature sampling between neighbours, not global noise).
+  :func:`synthesis_record` describes it for the provenance.
 * :func:`soft_targets` turns the teachers' class probabilities into the tempered,
   averaged distribution ``softmax(log p / T)`` and blends it with the one-hot labels.
 * :func:`expand` rewrites soft targets as weighted hard-labelled rows, one per class
@@ -27,11 +28,13 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.validation import validate_data
 
-__all__ = ["expand", "learns_soft_labels", "sha256_of_arrays", "soft_labels", "soft_targets", "synthesize",
-           "tempered"]
+__all__ = ["expand", "learns_soft_labels", "sha256_of_arrays", "soft_labels", "soft_targets", "synthesis_record",
+           "synthesize", "tempered"]
 
-#: Probability that MUNGE resamples a feature from around the neighbour's value.
-SWAP = 0.5
+#: Probability that MUNGE resamples a feature from around the neighbour's value. The
+#: paper's 0.5 moves a row in half its features at once; 0.2 keeps the new rows nearer
+#: the data, where the student is used (docs/distill.md has the measurements).
+SWAP = 0.2
 #: MUNGE's local spread: the resampled value is Normal(neighbour, |a - b| / SPREAD).
 SPREAD = 2.0
 
@@ -48,6 +51,11 @@ def synthesize(X: np.ndarray, n: int, rng: np.random.RandomState) -> np.ndarray:
     a, b = X[base], X[partner[base]]
     resampled = b + rng.standard_normal(a.shape) * np.abs(a - b) / SPREAD
     return np.where(rng.random_sample(a.shape) < SWAP, resampled, a)
+
+
+def synthesis_record() -> dict[str, float | str]:
+    """How :func:`synthesize` makes rows, for ``provenance_["transfer_set"]["synthesis"]``."""
+    return {"kind": "munge", "swap": SWAP, "spread": SPREAD}
 
 
 def tempered(proba: np.ndarray, temperature: float) -> np.ndarray:

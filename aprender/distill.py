@@ -2,7 +2,8 @@
 
 :func:`distill` labels a transfer set with the teachers and fits the student to the
 result. Classifiers learn ``alpha * softmax(log p_teacher / T) + (1 - alpha) * onehot(y)``
-exactly, by sample-weighted row expansion; regressors learn ``alpha * teacher + (1 -
+exactly (an MLPClassifier as its own target matrix, other students by sample-weighted
+row expansion); regressors learn ``alpha * teacher + (1 -
 alpha) * y``. The transfer set is the training rows plus rows synthesized around them
 (MUNGE) and labelled by the teachers. The student keeps a ``provenance_`` record that
 every save writes into the file's user metadata (key ``"provenance"``), where
@@ -108,7 +109,7 @@ def distill(
     y: Any = None,
     *,
     method: str = "standard",
-    temperature: float = 1.0,
+    temperature: float = 0.5,
     alpha: float = 0.7,
     layer_map: str | None = None,
     transfer_size: int | str = "auto",
@@ -136,12 +137,14 @@ def distill(
         teachers' soft targets (or predictions). ``progressive``: MLP to MLP, the
         student's hidden layers first trained to reproduce the teacher's, following
         ``layer_map``, then the soft targets.
-    temperature : float, default=1.0
+    temperature : float, default=0.5
         Classifiers learn ``softmax(log p / temperature)`` of each teacher's
         probabilities ``p`` (the teachers' logits up to a per-row constant). The
-        default is 1, not the 3 common for neural teachers: a forest's probabilities
-        are already averaged over its trees, and tempering them further cost the
-        student 3-5 accuracy points in docs/distill.md's measurements.
+        default is below 1, which sharpens the targets, not the 3 common for neural
+        teachers: a forest's probabilities are already averaged over its trees, and
+        an MLP student fitted to sharper targets kept more of the teacher's accuracy
+        in docs/distill.md's measurements (T=3 cost 3-5 points, T=1 closed less of
+        the gap than 0.5).
     alpha : float, default=0.7
         Weight of the teachers against ``y`` on the labelled rows.
     layer_map : str, optional
@@ -165,7 +168,7 @@ def distill(
         The fitted student. ``student.provenance_`` records the method, temperature,
         alpha, the teachers (class, classes, file and sha256), the final distillation
         loss (soft-target cross-entropy, or mean squared error for regressors), the
-        transfer set's size and sha256, and the held-out report.
+        transfer set's size, sha256 and synthesis, and the held-out report.
 
     Raises
     ------
@@ -264,6 +267,7 @@ def distill(
         "final_loss": loss,
         "transfer_set": {"size": int(size), "labelled_rows": int(n_labelled),
                          "synthesized_rows": int(size - min(X_train.shape[0], size)),
+                         "synthesis": data.synthesis_record(),
                          "sha256": data.sha256_of_arrays(X_transfer, targets)},
         "report": _report(models, fitted, X_held, y_held, classify),
     }

@@ -132,8 +132,8 @@ def load_data(path: Path, target: str) -> tuple[np.ndarray, np.ndarray | None]:
 @output_option("Student file to write (.apr, .safetensors, .gguf).")
 @click.option("--method", type=click.Choice(METHODS), default="standard", show_default=True,
               help="standard (one teacher), ensemble (teachers averaged) or progressive (MLP layers matched).")
-@click.option("--temperature", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
-              help="Softens the teachers' probabilities: softmax(log p / T).")
+@click.option("--temperature", type=click.FloatRange(min=0, min_open=True), default=0.5, show_default=True,
+              help="Tempers the teachers' probabilities: softmax(log p / T); below 1 sharpens them.")
 @click.option("--alpha", type=click.FloatRange(0, 1), default=0.7, show_default=True,
               help="Weight of the teachers against the true labels.")
 @click.option("--layer-map", help="Progressive: student:teacher hidden-layer pairs, e.g. 0:0,1:2.")
