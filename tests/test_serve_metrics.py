@@ -11,6 +11,7 @@ import threading
 import time
 
 import httpx
+import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 from serve_helpers import X, same, serving
 
@@ -86,8 +87,8 @@ def test_concurrent_requests_are_batched_and_split_exactly(serve_repository):
 def test_full_queue_is_503_and_the_server_stays_up(serve_repository, monkeypatch):
     import aprender.serve._registry as registry_module
 
-    # The forest's calls run in a thread (it is batched); a model with exact fast paths and batching
-    # off runs on the event loop and never queues.
+    # PCA has no exact fast path, so its calls run in a thread and queue (models with fast paths
+    # run on the event loop, which they never hold long enough for a queue to build).
     root, fitted = serve_repository
     gate, entered = threading.Event(), threading.Event()
     real_runner = registry_module._runner
@@ -105,10 +106,14 @@ def test_full_queue_is_503_and_the_server_stays_up(serve_repository, monkeypatch
 
     monkeypatch.setattr(registry_module, "_runner", held_runner)
 
+    def infer(rows):
+        return {"inputs": [{"name": "x", "shape": [len(rows), 4], "datatype": "FP64", "data": rows}],
+                "outputs": [{"name": "transform"}]}
+
     async def scenario(url):
         async with httpx.AsyncClient(base_url=url) as client:
             def send(rows):
-                return asyncio.ensure_future(client.post("/predict", json={"model_id": "forest", "features": rows}))
+                return asyncio.ensure_future(client.post("/v2/models/pca/infer", json=infer(rows)))
 
             running = send(X[:2].tolist())  # dispatched at once, held
             while not entered.is_set():
@@ -116,17 +121,18 @@ def test_full_queue_is_503_and_the_server_stays_up(serve_repository, monkeypatch
             waiting = send(X[2:3].tolist())  # fills the queue (max_queue=1)
             while (await client.get("/v1/metrics")).json()["queue_depth"] != 1:
                 await asyncio.sleep(0.01)
-            refused = await client.post("/predict", json={"model_id": "forest", "features": X[3].tolist()})
+            refused = await client.post("/v2/models/pca/infer", json=infer(X[3:4].tolist()))
             gate.set()
             return refused, await running, await waiting
 
-    with serving(ServeConfig((str(root / "forest"),), max_queue=1)) as url:
+    with serving(ServeConfig((str(root / "pca"),), max_queue=1)) as url:
         refused, running, waiting = asyncio.run(scenario(url))
-        assert refused.status_code == 503
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
         assert refused.json()["error"] == "service_overloaded" and refused.json()["retry_after_ms"] == 100
-        assert running.json()["prediction"] == fitted["forest:1"].predict(X[:2]).tolist()
-        assert waiting.json()["prediction"] == fitted["forest:1"].predict(X[2:3]).tolist()
-        assert httpx.post(f"{url}/predict", json={"features": X[3].tolist()}).status_code == 200
+        pca = fitted["pca:1"]
+        assert same(np.reshape(running.json()["outputs"][0]["data"], (2, 3)), pca.transform(X[:2]))
+        assert same(np.reshape(waiting.json()["outputs"][0]["data"], (1, 3)), pca.transform(X[2:3]))
+        assert httpx.post(f"{url}/v2/models/pca/infer", json=infer(X[3:4].tolist())).status_code == 200
 
 
 def test_serve_command_binds_loopback_and_serves(serve_repository, tmp_path):

@@ -206,6 +206,26 @@ def test_batcher_waits_for_rows_up_to_max_batch_time():
     assert calls == [1, 4]
 
 
+def test_batcher_runs_small_calls_on_the_event_loop_and_still_merges():
+    import threading
+
+    calls = []
+
+    def run(X):
+        calls.append((X.shape[0], threading.current_thread() is threading.main_thread()))
+        return {"x": X}
+
+    async def scenario():
+        batcher = Batcher(run, max_batch_size=4, max_batch_time=0.0, max_queue=8, inline_rows=4)
+        first = asyncio.ensure_future(batcher.submit(np.zeros((1, 1))))
+        rest = [asyncio.ensure_future(batcher.submit(np.zeros((1, 1)))) for _ in range(3)]
+        await asyncio.gather(first, *rest)
+        await batcher.submit(np.zeros((5, 1)))  # more than inline_rows: in a thread
+
+    asyncio.run(scenario())
+    assert calls == [(4, True), (5, False)]
+
+
 def test_settings_round_trip_from_file(tmp_path):
     folder = tmp_path / "m"
     (folder / "3").mkdir(parents=True)

@@ -45,8 +45,8 @@ __all__ = ["Limits", "LoadedModel", "Registry", "features"]
 _BATCHED = ("DecisionTree", "ExtraTree", "RandomForest", "ExtraTrees", "GradientBoosting", "HistGradientBoosting",
             "IsolationForest", "KNeighbors", "RadiusNeighbors", "SVC", "NuSVC", "SVR", "NuSVR")
 _DEFAULT_BATCH = 64
-#: Most rows a model with exact fast paths and batching off runs on the event loop itself
-#: (microseconds per row); larger requests go to a thread like every other model call.
+#: Most rows a model with exact fast paths runs on the event loop itself (microseconds per row),
+#: batched or not; larger calls go to a thread like every other model's.
 _INLINE_ROWS = 1024
 _log = logging.getLogger("aprender.serve")
 _WARMUP_CALLS = 3
@@ -411,7 +411,7 @@ class Registry:
         if batcher is None:
             batcher = model.batchers[outputs] = Batcher(
                 run, model.max_batch_size, self._batch_time(model.version), self.limits.max_queue,
-                stats.batch_rows.observe)
+                stats.batch_rows.observe, _INLINE_ROWS if model.fast.issuperset(outputs) else 0)
         return batcher
 
     def _batch_time(self, version: Version) -> float:
