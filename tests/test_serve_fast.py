@@ -50,6 +50,8 @@ def test_rows_the_kernel_does_not_take_go_to_the_method():
     fast = fast_method(model, "predict_proba", 4)
     with pytest.raises(ValueError, match="NaN"):  # scikit-learn's own error, not a silent prediction
         fast(np.array([[1.0, np.nan, 2.0, 3.0]]))
+    huge = np.array([[1e308, 1e308, 0.0, 0.0]])  # finite, but its sum is not: the method's own answer
+    assert np.array_equal(fast(huge), model.predict_proba(huge), equal_nan=True)
     as_float32 = X[:3].astype(np.float32)
     assert np.array_equal(fast(as_float32), model.predict_proba(as_float32))
     tree = DecisionTreeClassifier(random_state=0).fit(X, y)

@@ -280,7 +280,7 @@ def run(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, workers:
     import uvicorn
 
     if workers == 1:
-        uvicorn.run(create_app(config), host=host, port=port, log_level=log_level, access_log=False)
+        uvicorn.run(create_app(config), host=host, port=port, log_level=log_level, access_log=False, ws="none")
         return
     if hasattr(os, "fork"):
         from aprender.serve._workers import serve_forked
@@ -292,6 +292,6 @@ def run(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, workers:
     os.environ[_CONFIG_ENV] = config.to_json()
     try:
         uvicorn.run("aprender.serve._app:_app_from_env", factory=True, host=host, port=port, workers=workers,
-                    log_level=log_level, access_log=False)
+                    log_level=log_level, access_log=False, ws="none")
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -17,6 +17,7 @@ results are the same bits. A fast path is used only when
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -50,7 +51,7 @@ def _linear_classes(est: Any) -> Kernel | None:
 
     def predict(X: np.ndarray) -> np.ndarray:
         s = scores(X)
-        indices = (s > 0).astype(np.intp) if s.ndim == 1 else np.argmax(s, axis=1)
+        indices = (s > 0).astype(np.intp) if s.ndim == 1 else s.argmax(axis=1)
         return classes.take(indices, axis=0)
 
     return predict
@@ -89,7 +90,7 @@ def _float32(X: np.ndarray) -> np.ndarray | None:
     """Trees compare float32 features; a value that overflows float32 is scikit-learn's error to raise."""
     with np.errstate(over="ignore"):  # scikit-learn's own call warns, then raises
         X32 = X.astype(np.float32)
-    return X32 if np.isfinite(X32).all() else None
+    return X32 if math.isfinite(X32.sum()) else None  # (a finite sum that overflows takes the method)
 
 
 def _summed(trees: list[Any], column: slice | int) -> Callable[[np.ndarray], np.ndarray | None]:
@@ -124,7 +125,7 @@ def _forest_classes(est: Any) -> Kernel | None:
 
     def predict(X: np.ndarray) -> np.ndarray | None:
         p = proba(X)
-        return None if p is None else classes.take(np.argmax(p, axis=1), axis=0)
+        return None if p is None else classes.take(p.argmax(axis=1), axis=0)
 
     return predict
 
@@ -159,7 +160,7 @@ def _tree_predict(est: Any) -> Kernel | None:
         if X32 is None:
             return None
         values = tree.predict(X32)
-        return values[:, 0] if classes is None else classes.take(np.argmax(values, axis=1), axis=0)
+        return values[:, 0] if classes is None else classes.take(values.argmax(axis=1), axis=0)
 
     return predict
 
@@ -223,7 +224,8 @@ def fast_method(estimator: Any, name: str, n_features: int) -> Callable[[np.ndar
         return None
 
     def call(X: np.ndarray) -> Any:
-        if X.dtype == np.float64 and X.ndim == 2 and np.isfinite(X).all():
+        # a sum is finite only if every value is (a finite sum that overflows just takes the method)
+        if X.dtype == np.float64 and X.ndim == 2 and math.isfinite(X.sum()):
             out = kernel(X)
             if out is not None:
                 return out

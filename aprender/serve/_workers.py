@@ -44,7 +44,8 @@ def serve_forked(config: ServeConfig, host: str, port: int, workers: int, log_le
     try:
         app = create_app(config)
         asyncio.run(app.state.registry.warm_all())
-        server_config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False)
+        server_config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
+                                       ws="none")
         sock = server_config.bind_socket()
         sock.listen(server_config.backlog)  # connections wait in the backlog until a worker runs
         gc.collect()
