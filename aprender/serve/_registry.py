@@ -371,7 +371,8 @@ class Registry:
 
     async def infer(self, version: Version, X: np.ndarray, outputs: tuple[str, ...],
                     loaded: LoadedModel | None = None) -> tuple[LoadedModel, dict[str, np.ndarray]]:
-        """Run ``outputs`` of ``version`` on rows ``X`` through the model's batcher.
+        """Run ``outputs`` of ``version`` on rows ``X``: through the model's batcher, or, with batching
+        off and exact fast paths for every output, straight away on the event loop.
 
         Raises HTTPError 400 (unknown output, bad input the model rejects) or 503 (queue full).
         """
