@@ -23,7 +23,7 @@ from sklearn.svm import SVC
 from sklearn.utils._param_validation import InvalidParameterError
 
 from aprender.ensemble import MixtureOfExperts, MixtureOfExpertsClassifier, MixtureOfExpertsRegressor, SoftmaxGating
-from aprender.ensemble._gating import _objective
+from aprender.ensemble._gating import ALPHA_GRID, _folds, _objective
 from aprender.ensemble._moe import route
 from aprender.linear_model import LinearRegression, LogisticRegression, Ridge
 from aprender.preprocessing import StandardScaler
@@ -59,6 +59,48 @@ def test_four_linear_experts_learn_four_regimes(regression) -> None:
     assert mixed >= 0.95
     assert moe.top_k == 1 and len(moe.experts_) == 4
     assert all(type(e) is LinearRegression for e in moe.experts_)
+
+
+@pytest.mark.parametrize(("problem", "seed"), [
+    ("zig-zag, 4 regimes, 2 features", 2),
+    ("3 rotated regimes, 3 features", 0),
+    ("3 rotated regimes, 3 features", 4),
+])
+def test_default_mixture_routes_almost_as_well_as_the_oracle(example, problem, seed) -> None:
+    # the oracle routes every test row to its true regime's expert, fitted on the true partition
+    result = example.compare_to_oracle(problem, seed)
+    assert result["oracle"] > 0.99
+    assert result["ratio"] >= 0.98
+
+
+def test_refinement_is_what_closes_the_gap_to_the_oracle(example) -> None:
+    # EM alone routes with a gate blurred by soft responsibilities and a fixed penalty
+    em_only = example.compare_to_oracle("zig-zag, 4 regimes, 2 features", 4, refine_iter=0)
+    refined = example.compare_to_oracle("zig-zag, 4 regimes, 2 features", 4)
+    assert em_only["ratio"] < 0.985
+    assert refined["ratio"] - em_only["ratio"] >= 0.01
+
+
+def test_n_init_keeps_the_start_of_lowest_em_loss_and_is_deterministic(regimes) -> None:
+    X, y = regimes
+    one = MixtureOfExpertsRegressor(n_init=1, refine_iter=0, random_state=5).fit(X, y)
+    three = MixtureOfExpertsRegressor(n_init=3, refine_iter=0, random_state=5).fit(X, y)
+    again = MixtureOfExpertsRegressor(n_init=3, refine_iter=0, random_state=5).fit(X, y)
+    # the first of the three starts is the single start: the kept one is at least as good
+    assert three.loss_curve_[-1] <= one.loss_curve_[-1]
+    assert three.loss_curve_ == again.loss_curve_
+    np.testing.assert_array_equal(three.predict(X), again.predict(X))
+    np.testing.assert_array_equal(three.gating_.weights_, again.gating_.weights_)
+
+
+def test_refined_gate_records_its_cross_validated_penalty(regression) -> None:
+    _, _, moe = regression
+    gate = moe.gating_
+    assert gate.alpha == "auto"
+    assert gate.cv_losses_.shape == (len(ALPHA_GRID),)
+    assert gate.alpha_ == ALPHA_GRID[int(np.argmin(gate.cv_losses_))]
+    # sharp regime boundaries: the held-out routed loss prefers a weak penalty
+    assert gate.alpha_ <= 1e-4
 
 
 def test_each_expert_owns_one_regime(regression, regimes) -> None:
@@ -282,8 +324,9 @@ def test_gating_routes_by_a_linear_softmax() -> None:
 
 def test_temperature_sharpens_or_flattens_without_changing_the_choice() -> None:
     X, y = load_iris(return_X_y=True)
-    gate = SoftmaxGating().fit(X, y)
-    cold, hot = SoftmaxGating(temperature=0.25).fit(X, y), SoftmaxGating(temperature=4.0).fit(X, y)
+    gate = SoftmaxGating(alpha=1e-4).fit(X, y)
+    cold = SoftmaxGating(temperature=0.25, alpha=1e-4).fit(X, y)
+    hot = SoftmaxGating(temperature=4.0, alpha=1e-4).fit(X, y)
     # the logits are fitted at temperature 1: only routing changes
     np.testing.assert_array_equal(cold.weights_, gate.weights_)
     np.testing.assert_array_equal(hot.bias_, gate.bias_)
@@ -297,8 +340,8 @@ def test_temperature_sharpens_or_flattens_without_changing_the_choice() -> None:
 
 def test_fit_soft_on_one_hot_targets_equals_fit_on_labels() -> None:
     X, y = load_iris(return_X_y=True)
-    soft = SoftmaxGating().fit_soft(X, np.eye(3)[y])
-    hard = SoftmaxGating().fit(X, y)
+    soft = SoftmaxGating(alpha=1e-4).fit_soft(X, np.eye(3)[y])
+    hard = SoftmaxGating(alpha=1e-4).fit(X, y)
     np.testing.assert_array_equal(soft.weights_, hard.weights_)
     np.testing.assert_array_equal(soft.classes_, [0, 1, 2])
 
@@ -310,6 +353,37 @@ def test_fit_soft_follows_soft_targets() -> None:
     np.testing.assert_allclose(gate.routing_weights(X)[:, 1], right, atol=1e-4)
     with pytest.raises(ValueError, match="non-negative array of shape"):
         SoftmaxGating().fit_soft(X, np.c_[-right, right])
+
+
+def test_auto_alpha_is_weak_for_a_sharp_boundary_and_strong_for_noise() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (300, 2))
+    sharp = SoftmaxGating().fit(X, (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int))
+    noise = SoftmaxGating().fit(X, rng.integers(0, 3, 300))
+    for gate in (sharp, noise):
+        assert gate.cv_losses_.shape == (len(ALPHA_GRID),)
+        assert gate.alpha_ == ALPHA_GRID[int(np.argmin(gate.cv_losses_))]
+    assert sharp.alpha_ <= 1e-6
+    assert noise.alpha_ == ALPHA_GRID[0]
+    # the search stops once the held-out loss rises: weaker penalties are not fitted
+    assert np.isinf(noise.cv_losses_[2:]).all() and np.isfinite(noise.cv_losses_[:2]).all()
+    fixed = SoftmaxGating(alpha=1e-3).fit(X, (X[:, 0] > 0).astype(int))
+    assert fixed.alpha_ == 1e-3 and fixed.cv_losses_ is None
+
+
+def test_cross_validation_folds_hash_the_rows() -> None:
+    X = np.random.default_rng(0).normal(size=(900, 3))
+    folds = _folds(X)
+    assert set(np.bincount(folds)) <= set(range(270, 331))  # about a third each
+    # equal rows share a fold, whatever their position: a weight of 2 is two copies
+    np.testing.assert_array_equal(_folds(X[::-1]), folds[::-1])
+    np.testing.assert_array_equal(_folds(np.vstack([X, X])), np.r_[folds, folds])
+
+
+def test_gate_that_stops_at_max_iter_warns() -> None:
+    X = np.linspace(-1, 1, 40).reshape(-1, 1)
+    with pytest.warns(ConvergenceWarning, match="did not converge in max_iter=3"):
+        SoftmaxGating(alpha=0.0, max_iter=3).fit(X, X[:, 0] > 0)
 
 
 def test_gate_gradient_matches_its_loss_with_load_balancing() -> None:
@@ -334,6 +408,9 @@ def test_gate_gradient_matches_its_loss_with_load_balancing() -> None:
     ({"n_experts": 2, "top_k": 3}, ValueError, "top_k=3 exceeds the number of experts"),
     ({"gating": LinearRegression()}, InvalidParameterError, "'gating' parameter"),
     ({"capacity_factor": 0.0}, InvalidParameterError, "'capacity_factor' parameter"),
+    ({"n_init": 0}, InvalidParameterError, "'n_init' parameter"),
+    ({"refine_iter": -1}, InvalidParameterError, "'refine_iter' parameter"),
+    ({"gating": SoftmaxGating(alpha="sharp")}, InvalidParameterError, "'alpha' parameter"),
 ])
 def test_invalid_parameters_are_refused_at_fit(params, error, message, regimes) -> None:
     X, y = regimes

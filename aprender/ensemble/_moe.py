@@ -8,6 +8,15 @@ responsibilities, and recomputes them from the gate prior and the expert likelih
 ``predict_proba`` of the true class for classification). It stops when the training
 loss improves by less than ``tol`` or after ``max_iter`` iterations.
 
+EM fits the gate to soft responsibilities under a fixed penalty, which blurs the
+boundaries that top-1 routing depends on. With ``top_k=1`` (and no load balancing) a
+refinement follows: each row is assigned to its most probable expert (gate prior times
+likelihood), the gate is refitted to those hard labels with its penalty chosen by
+cross-validating the held-out loss of the routed prediction, and the experts are
+refitted on the rows the gate routes to them -- ``refine_iter`` times. ``n_init`` EM
+runs start from different KMeans seeds; the one of lowest final EM loss is refined and
+kept.
+
 Inference routes each row to the ``top_k`` experts of highest gate weight, renormalises
 those weights to sum to one and sums the weighted expert outputs. docs/schema/moe.md
 states the algorithm precisely, including the ``capacity_factor`` overflow rule.
@@ -17,10 +26,11 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from scipy.special import logsumexp
+from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
@@ -31,7 +41,7 @@ from sklearn.utils.validation import check_is_fitted, has_fit_parameter, validat
 
 from aprender._warn import warn
 from aprender.base import SerializableMixin
-from aprender.ensemble._gating import SoftmaxGating, _single_threaded_blas
+from aprender.ensemble._gating import SoftmaxGating, _single_threaded
 
 __all__ = ["MixtureOfExperts", "MixtureOfExpertsClassifier", "MixtureOfExpertsRegressor", "route"]
 
@@ -44,6 +54,17 @@ _MIN_PROB = 1e-12
 #: Floor on a regression expert's noise variance, relative to var(y): an expert that
 #: fits its rows exactly must not take all responsibility with an infinite likelihood.
 _VAR_FLOOR = 1e-6
+#: L-BFGS iterations of the gate in each EM step, warm-started from the previous step:
+#: a partial M-step (generalised EM). Fitting the gate to convergence in every step cost
+#: a third more time over 15 problems and gave the same mixtures after the refinement.
+_EM_GATE_ITER = 10
+#: scikit-learn settings for the expert fits after the first M-step: X was checked by
+#: the mixture and each expert's parameters by its first fit, and repeating both checks
+#: cost about 40% of a LinearRegression expert's fit.
+_TRUSTED = {"assume_finite": True, "skip_parameter_validation": True}
+#: The gate's penalty in the EM steps when its ``alpha`` is "auto" (the refinement then
+#: cross-validates it): soft responsibilities need no sharp boundary yet.
+_EM_ALPHA = 1e-4
 
 
 def _queue_positions(experts: np.ndarray, priority: np.ndarray, n_experts: int) -> np.ndarray:
@@ -142,6 +163,16 @@ def route(gates: np.ndarray, top_k: int, capacity_factor: float | None = None) -
     return weights
 
 
+class _Run(NamedTuple):
+    """One start's fitted mixture: its EM loss curve ranks it among the ``n_init`` starts."""
+
+    experts: list
+    gate: SoftmaxGating
+    losses: list[float]
+    fitted: dict[str, Any]
+    joint: np.ndarray  # the last E-step's log g[n, k] + log p_k(y[n] | X[n])
+
+
 def _seed(expert: Any, seed: int) -> Any:
     """Give every unset ``random_state`` of ``expert`` (and of its parts) a seed drawn from the mixture's."""
     unset = {k: seed for k, v in expert.get_params(deep=True).items() if k.endswith("random_state") and v is None}
@@ -161,6 +192,8 @@ class _BaseMixtureOfExperts(BaseEstimator):
         "load_balance_weight": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "refine_iter": [Interval(Integral, 0, None, closed="left")],
         "random_state": ["random_state"],
     }
 
@@ -176,6 +209,8 @@ class _BaseMixtureOfExperts(BaseEstimator):
         load_balance_weight: float = 0.0,
         max_iter: int = 100,
         tol: float = 1e-3,
+        n_init: int = 3,
+        refine_iter: int = 2,
         random_state: Any = None,
     ):
         self.experts = experts
@@ -187,6 +222,8 @@ class _BaseMixtureOfExperts(BaseEstimator):
         self.load_balance_weight = load_balance_weight
         self.max_iter = max_iter
         self.tol = tol
+        self.n_init = n_init
+        self.refine_iter = refine_iter
         self.random_state = random_state
 
     # -- what the two mixtures define ---------------------------------------------
@@ -204,6 +241,10 @@ class _BaseMixtureOfExperts(BaseEstimator):
         """log p(y_i | x_i, expert k) of shape (n, K), and fitted attributes of the M-step."""
         raise NotImplementedError
 
+    def _costs(self, experts: list, X: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """Loss of each row under each expert alone, shape (n, K): what top-1 routing pays."""
+        raise NotImplementedError
+
     # -- training ---------------------------------------------------------------------
 
     def _prototypes(self) -> list:
@@ -219,10 +260,8 @@ class _BaseMixtureOfExperts(BaseEstimator):
                 raise TypeError(f"experts[{i}] must be an estimator with fit and predict, got {type(expert).__name__}")
         return list(self.experts)
 
-    def _fit_expert(
-        self, prototype: Any, X: np.ndarray, target: np.ndarray, resp: np.ndarray, k: int, seed: int
-    ) -> Any:
-        expert = _seed(clone(prototype), seed)
+    def _fit_expert(self, expert: Any, X: np.ndarray, target: np.ndarray, resp: np.ndarray, k: int) -> Any:
+        """Fit ``expert`` (a seeded clone, refitted in place) as expert ``k`` of ``resp``."""
         if has_fit_parameter(expert, "sample_weight"):
             return expert.fit(X, target, sample_weight=np.maximum(resp[:, k], _MIN_WEIGHT))
         # No sample_weight: the rows the expert is most responsible for; if there are
@@ -243,7 +282,7 @@ class _BaseMixtureOfExperts(BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X: Any, y: Any) -> _BaseMixtureOfExperts:
-        """Fit the experts and the gate by expectation-maximisation.
+        """Fit the experts and the gate: EM, then (top-1) the refinement, from ``n_init`` starts.
 
         Parameters
         ----------
@@ -273,10 +312,17 @@ class _BaseMixtureOfExperts(BaseEstimator):
         n_experts = len(prototypes)
         if self.top_k > n_experts:
             raise ValueError(f"top_k={self.top_k} exceeds the number of experts ({n_experts})")
-        gate = clone(self.gating) if self.gating is not None else SoftmaxGating()
-        gate._validate_params()
-        with _single_threaded_blas():
-            experts, losses, fitted = self._expectation_maximisation(X, target, prototypes, gate)
+        template = clone(self.gating) if self.gating is not None else SoftmaxGating()
+        template._validate_params()
+        rng = check_random_state(self.random_state)
+        best = None
+        with _single_threaded():
+            for _ in range(self.n_init):
+                run = self._fit_from_start(X, target, prototypes, clone(template), rng)
+                if best is None or run.losses[-1] < best.losses[-1]:
+                    best = run
+            best = self._refine(X, target, best)
+        losses = best.losses
         self.converged_ = len(losses) > 1 and losses[-2] - losses[-1] < self.tol
         if not self.converged_ and self.max_iter > 1:
             warn(
@@ -284,31 +330,72 @@ class _BaseMixtureOfExperts(BaseEstimator):
                 f"(last improvement {losses[-2] - losses[-1]:.3g} >= tol={self.tol}); increase max_iter or tol",
                 ConvergenceWarning,
             )
-        self.experts_ = experts
-        self.gating_ = gate
+        self.experts_ = best.experts
+        self.gating_ = best.gate
         self.n_iter_ = len(losses)
         self.loss_curve_ = losses
-        for name, value in fitted.items():
+        for name, value in best.fitted.items():
             setattr(self, name, value)
         return self
 
-    def _expectation_maximisation(
-        self, X: np.ndarray, target: np.ndarray, prototypes: list, gate: SoftmaxGating
-    ) -> tuple[list, list[float], dict[str, Any]]:
-        """Run EM; returns the fitted experts, the loss after each iteration and the M-step's attributes.
+    def _fit_from_start(
+        self, X: np.ndarray, target: np.ndarray, prototypes: list, gate: SoftmaxGating, rng: np.random.RandomState
+    ) -> _Run:
+        """EM from one KMeans start; ``gate`` is fitted in place."""
+        resp = self._initial_responsibilities(X, len(prototypes), rng)
+        seeds = rng.randint(np.iinfo(np.int32).max, size=len(prototypes))
+        # cloned once per start: every M-step refits them, and cloning cost more than
+        # fitting a linear expert
+        experts = [_seed(clone(p), seed) for p, seed in zip(prototypes, seeds, strict=True)]
+        losses, fitted, joint = self._expectation_maximisation(X, target, experts, gate, resp)
+        return _Run(experts, gate, losses, fitted, joint)
 
-        ``gate`` is fitted in place.
+    def _refine(self, X: np.ndarray, target: np.ndarray, run: _Run) -> _Run:
+        """The top-1 refinement of an EM run (see ``refine_iter``); its experts and gate are refitted in place."""
+        n_experts = len(run.experts)
+        if self.top_k > 1 or self.refine_iter == 0 or n_experts == 1 or self.load_balance_weight > 0:
+            # the refinement draws the boundaries of least routed loss, which is not what
+            # a load-balancing term asks for
+            return run
+        experts, gate, fitted, joint = run.experts, run.gate, run.fitted, run.joint
+        for i in range(self.refine_iter):
+            labels = np.eye(n_experts)[joint.argmax(axis=1)]
+            # An "auto" penalty is cross-validated in the last round, on the final
+            # labels; the rounds before move the labels with EM's penalty, cheaply.
+            alpha = _EM_ALPHA if gate.alpha == "auto" and i < self.refine_iter - 1 else None
+            gate._fit_responsibilities(
+                X, labels, costs=self._costs(experts, X, target), alpha=alpha, warm=i > 0, check_convergence=True
+            )
+            routed = np.eye(n_experts)[gate.predict(X)]
+            with config_context(**_TRUSTED):
+                for k, expert in enumerate(experts):
+                    self._fit_expert(expert, X, target, routed, k)
+            log_lik, fitted = self._log_likelihood(experts, X, target, routed)
+            joint = gate.log_routing_weights(X) + log_lik
+        return run._replace(fitted=fitted, joint=joint)
+
+    def _expectation_maximisation(
+        self, X: np.ndarray, target: np.ndarray, experts: list, gate: SoftmaxGating, resp: np.ndarray
+    ) -> tuple[list[float], dict[str, Any], np.ndarray]:
+        """Run EM from the responsibilities ``resp``; ``experts`` and ``gate`` are fitted in place.
+
+        Returns the loss after each iteration, the M-step's attributes and the last
+        E-step's log joint ``log g[n, k] + log p_k(y[n] | X[n])``. With ``alpha="auto"``
+        the gate takes :data:`_EM_ALPHA` here: cross-validating every M-step would cost
+        more than the rest of EM.
         """
-        n_experts = len(prototypes)
-        rng = check_random_state(self.random_state)
-        resp = self._initial_responsibilities(X, n_experts, rng)
-        seeds = rng.randint(np.iinfo(np.int32).max, size=n_experts)
+        n_experts = len(experts)
+        alpha = _EM_ALPHA if gate.alpha == "auto" else None
         usage = resp.mean(axis=0)
         losses: list[float] = []
         for iteration in range(self.max_iter):
-            experts = [self._fit_expert(p, X, target, resp, k, seeds[k]) for k, p in enumerate(prototypes)]
+            with config_context(**_TRUSTED if iteration > 0 else {}):
+                for k, expert in enumerate(experts):
+                    self._fit_expert(expert, X, target, resp, k)
             balance = self.load_balance_weight * n_experts * usage if self.load_balance_weight > 0 else None
-            gate._fit_responsibilities(X, resp, balance=balance, warm=iteration > 0)
+            gate._fit_responsibilities(
+                X, resp, balance=balance, warm=iteration > 0, alpha=alpha, max_iter=_EM_GATE_ITER
+            )
             log_gate = gate.log_routing_weights(X)
             log_lik, fitted = self._log_likelihood(experts, X, target, resp)
             joint = log_gate + log_lik
@@ -320,7 +407,7 @@ class _BaseMixtureOfExperts(BaseEstimator):
             losses.append(float(-log_evidence.mean() + self.load_balance_weight * balance_loss))
             if len(losses) > 1 and losses[-2] - losses[-1] < self.tol:
                 break
-        return experts, losses, fitted
+        return losses, fitted, joint
 
     # -- inference -------------------------------------------------------------------
 
@@ -419,7 +506,11 @@ class MixtureOfExpertsRegressor(SerializableMixin, RegressorMixin, _BaseMixtureO
     base_estimator : estimator, optional
         Template of every expert; default :class:`~aprender.linear_model.LinearRegression`.
     gating : SoftmaxGating, optional
-        The gate (cloned by fit); default ``SoftmaxGating()``.
+        The gate (cloned by fit); default ``SoftmaxGating()``, whose ``alpha="auto"``
+        takes 1e-4 in the EM steps and is cross-validated in the refinement (the
+        held-out loss of the routed prediction over 1e-2 .. 1e-8; the choice is
+        ``gating_.alpha_``, the held-out losses ``gating_.cv_losses_``). A numeric
+        ``alpha`` is used throughout.
     top_k : int, default=1
         Experts each row is routed to; at most the number of experts.
     capacity_factor : float, optional
@@ -437,8 +528,22 @@ class MixtureOfExpertsRegressor(SerializableMixin, RegressorMixin, _BaseMixtureO
     tol : float, default=1e-3
         Stop when the training loss (mean negative log-likelihood plus the weighted
         load-balancing loss) improves by less than ``tol``.
+    n_init : int, default=3
+        EM runs from different KMeans initialisations (seeds drawn from
+        ``random_state``). The run of lowest final EM loss is refined and kept.
+    refine_iter : int, default=2
+        With ``top_k=1`` (and no load balancing), rounds of refinement after EM: every
+        row is labelled with its most probable expert (gate prior times likelihood),
+        the gate is refitted to the labels (an ``alpha="auto"`` gate takes 1e-4 in the
+        rounds before the last and cross-validates its penalty on the held-out routed
+        loss in the last) and each expert is refitted on the rows the gate routes to it. EM's gate, fitted to soft
+        responsibilities, blurs the boundaries top-1 routing depends on; the refined gate
+        draws them sharply. 0 keeps the EM result. Skipped when ``top_k > 1`` and when
+        ``load_balance_weight > 0`` (the refinement places the boundaries where the
+        routed loss is least, whatever the balance).
     random_state : int, RandomState instance or None, default=None
-        Seeds the KMeans initialisation and unset ``random_state`` of the experts.
+        Seeds the KMeans initialisations and unset ``random_state`` of the experts; a
+        given seed gives the same model.
 
     Attributes
     ----------
@@ -447,13 +552,14 @@ class MixtureOfExpertsRegressor(SerializableMixin, RegressorMixin, _BaseMixtureO
     gating_ : SoftmaxGating
         The fitted gate.
     noise_variance_ : ndarray of shape (n_experts,)
-        Each expert's Gaussian noise variance from the last M-step.
+        Each expert's Gaussian noise variance from the last M-step (of the refinement,
+        when it ran: the mean squared residual on the rows routed to the expert).
     n_iter_ : int
-        EM iterations run.
+        EM iterations of the kept run.
     loss_curve_ : list of float
-        Training loss after each iteration.
+        Training loss after each EM iteration of the kept run.
     converged_ : bool
-        Whether the loss improvement fell below ``tol`` before ``max_iter``.
+        Whether the kept run's EM loss improvement fell below ``tol`` before ``max_iter``.
     n_features_in_ : int
         Number of features seen in fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -480,11 +586,15 @@ class MixtureOfExpertsRegressor(SerializableMixin, RegressorMixin, _BaseMixtureO
     def _validate_target(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
         return validate_data(self, X, y, dtype=np.float64, y_numeric=True)
 
+    def _costs(self, experts: list, X: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """Squared error of each expert on each row."""
+        pred = np.column_stack([np.asarray(e.predict(X), dtype=np.float64).reshape(-1) for e in experts])
+        return (target[:, None] - pred) ** 2
+
     def _log_likelihood(
         self, experts: list, X: np.ndarray, target: np.ndarray, resp: np.ndarray
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        pred = np.column_stack([np.asarray(e.predict(X), dtype=np.float64).reshape(-1) for e in experts])
-        sq = (target[:, None] - pred) ** 2
+        sq = self._costs(experts, X, target)
         spread = np.var(target)
         floor = _VAR_FLOOR * spread if spread > 0 else 1.0
         mass = resp.sum(axis=0)
@@ -540,7 +650,7 @@ class MixtureOfExpertsClassifier(SerializableMixin, ClassifierMixin, _BaseMixtur
     base_estimator : estimator, optional
         Template of every expert; default
         :class:`~aprender.linear_model.LogisticRegression` with ``max_iter=1000``.
-    gating, top_k, capacity_factor, load_balance_weight, max_iter, tol, random_state
+    gating, top_k, capacity_factor, load_balance_weight, max_iter, tol, n_init, refine_iter, random_state
         As in :class:`MixtureOfExpertsRegressor`.
 
     Attributes
@@ -552,11 +662,11 @@ class MixtureOfExpertsClassifier(SerializableMixin, ClassifierMixin, _BaseMixtur
     gating_ : SoftmaxGating
         The fitted gate.
     n_iter_ : int
-        EM iterations run.
+        EM iterations of the kept run.
     loss_curve_ : list of float
-        Training loss after each iteration.
+        Training loss after each EM iteration of the kept run.
     converged_ : bool
-        Whether the loss improvement fell below ``tol`` before ``max_iter``.
+        Whether the kept run's EM loss improvement fell below ``tol`` before ``max_iter``.
     n_features_in_ : int
         Number of features seen in fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -600,6 +710,10 @@ class MixtureOfExpertsClassifier(SerializableMixin, ClassifierMixin, _BaseMixtur
                 raise TypeError(f"expert {i} ({type(expert).__name__}) has no predict_proba")
             columns.append(self._aligned_proba(expert, X)[rows, target])
         return np.log(np.maximum(np.column_stack(columns), _MIN_PROB)), {}
+
+    def _costs(self, experts: list, X: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """Log loss of each expert on each row (its probability of the true class floored at 1e-12)."""
+        return -self._log_likelihood(experts, X, target, np.empty(0))[0]
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Gate-weighted sum of the routed experts' class probabilities.
