@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import logging
 import os
 import re
@@ -229,21 +230,32 @@ async def _metrics_json(request: Request) -> Response:
     return json_response(summary)
 
 
-def create_app(config: ServeConfig) -> Starlette:
+def create_app(config: ServeConfig, *, freeze_gc: bool = False) -> Starlette:
     """The ASGI application serving ``config.paths``.
 
     The repository is scanned here, so a refused model (pickle, bad signature ...) raises
     :class:`~aprender.serve.RepositoryError` before anything listens. Models are loaded and
     warmed in the background once the server starts; ``/ready`` answers 503 until then.
+
+    With ``freeze_gc`` (what :func:`run` does, for a process that only serves), every object
+    alive once the models are warm (modules, models) is moved out of the cyclic garbage
+    collector's sight with :func:`gc.freeze`: with scikit-learn, scipy and pandas imported, a
+    full collection otherwise walks ~150,000 objects and stalls every request in flight for
+    ~0.1 s (a 64-connection load met two such stalls in 20,000 requests).
     """
     metrics = Metrics()
     limits = Limits(config.max_loaded_models, config.max_model_memory, config.max_batch_size,
                     config.max_batch_time, config.max_queue)
     registry = Registry(config.paths, config.policy, limits, metrics)
 
+    async def warm() -> None:
+        await registry.warm_all()
+        if freeze_gc:
+            gc.freeze()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        task = asyncio.create_task(registry.warm_all())
+        task = asyncio.create_task(warm())
         try:
             yield
         finally:
@@ -267,7 +279,7 @@ def create_app(config: ServeConfig) -> Starlette:
 
 def _app_from_env() -> Starlette:
     """The application of one ``--workers`` process (configuration from the environment)."""
-    return create_app(ServeConfig.from_json(os.environ[_CONFIG_ENV]))
+    return create_app(ServeConfig.from_json(os.environ[_CONFIG_ENV]), freeze_gc=True)
 
 
 def run(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, workers: int = 1,
@@ -280,7 +292,8 @@ def run(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, workers:
     import uvicorn
 
     if workers == 1:
-        uvicorn.run(create_app(config), host=host, port=port, log_level=log_level, access_log=False, ws="none")
+        uvicorn.run(create_app(config, freeze_gc=True), host=host, port=port, log_level=log_level,
+                    access_log=False, ws="none")
         return
     if hasattr(os, "fork"):
         from aprender.serve._workers import serve_forked

@@ -42,7 +42,7 @@ def serve_forked(config: ServeConfig, host: str, port: int, workers: int, log_le
     # imported, which was before this process knew it would have workers: pick again.
     values.ValueClass = values.get_value_class()
     try:
-        app = create_app(config)
+        app = create_app(config, freeze_gc=True)
         asyncio.run(app.state.registry.warm_all())
         server_config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
                                        ws="none")
