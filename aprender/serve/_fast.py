@@ -10,7 +10,7 @@ results are the same bits. A fast path is used only when
 
 - the estimator's method is the very scikit-learn function the kernel repeats (a subclass that
   overrides it keeps its own method),
-- the kernel gives bit-identical outputs to the method on probe rows at warm-up (:func:`exact`),
+- the kernel gives bit-identical outputs to the method on probe rows at warm-up (:func:`fast_method`),
 - and, per call, the rows are float64 and finite (after the float32 cast, for trees): anything
   else goes to the estimator's method, which converts or refuses it with its own error.
 """
