@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = ["lazy_attributes"]
 
 
 def lazy_attributes(
-    package: str, module: str, names: Iterable[str]
+    package: str, modules: Mapping[str, Iterable[str]]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """A package's ``__getattr__`` and ``__dir__`` for ``names`` that live in its submodule ``module``.
+    """A package's ``__getattr__`` and ``__dir__`` for names that live in its submodules.
 
-    The first access to any of them imports ``package.module``; each name is then set on
-    the package, so later accesses are plain attribute reads.
+    ``modules`` maps a submodule's name (``"_generated"``) to the names it provides. The
+    first access to a name imports its submodule; the name is then set on the package,
+    so later accesses are plain attribute reads.
 
     Examples
     --------
@@ -32,16 +33,17 @@ def lazy_attributes(
     >>> "DBSCAN" in dir(aprender.cluster)
     True
     """
-    wanted = frozenset(names)
+    homes = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name: str) -> Any:
-        if name not in wanted:
+        module = homes.get(name)
+        if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(f"{package}.{module}"), name)
         setattr(sys.modules[package], name, value)
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(vars(sys.modules[package])) | wanted)
+        return sorted(set(vars(sys.modules[package])) | set(homes))
 
     return __getattr__, __dir__

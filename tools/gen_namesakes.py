@@ -385,20 +385,30 @@ def _new_init(sk_module: str, package: str, names: list[str], version: str) -> s
 _LAZY_IMPORT = "from aprender._lazy import lazy_attributes\n"
 _LAZY_COMMENT = ("# The generated namesakes are imported on first use: defining them costs milliseconds that\n"
                  "# loading a file of one of the hand-written classes above should not pay.\n")
-_LAZY_HOOK = '__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)\n'
+#: A hand-written ``__init__.py`` may name hand-written classes to import on first use too.
+_HAND_LAZY = "_HAND_LAZY"
+
+
+def _lazy_hook(hand_lazy: bool) -> str:
+    modules = f'{{**{_HAND_LAZY}, "_generated": _GENERATED}}' if hand_lazy else '{"_generated": _GENERATED}'
+    return f"__getattr__, __dir__ = lazy_attributes(__name__, {modules})\n"
 
 
 def _edit_init(text: str, package: str, names: list[str]) -> str:
     """Keep the generated-names block at the end of a hand-written ``__init__.py`` current.
 
     The block lists the names in ``_GENERATED``, installs :func:`aprender._lazy.lazy_attributes`
-    as the package's ``__getattr__`` and adds the names to ``__all__``; the script also keeps
-    the ``lazy_attributes`` import first among the package's imports, and touches nothing else.
+    as the package's ``__getattr__`` (for the hand-written ``_HAND_LAZY`` mapping of submodule
+    to names too, if the file defines one) and adds the names to ``__all__``; the script also
+    keeps the ``lazy_attributes`` import first among the package's imports, and touches
+    nothing else.
     """
     lines = text.splitlines(keepends=True)
     tree = ast.parse(text)
     drop: set[int] = set()
+    hand_lazy = False
     for node in tree.body:
+        hand_lazy |= any(isinstance(t, ast.Name) and t.id == _HAND_LAZY for t in getattr(node, "targets", []))
         targets = [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
         targets += [e.id for t in getattr(node, "targets", []) if isinstance(t, ast.Tuple)
                     for e in t.elts if isinstance(e, ast.Name)]
@@ -416,8 +426,8 @@ def _edit_init(text: str, package: str, names: list[str]) -> str:
     out.insert(at, _LAZY_IMPORT)
     while out and not out[-1].strip():
         out.pop()
-    return "".join(out) + "\n" + _LAZY_COMMENT + _all(names).replace("__all__", "_GENERATED", 1) + _LAZY_HOOK \
-        + "__all__ += _GENERATED\n"
+    block = _LAZY_COMMENT + _all(names).replace("__all__", "_GENERATED", 1) + _lazy_hook(hand_lazy)
+    return "".join(out) + "\n" + block + "__all__ += _GENERATED\n"
 
 
 def files() -> dict[Path, str]:

@@ -22,5 +22,5 @@ _GENERATED = [
     "SparsePCA",
     "TruncatedSVD",
 ]
-__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__getattr__, __dir__ = lazy_attributes(__name__, {"_generated": _GENERATED})
 __all__ += _GENERATED

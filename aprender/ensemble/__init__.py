@@ -8,8 +8,6 @@ from aprender.ensemble._boosting import (
     HistGradientBoostingRegressor,
 )
 from aprender.ensemble._forest import RandomForestClassifier, RandomForestRegressor
-from aprender.ensemble._gating import SoftmaxGating
-from aprender.ensemble._moe import MixtureOfExperts, MixtureOfExpertsClassifier, MixtureOfExpertsRegressor
 
 __all__ = [
     "GradientBoostingClassifier",
@@ -23,6 +21,12 @@ __all__ = [
     "RandomForestRegressor",
     "SoftmaxGating",
 ]
+
+#: The mixture of experts and its gate come in on first use: a forest's load should not define them.
+_HAND_LAZY = {
+    "_gating": ["SoftmaxGating"],
+    "_moe": ["MixtureOfExperts", "MixtureOfExpertsClassifier", "MixtureOfExpertsRegressor"],
+}
 
 # The generated namesakes are imported on first use: defining them costs milliseconds that
 # loading a file of one of the hand-written classes above should not pay.
@@ -40,5 +44,5 @@ _GENERATED = [
     "VotingClassifier",
     "VotingRegressor",
 ]
-__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__getattr__, __dir__ = lazy_attributes(__name__, {**_HAND_LAZY, "_generated": _GENERATED})
 __all__ += _GENERATED

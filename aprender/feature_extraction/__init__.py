@@ -15,5 +15,5 @@ __all__ = ["text"]
 # The generated namesakes are imported on first use: defining them costs milliseconds that
 # loading a file of one of the hand-written classes above should not pay.
 _GENERATED = ["DictVectorizer", "FeatureHasher"]
-__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__getattr__, __dir__ = lazy_attributes(__name__, {"_generated": _GENERATED})
 __all__ += _GENERATED

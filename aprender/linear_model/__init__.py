@@ -41,5 +41,5 @@ _GENERATED = [
     "TheilSenRegressor",
     "TweedieRegressor",
 ]
-__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__getattr__, __dir__ = lazy_attributes(__name__, {"_generated": _GENERATED})
 __all__ += _GENERATED

@@ -18,5 +18,5 @@ _GENERATED = [
     "RadiusNeighborsRegressor",
     "RadiusNeighborsTransformer",
 ]
-__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__getattr__, __dir__ = lazy_attributes(__name__, {"_generated": _GENERATED})
 __all__ += _GENERATED

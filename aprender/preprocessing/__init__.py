@@ -25,5 +25,5 @@ _GENERATED = [
     "SplineTransformer",
     "TargetEncoder",
 ]
-__getattr__, __dir__ = lazy_attributes(__name__, "_generated", _GENERATED)
+__getattr__, __dir__ = lazy_attributes(__name__, {"_generated": _GENERATED})
 __all__ += _GENERATED
