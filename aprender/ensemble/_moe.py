@@ -404,7 +404,7 @@ class _BaseMixtureOfExperts(BaseEstimator):
                     self._fit_expert(expert, X, target, resp, k)
             balance = self.load_balance_weight * n_experts * usage if self.load_balance_weight > 0 else None
             gate._fit_responsibilities(
-                X, resp, balance=balance, warm=iteration > 0, alpha=alpha, max_iter=_EM_GATE_ITER
+                X, resp, balance=balance, warm=iteration > 0, alpha=alpha, max_iter=min(_EM_GATE_ITER, gate.max_iter)
             )
             log_gate = gate.log_routing_weights(X)
             log_lik, fitted = self._log_likelihood(experts, X, target, resp)
