@@ -1,12 +1,6 @@
 """Ensembles that save and load without pickle: tree ensembles and the mixture of experts."""
 
 from aprender._lazy import lazy_attributes
-from aprender.ensemble._boosting import (
-    GradientBoostingClassifier,
-    GradientBoostingRegressor,
-    HistGradientBoostingClassifier,
-    HistGradientBoostingRegressor,
-)
 from aprender.ensemble._forest import RandomForestClassifier, RandomForestRegressor
 
 __all__ = [
@@ -22,8 +16,15 @@ __all__ = [
     "SoftmaxGating",
 ]
 
-#: The mixture of experts and its gate come in on first use: a forest's load should not define them.
+#: The boosting models, the mixture of experts and its gate come in on first use: a forest's
+#: load should not define them.
 _HAND_LAZY = {
+    "_boosting": [
+        "GradientBoostingClassifier",
+        "GradientBoostingRegressor",
+        "HistGradientBoostingClassifier",
+        "HistGradientBoostingRegressor",
+    ],
     "_gating": ["SoftmaxGating"],
     "_moe": ["MixtureOfExperts", "MixtureOfExpertsClassifier", "MixtureOfExpertsRegressor"],
 }

@@ -1,6 +1,7 @@
-"""Schemas of the tree ensembles: random forests, gradient boosting, histogram gradient boosting.
+"""Schemas of the boosted ensembles: gradient boosting and histogram gradient boosting.
 
-Forest and gradient-boosting trees are packed (aprender.codec.handlers.packed),
+Gradient-boosting trees are packed like a forest's (aprender.codec.handlers.packed,
+aprender.codec.schemas.forests),
 HistGradientBoosting's predictors and bin mapper too (aprender.codec.handlers.hgb);
 the loss objects and the feature-subsampling Generator have named handlers. Each
 validator checks the packed arrays and how they fit the ensemble's own attributes
@@ -20,7 +21,6 @@ from sklearn import dummy as sk_dummy
 from sklearn import ensemble as sk
 from sklearn import tree as sk_tree
 from sklearn._loss.loss import BaseLoss, HalfMultinomialLoss
-from sklearn.base import ClassifierMixin
 from sklearn.metrics import get_scorer
 from sklearn.metrics._scorer import _PassthroughScorer, _Scorer
 from sklearn.preprocessing import LabelEncoder
@@ -40,30 +40,10 @@ from aprender.codec.handlers.hgb import (
     pack_predictors,
     pack_preprocessor,
 )
-from aprender.codec.handlers.packed import check_packed, pack_estimators, read_packed, unpack_estimators
+from aprender.codec.handlers.packed import check_packed, read_packed
 from aprender.codec.handlers.tree import check_tree_attrs
+from aprender.codec.schemas.forests import Validator, pack_trees, unpack_trees
 from aprender.exceptions import UnsupportedTypeError
-
-Validator = Callable[[Mapping[str, Any], Mapping[str, Any], str], None]
-
-#: Attributes a forest sets in __init__: present even before fit.
-_FOREST_INIT = frozenset(["estimator", "estimator_params"])
-
-
-def _pack_trees(attrs: dict[str, Any]) -> dict[str, Any]:
-    if "estimators_" not in attrs:
-        return attrs
-    return {**attrs, "estimators_": pack_estimators(attrs["estimators_"], attrs, "estimators_")}
-
-
-def _unpack_trees(ndim: int) -> Callable[[dict[str, Any], Mapping[str, Any], str], dict[str, Any]]:
-    def unpack(attrs: dict[str, Any], params: Mapping[str, Any], path: str) -> dict[str, Any]:
-        if "estimators_" not in attrs:
-            return attrs
-        where = join(path, "estimators_")
-        return {**attrs, "estimators_": unpack_estimators(read_packed(attrs["estimators_"], attrs, where, ndim), where)}
-
-    return unpack
 
 
 def _classes(attrs: Mapping[str, Any], path: str) -> int:
@@ -71,25 +51,6 @@ def _classes(attrs: Mapping[str, Any], path: str) -> int:
     if not isinstance(labels, np.ndarray) or labels.ndim != 1 or labels.shape[0] < 2:
         raise fail(path, "'classes_' must be a 1-d array of at least two labels")
     return labels.shape[0]
-
-
-# -- random forests -------------------------------------------------------------------
-
-
-def _forest_validator(classifier: bool) -> Validator:
-    def check(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
-        """The packed trees are proper trees of the forest's kind that fit its attributes."""
-        if not set(attrs) - _FOREST_INIT:
-            return
-        where = join(path, "estimators_")
-        packed = read_packed(attrs.get("estimators_"), attrs, where, 1)
-        if issubclass(packed.cls, ClassifierMixin) != classifier:
-            raise fail(where, f"a {'classifier' if classifier else 'regressor'} forest cannot hold {packed.key}")
-        check_packed(packed, where)
-        trees = packed.trees
-        check_tree_attrs(attrs, trees["n_features"], trees["n_outputs"], trees["n_classes"], classifier, path)
-
-    return check
 
 
 # -- gradient boosting ----------------------------------------------------------------
@@ -261,20 +222,13 @@ def check_dummy_regressor(params: Mapping[str, Any], attrs: Mapping[str, Any], p
 
 
 #: Out-of-bag results of the training set, and per-iteration training scores.
-_FOREST_TRAINING = ("oob_score_", "oob_decision_function_", "oob_prediction_")
 _GB_TRAINING = ("train_score_", "oob_improvement_", "oob_scores_", "oob_score_")
 _HGB_TRAINING = ("train_score_", "validation_score_")
 
 
-def forest_spec(classifier: bool) -> Spec:
-    """The packed-trees spec of a forest of classifier or regressor trees (also used by schemas.forests)."""
-    return Spec(ModelType.RANDOM_FOREST, validate=_forest_validator(classifier), pack=_pack_trees,
-                unpack=_unpack_trees(1), training_only=_FOREST_TRAINING)
-
-
 def _gradient_boosting(classifier: bool) -> Spec:
-    return Spec(ModelType.GRADIENT_BOOSTING, validate=_gb_validator(classifier), pack=_pack_trees,
-                unpack=_unpack_trees(2), training_only=_GB_TRAINING)
+    return Spec(ModelType.GRADIENT_BOOSTING, validate=_gb_validator(classifier), pack=pack_trees,
+                unpack=unpack_trees(2), training_only=_GB_TRAINING)
 
 
 def _hist_gradient_boosting(cls: type, classifier: bool) -> Spec:
@@ -283,8 +237,6 @@ def _hist_gradient_boosting(cls: type, classifier: bool) -> Spec:
 
 
 SCHEMAS = [
-    ((ap.RandomForestClassifier, sk.RandomForestClassifier), forest_spec(True)),
-    ((ap.RandomForestRegressor, sk.RandomForestRegressor), forest_spec(False)),
     ((ap.GradientBoostingClassifier, sk.GradientBoostingClassifier), _gradient_boosting(True)),
     ((ap.GradientBoostingRegressor, sk.GradientBoostingRegressor), _gradient_boosting(False)),
     (

@@ -1,21 +1,82 @@
-"""Schemas of the extremely randomized trees: ExtraTree*, ExtraTrees* and RandomTreesEmbedding.
+"""Schemas of the forests: RandomForest*, ExtraTree*, ExtraTrees* and RandomTreesEmbedding.
 
-They share the random forests' packed layout (aprender.codec.handlers.packed): every
-tree's node arrays are concatenated, so the tensor count does not grow with
-``n_estimators``, and the same validators check them before anything is built.
-RandomTreesEmbedding's ``one_hot_encoder_`` is an ordinary nested estimator.
+Every tree's node arrays are packed (aprender.codec.handlers.packed): the arrays of all
+trees are concatenated, so the tensor count does not grow with ``n_estimators``, and
+the validators check them before anything is built. Gradient boosting
+(aprender.codec.schemas.ensemble) packs its trees the same way. A forest's file
+imports this module alone, not the boosting models. RandomTreesEmbedding's
+``one_hot_encoder_`` is an ordinary nested estimator.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from sklearn import ensemble as sk
 from sklearn import tree as sk_tree
+from sklearn.base import ClassifierMixin
 
 from aprender.codec import ModelType, Spec
-from aprender.codec.schemas.ensemble import forest_spec
+from aprender.codec._checks import fail
+from aprender.codec._nodes import join
+from aprender.codec.handlers.packed import check_packed, pack_estimators, read_packed, unpack_estimators
+from aprender.codec.handlers.tree import check_tree_attrs
 from aprender.codec.schemas.tree import check_tree_classifier, check_tree_regressor
+from aprender.ensemble._forest import RandomForestClassifier, RandomForestRegressor
+
+__all__ = ["SCHEMAS", "Validator", "forest_spec", "pack_trees", "unpack_trees"]
+
+Validator = Callable[[Mapping[str, Any], Mapping[str, Any], str], None]
+
+#: Attributes a forest sets in __init__: present even before fit.
+_FOREST_INIT = frozenset(["estimator", "estimator_params"])
+_FOREST_TRAINING = ("oob_score_", "oob_decision_function_", "oob_prediction_")
+
+
+def pack_trees(attrs: dict[str, Any]) -> dict[str, Any]:
+    """A Spec ``pack``: ``estimators_`` as one packed node."""
+    if "estimators_" not in attrs:
+        return attrs
+    return {**attrs, "estimators_": pack_estimators(attrs["estimators_"], attrs, "estimators_")}
+
+
+def unpack_trees(ndim: int) -> Callable[[dict[str, Any], Mapping[str, Any], str], dict[str, Any]]:
+    """A Spec ``unpack``: the packed ``estimators_`` rebuilt as a grid of ``ndim`` dimensions."""
+    def unpack(attrs: dict[str, Any], params: Mapping[str, Any], path: str) -> dict[str, Any]:
+        if "estimators_" not in attrs:
+            return attrs
+        where = join(path, "estimators_")
+        return {**attrs, "estimators_": unpack_estimators(read_packed(attrs["estimators_"], attrs, where, ndim), where)}
+
+    return unpack
+
+
+def _forest_validator(classifier: bool) -> Validator:
+    def check(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+        """The packed trees are proper trees of the forest's kind that fit its attributes."""
+        if not set(attrs) - _FOREST_INIT:
+            return
+        where = join(path, "estimators_")
+        packed = read_packed(attrs.get("estimators_"), attrs, where, 1)
+        if issubclass(packed.cls, ClassifierMixin) != classifier:
+            raise fail(where, f"a {'classifier' if classifier else 'regressor'} forest cannot hold {packed.key}")
+        check_packed(packed, where)
+        trees = packed.trees
+        check_tree_attrs(attrs, trees["n_features"], trees["n_outputs"], trees["n_classes"], classifier, path)
+
+    return check
+
+
+def forest_spec(classifier: bool) -> Spec:
+    """The packed-trees spec of a forest of classifier or regressor trees."""
+    return Spec(ModelType.RANDOM_FOREST, validate=_forest_validator(classifier), pack=pack_trees,
+                unpack=unpack_trees(1), training_only=_FOREST_TRAINING)
+
 
 SCHEMAS = [
+    ((RandomForestClassifier, sk.RandomForestClassifier), forest_spec(True)),
+    ((RandomForestRegressor, sk.RandomForestRegressor), forest_spec(False)),
     ((sk_tree.ExtraTreeClassifier,), Spec(ModelType.DECISION_TREE, validate=check_tree_classifier)),
     ((sk_tree.ExtraTreeRegressor,), Spec(ModelType.DECISION_TREE, validate=check_tree_regressor)),
     ((sk.ExtraTreesClassifier,), forest_spec(True)),
