@@ -40,3 +40,16 @@ def serve_repository(tmp_path_factory: pytest.TempPathFactory) -> tuple:
 
     root = tmp_path_factory.mktemp("serve-repo")
     return root, build_repository(root)
+
+
+@pytest.fixture(scope="module")
+def serve_client(serve_repository: tuple):
+    """An httpx client of a server on the whole shared repository (64 KiB body limit), one per module."""
+    import httpx
+    from serve_helpers import serving
+
+    from aprender.serve import ServeConfig
+
+    root, _ = serve_repository
+    with serving(ServeConfig((str(root),), max_body_size=64 << 10)) as url, httpx.Client(base_url=url) as client:
+        yield client

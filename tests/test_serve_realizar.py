@@ -22,10 +22,8 @@ def models(serve_repository):
 
 
 @pytest.fixture(scope="module")
-def client(models):
-    root, _ = models
-    with serving(ServeConfig((str(root),), max_body_size=64 << 10)) as url, httpx.Client(base_url=url) as c:
-        yield c
+def client(serve_client):
+    return serve_client
 
 
 def test_health_and_ready(client):

@@ -5,7 +5,8 @@ A ``Tree`` is stored as the columns of its node records (``left_child``,
 forest) are stored packed: the same arrays for all trees concatenated, with
 ``node_offsets`` and ``max_depth`` per tree, so the number of tensors does not grow
 with the number of trees. Every array is checked (:func:`check_tree_arrays`) before
-a ``Tree`` is built, because scikit-learn follows child indices without bounds checks.
+a ``Tree`` is built, because scikit-learn follows child indices without bounds checks;
+a lone tree's ``max_depth`` is checked right after its build (:func:`check_built_depths`).
 """
 
 from __future__ import annotations
