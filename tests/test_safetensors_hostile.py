@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
+import os
 import struct
 
 import numpy as np
@@ -14,7 +14,7 @@ from zoo import diabetes, iris
 
 import aprender
 from aprender.exceptions import AprenderError, FormatError, UnsupportedVersion, UntrustedTypeError
-from aprender.format import safetensors
+from aprender.format import _io, safetensors
 from aprender.linear_model import LinearRegression, LogisticRegression
 
 
@@ -196,7 +196,7 @@ def test_every_truncation_fails_cleanly(valid, tmp_path) -> None:
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["in-memory", "streamed"])
 def test_failed_save_leaves_existing_file_intact(streamed: bool, tmp_path, monkeypatch) -> None:
-    # Small files are serialized in memory and written through atomic_file; large ones are
+    # Small files are serialized in memory and written through write_atomic; large ones are
     # streamed by the package into a temporary of its own. A write failing half-way through
     # either leaves the old file and no temporary.
     X, y = diabetes()
@@ -214,18 +214,11 @@ def test_failed_save_leaves_existing_file_intact(streamed: bool, tmp_path, monke
         monkeypatch.setattr(safetensors, "_IN_MEMORY_BYTES", -1)
         monkeypatch.setattr(safetensors, "serialize_file", crash)
     else:
-        real = safetensors.atomic_file
+        def failing_write(fd, chunks):
+            os.write(fd, bytes(memoryview(chunks[0])[:7]))
+            raise OSError("disk full")
 
-        @contextlib.contextmanager
-        def failing_write(target):
-            with real(target) as f:
-                class DiskFull:
-                    def write(self, data):
-                        f.write(data[:7])
-                        raise OSError("disk full")
-                yield DiskFull()
-
-        monkeypatch.setattr(safetensors, "atomic_file", failing_write)
+        monkeypatch.setattr(_io, "_write_all", failing_write)
     with pytest.raises(OSError, match="disk full"):
         model.save_safetensors(path)
     assert path.read_bytes() == before

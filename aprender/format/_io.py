@@ -9,11 +9,11 @@ import fcntl
 import os
 import secrets
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["atomic_file", "atomic_path", "existing_file", "open_existing", "write_bytes_atomic"]
+__all__ = ["atomic_path", "existing_file", "open_existing", "write_atomic"]
 
 # Saved models get the usual mode the umask allows. Read once: os.umask can only be
 # queried by setting it, which is not thread-safe.
@@ -98,31 +98,24 @@ def remove_stale_temporaries(target: str | os.PathLike) -> list[Path]:
     return removed
 
 
-@contextlib.contextmanager
-def _locked_temporary(target: str) -> Iterator[tuple[int, str | None]]:
-    """An open, locked temporary file for ``target``: ``(fd, name)``.
+def _open_temporary(target: str) -> tuple[int, str | None]:
+    """Open a temporary file for ``target`` in its folder: ``(fd, name)``.
 
-    On Linux the file is created with ``O_TMPFILE``: it has no name until
-    :func:`_commit` links it, so a killed process leaves nothing behind. Elsewhere
-    (or on filesystems without ``O_TMPFILE``) it is a named file that the next save
-    of the same destination removes (:func:`remove_stale_temporaries`).
+    On Linux the file is created with ``O_TMPFILE``: it has no name (``name`` is
+    None) until :func:`_commit` links it, so a killed process leaves nothing behind.
+    Elsewhere (or on filesystems without ``O_TMPFILE``) it is a named file that the
+    next save of the same destination removes (:func:`remove_stale_temporaries`).
+    The caller locks it (every writer holds the lock until its temporary is renamed)
+    and closes it.
     """
-    fd = -1
     if _LINKAT is not None:
         try:
-            fd = os.open(os.path.dirname(target) or ".", os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, _MODE)
+            return os.open(os.path.dirname(target) or ".", os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, _MODE), None
         except OSError as exc:
             if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
                 raise
-    name = None
-    if fd < 0:
-        name = _temporary_name(target)
-        fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield fd, name
-    finally:
-        os.close(fd)
+    name = _temporary_name(target)
+    return os.open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600), name
 
 
 def _commit(fd: int, name: str | None, target: str) -> None:
@@ -143,21 +136,75 @@ def _unlink(name: str) -> None:
         os.unlink(name)
 
 
-def _target(path: str | os.PathLike) -> str:
-    """The destination of a save, once its folder is known to exist; stale temporaries of it are removed.
-
-    Strings and ``os.path``, not ``pathlib``: on a small model's save, Path objects
-    cost as much as the system calls.
-    """
-    target = os.fspath(path)
+def _check_destination(target: str) -> None:
+    """Raise the error that names what is wrong with ``target`` as a destination: its folder or itself."""
     folder = os.path.dirname(target) or "."
     if not os.path.isdir(folder):
         what = "is not a directory" if os.path.exists(folder) else "does not exist"
-        raise FileNotFoundError(f"cannot save '{target}': the folder '{folder}' {what}")
+        raise FileNotFoundError(f"cannot save '{target}': the folder '{folder}' {what}") from None
     if os.path.isdir(target):
-        raise IsADirectoryError(f"cannot save to '{target}': it is a directory; name a file in it")
+        raise IsADirectoryError(f"cannot save to '{target}': it is a directory; name a file in it") from None
+
+
+def _target(path: str | os.PathLike) -> str:
+    """The destination of a save, once it is known to be a file in an existing folder; stale temporaries of
+    it are removed."""
+    target = os.fspath(path)
+    _check_destination(target)
     remove_stale_temporaries(target)
     return target
+
+
+#: Buffers one ``writev`` call takes at most (POSIX's minimum for IOV_MAX is 16; Linux allows 1024).
+_IOV_MAX = 1024
+
+
+def _write_all(fd: int, chunks: Iterable[Any]) -> None:
+    """Write every buffer of ``chunks`` to ``fd``, in order, in as few system calls as ``writev`` allows."""
+    views = [view for view in (memoryview(chunk).cast("B") for chunk in chunks) if view.nbytes]
+    i = 0
+    while i < len(views):
+        written = os.writev(fd, views[i : i + _IOV_MAX])
+        while written:  # skip what was written: whole buffers, then the start of a partly written one
+            size = views[i].nbytes
+            if written < size:
+                views[i] = views[i][written:]
+                break
+            written -= size
+            i += 1
+
+
+def write_atomic(path: str | os.PathLike, chunks: Iterable[Any]) -> None:
+    """Write the buffers ``chunks`` (bytes, memoryviews, C-contiguous arrays) to ``path`` atomically.
+
+    Readers see the old file or the complete new one, never a partial write, and an
+    exception or a killed process leaves the old file untouched; see
+    :func:`atomic_path` for how. This is the small-model path, so it makes no system
+    call a successful save does not need: a missing folder or a directory in the way
+    is looked into only once the open or the rename has failed, and the buffers go
+    out through ``writev`` straight from their memory, without a file object.
+    """
+    target = os.fspath(path)
+    remove_stale_temporaries(target)
+    try:
+        fd, name = _open_temporary(target)
+    except OSError:
+        _check_destination(target)
+        raise
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _write_all(fd, chunks)
+        try:
+            _commit(fd, name, target)
+        except OSError:
+            _check_destination(target)
+            raise
+    except BaseException:
+        if name is not None:
+            _unlink(name)
+        raise
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -174,8 +221,8 @@ def atomic_path(path: str | os.PathLike, *, own_temporary: bool = False) -> Iter
     same destination left by killed processes are removed first. The data is not
     fsync'ed (pickle, joblib and safetensors do not either; it would make saving
     a large model several times slower), so surviving a power cut is left to the
-    filesystem's rename-over-replace ordering. Code that writes through a file
-    object uses :func:`atomic_file`, which spares opening the temporary twice.
+    filesystem's rename-over-replace ordering. Code that has its bytes in memory uses
+    :func:`write_atomic`, which spares opening the temporary twice.
     """
     target = _target(path)
     if own_temporary:
@@ -185,33 +232,17 @@ def atomic_path(path: str | os.PathLike, *, own_temporary: bool = False) -> Iter
             os.chmod(inner, _MODE)
             os.replace(inner, target)
         return
-    with _locked_temporary(target) as (fd, name):
-        try:
-            yield Path(f"/proc/self/fd/{fd}") if name is None else Path(name)
-            _commit(fd, name, target)
-        except BaseException:
-            if name is not None:
-                _unlink(name)
-            raise
-
-
-@contextlib.contextmanager
-def atomic_file(path: str | os.PathLike) -> Iterator[BinaryIO]:
-    """Yield a binary file to write; on success it atomically replaces ``path``.
-
-    The same guarantees as :func:`atomic_path`, writing straight to the temporary's
-    descriptor instead of opening it again by name.
-    """
-    target = _target(path)
-    with _locked_temporary(target) as (fd, name):
-        try:
-            with open(fd, "wb", closefd=False) as f:
-                yield f
-            _commit(fd, name, target)
-        except BaseException:
-            if name is not None:
-                _unlink(name)
-            raise
+    fd, name = _open_temporary(target)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield Path(f"/proc/self/fd/{fd}") if name is None else Path(name)
+        _commit(fd, name, target)
+    except BaseException:
+        if name is not None:
+            _unlink(name)
+        raise
+    finally:
+        os.close(fd)
 
 
 def _remove(temporary: Path) -> None:
@@ -236,12 +267,6 @@ def _private_folder(target: str) -> Iterator[Path]:
     finally:
         _remove(folder)
         os.close(fd)
-
-
-def write_bytes_atomic(path: str | os.PathLike, data: bytes | bytearray | memoryview) -> None:
-    """Write ``data`` to ``path`` atomically."""
-    with atomic_file(path) as f:
-        f.write(data)
 
 
 def existing_file(path: str | os.PathLike) -> Path:

@@ -38,7 +38,7 @@ from aprender._limits import checked_shape
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, parse_json, to_state
 from aprender.exceptions import FormatError
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
-from aprender.format._io import atomic_file, atomic_path, existing_file, open_existing
+from aprender.format._io import atomic_path, existing_file, open_existing, write_atomic
 
 __all__ = [
     "MAX_HEADER_SIZE",
@@ -104,7 +104,7 @@ def state_to_bytes(state: ModelState) -> bytes:
 
 
 #: Files with up to this many bytes of tensors are serialized in memory and written through
-#: ``atomic_file``. Larger ones are streamed to disk by the package, without that copy; it writes
+#: ``write_atomic``. Larger ones are streamed to disk by the package, without that copy; it writes
 #: a temporary file of its own, so they go through a private folder (a mkdir, two renames and a
 #: rmdir, which would cost more than the rest of a small model's save).
 _IN_MEMORY_BYTES = 1 << 24
@@ -115,9 +115,7 @@ def write_state(state: ModelState, path: str | os.PathLike) -> None:
     specs = _specs(state.tensors)
     metadata = {METADATA_KEY: canonical_json(state.meta)}
     if sum(spec.data_len for spec in specs.values()) <= _IN_MEMORY_BYTES:
-        data = serialize(specs, metadata=metadata)
-        with atomic_file(path) as f:
-            f.write(data)
+        write_atomic(path, [serialize(specs, metadata=metadata)])
         return
     with atomic_path(path, own_temporary=True) as tmp:  # the package writes a temporary file of its own
         serialize_file(specs, str(tmp), metadata=metadata)

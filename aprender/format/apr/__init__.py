@@ -43,7 +43,7 @@ from aprender.codec import ModelState, ModelType, from_state, to_state
 from aprender.exceptions import FormatError, ModelTypeMismatch
 from aprender.format._crc import crc32
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
-from aprender.format._io import atomic_file
+from aprender.format._io import write_atomic
 from aprender.format.apr._crypto import kdf_limits
 from aprender.format.apr._layout import FLAG_SIGNED, Entry, Flags
 from aprender.format.apr._options import Compression, SaveOptions
@@ -144,9 +144,7 @@ def write_state(
     """
     chunks = encode(state, _options(options, compression, fields), signing_key=signing_key, password=password,
                     recipient_public_key=recipient_public_key)
-    with atomic_file(path) as f:
-        for chunk in chunks:
-            f.write(chunk)
+    write_atomic(path, chunks)
 
 
 def save(

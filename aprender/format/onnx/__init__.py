@@ -51,7 +51,7 @@ except ImportError as exc:
 from aprender.codec import ModelType
 from aprender.exceptions import AprenderError, FormatError, UnsupportedExportError
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
-from aprender.format._io import existing_file, write_bytes_atomic
+from aprender.format._io import existing_file, write_atomic
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format.onnx._meta import doc_string, model_props, read_props
 from aprender.format.onnx._registry import check_exportable, nested, register_converter, sync
@@ -347,7 +347,7 @@ def save_file(model: Any, path: str | os.PathLike, X: Any = None, **options: Any
     >>> os.path.getsize(path) > 0
     True
     """
-    write_bytes_atomic(path, save(model, X, **options))
+    write_atomic(path, [save(model, X, **options)])
 
 
 def load(data: bytes | bytearray | memoryview, expected: Any = None, **options: Any) -> NoReturn:

@@ -1,0 +1,88 @@
+"""``write_atomic``: every byte in order despite short writes, and nothing lost when a save fails."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import numpy as np
+import pytest
+
+import aprender
+from aprender.format import _io
+from aprender.preprocessing import StandardScaler
+
+
+def _model() -> StandardScaler:
+    return StandardScaler().fit(np.arange(12.0).reshape(4, 3))
+
+
+def test_short_writes_are_resumed_where_they_stopped(tmp_path, monkeypatch) -> None:
+    # writev may write less than asked (a signal, a pipe, a file past 2 GiB); every byte must still land once.
+    real = os.writev
+    calls = []
+
+    def short(fd, buffers):
+        calls.append(len(buffers))
+        return real(fd, [bytes(memoryview(b"".join(bytes(b) for b in buffers))[:5])])
+
+    monkeypatch.setattr(os, "writev", short)
+    chunks = [b"header", np.arange(6, dtype=np.int16), b"", memoryview(b"tail-bytes"), np.float64(2.5)]
+    target = tmp_path / "raw.bin"
+    _io.write_atomic(target, chunks)
+    expected = b"header" + np.arange(6, dtype=np.int16).tobytes() + b"tail-bytes" + np.float64(2.5).tobytes()
+    assert target.read_bytes() == expected
+    assert len(calls) == -(-len(target.read_bytes()) // 5)
+
+
+def test_more_buffers_than_one_writev_takes(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(_io, "_IOV_MAX", 3)
+    chunks = [bytes([i]) * (i + 1) for i in range(10)]
+    _io.write_atomic(tmp_path / "many.bin", chunks)
+    assert (tmp_path / "many.bin").read_bytes() == b"".join(chunks)
+
+
+@pytest.mark.parametrize("suffix", [".apr", ".safetensors"])
+def test_a_write_failing_half_way_keeps_the_old_file(suffix: str, tmp_path, monkeypatch) -> None:
+    target = tmp_path / f"m{suffix}"
+    aprender.save(_model(), target)
+    before = target.read_bytes()
+
+    def disk_full(fd, chunks):
+        os.write(fd, b"partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_io, "_write_all", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        aprender.save(StandardScaler().fit([[1.0], [2.0]]), target)
+    assert target.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_a_failed_rename_leaves_no_temporary(tmp_path, monkeypatch) -> None:
+    target = tmp_path / "m.apr"
+    aprender.save(_model(), target)
+    before = target.read_bytes()
+
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied", dst)
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(PermissionError):
+        aprender.save(StandardScaler().fit([[1.0], [2.0]]), target)
+    assert target.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_the_saved_file_has_the_umask_mode(tmp_path) -> None:
+    target = tmp_path / "m.safetensors"
+    aprender.save(_model(), target)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~_io._UMASK
+
+
+def test_saving_over_a_file_in_the_folder_path_names_the_folder(tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"x")
+    with pytest.raises(FileNotFoundError, match=f"the folder '{blocker}' is not a directory"):
+        aprender.save(_model(), blocker / "m.apr")
+    assert blocker.read_bytes() == b"x"
