@@ -86,3 +86,17 @@ def test_saving_over_a_file_in_the_folder_path_names_the_folder(tmp_path) -> Non
     with pytest.raises(FileNotFoundError, match=f"the folder '{blocker}' is not a directory"):
         aprender.save(_model(), blocker / "m.apr")
     assert blocker.read_bytes() == b"x"
+
+
+@pytest.mark.parametrize("suffix", [".apr", ".safetensors"])
+def test_read_only_and_empty_arrays_are_written_from_their_memory(suffix: str, tmp_path) -> None:
+    # SafeTensors takes each tensor's address: a read-only array (a model loaded with mmap=True)
+    # or an empty one cannot be exported writable and takes the other way to it.
+    model = _model()
+    model.mean_.flags.writeable = False
+    model.n_samples_seen_ = np.zeros(0, dtype=np.int64)
+    target = tmp_path / f"m{suffix}"
+    aprender.save(model, target)
+    loaded = aprender.load(target)
+    assert loaded.mean_.tobytes() == model.mean_.tobytes()
+    assert loaded.n_samples_seen_.shape == (0,) and loaded.n_samples_seen_.dtype == np.int64

