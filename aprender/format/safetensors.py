@@ -270,8 +270,8 @@ def _state_from_buffer(buffer: np.ndarray, where: str) -> ModelState:
     # view into it, so a load costs one read and no further copy (as pickle's does).
     n, header, spans = _check_header(memoryview(buffer), buffer.shape[0], where)
     meta = _meta(header, where)
-    data = buffer[8 + n :]
-    tensors = {name: data[begin:end].view(dtype).reshape(shape) for begin, end, name, dtype, shape in spans}
+    start = 8 + n  # ndarray(shape, dtype, buffer, offset): one call per tensor, where slice, view, reshape are three
+    tensors = {name: np.ndarray(shape, dtype, buffer, start + begin) for begin, _, name, dtype, shape in spans}
     return ModelState(tensors=tensors, meta=meta)
 
 

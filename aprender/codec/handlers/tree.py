@@ -108,19 +108,19 @@ def check_tree_arrays(packed: Mapping[str, Any], shape: Sequence[int], path: str
     layout = Layout(offsets, shape)
     left, right, feature = fields["left_child"], fields["right_child"], fields["feature"]
     leaf = left == TREE_LEAF
-    if not np.array_equal(leaf, right == TREE_LEAF):
-        i = int(np.argmax(leaf != (right == TREE_LEAF)))
+    disagree = leaf != (right == TREE_LEAF)
+    if disagree.any():
+        i = int(np.argmax(disagree))
         raise fail(path, f"{layout.node(i)}: left_child {left[i]} and right_child {right[i]} disagree on "
                          f"whether it is a leaf (a leaf has both set to {TREE_LEAF})")
-    marked = leaf & (feature != TREE_UNDEFINED)
-    if marked.any():
-        i = int(np.argmax(marked))
-        raise fail(path, f"{layout.node(i)} is a leaf but has feature {feature[i]} (leaves have {TREE_UNDEFINED})")
-    internal = ~leaf
-    outside = internal & (feature.view(np.uint64) >= features)  # negatives wrap to huge values
-    if outside.any():
-        i = int(np.argmax(outside))
+    # A leaf's feature is TREE_UNDEFINED, an internal node's in [0, features) (negatives wrap to huge values).
+    wrong = np.where(leaf, feature != TREE_UNDEFINED, feature.view(np.uint64) >= features)
+    if wrong.any():
+        i = int(np.argmax(wrong))
+        if leaf[i]:
+            raise fail(path, f"{layout.node(i)} is a leaf but has feature {feature[i]} (leaves have {TREE_UNDEFINED})")
         raise fail(path, f"{layout.node(i)}: feature index {feature[i]} is outside [0, {features})")
+    internal = ~leaf
     check_children(layout, internal, {"left_child": left, "right_child": right}, path)
     if not depths:
         return

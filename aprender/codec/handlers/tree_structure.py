@@ -13,6 +13,7 @@ every node but the root, makes each tree a proper tree rooted at its node 0.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,10 +41,28 @@ class Layout:
         self.offsets = offsets
         self.shape = tuple(shape)
         self.kind = kind
-        self.sizes = np.diff(offsets)
-        self.base = np.repeat(offsets[:-1], self.sizes)
-        self.local = np.arange(offsets[-1], dtype=np.int64)
-        self.local -= self.base
+        self.sizes = offsets[1:] - offsets[:-1]
+
+    @functools.cached_property
+    def base(self) -> np.ndarray:
+        """Packed index of each node's tree's root."""
+        return np.repeat(self.offsets[:-1], self.sizes)
+
+    @functools.cached_property
+    def local(self) -> np.ndarray:
+        """Index of each node inside its tree."""
+        local = np.arange(self.offsets[-1], dtype=np.int64)
+        local -= self.base
+        return local
+
+    def parents(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray | int, np.ndarray]:
+        """For packed ``nodes`` (int64): their local index, their tree's root, and how many nodes follow
+        each in its tree. A lone tree (a DecisionTree) needs no gathers: its local indices are the
+        packed ones."""
+        if self.sizes.shape[0] == 1:
+            return nodes, 0, int(self.offsets[1]) - 1 - nodes
+        local = self.local[nodes]
+        return local, self.base[nodes], self.per_node(self.sizes)[nodes] - local - 1
 
     def per_node(self, per_tree: np.ndarray) -> np.ndarray:
         """Spread one value per tree to every node of that tree."""
@@ -70,7 +89,7 @@ def check_offsets(offsets: object, n_trees: int, n_items: int, path: str, name: 
         raise fail(path, f"'{name}' must be int64 of shape ({n_trees + 1},), found {found}")
     if offsets[0] != 0 or offsets[-1] != n_items:
         raise fail(path, f"'{name}' must run from 0 to {n_items}, found {offsets[0]} to {offsets[-1]}")
-    steps = np.diff(offsets)
+    steps = offsets[1:] - offsets[:-1]
     bad = steps < (0 if empty_ok else 1)
     if bad.any():
         t = int(np.argmax(bad))
@@ -83,34 +102,34 @@ def check_children(layout: Layout, internal: np.ndarray, children: dict[str, np.
     """Check the child indices of every internal node: each tree must be a proper tree rooted at 0.
 
     ``children`` maps a field name ("left_child") to local child indices (any int
-    dtype); only entries where ``internal`` is true are read.
+    dtype); only entries where ``internal`` is true are read. All children are
+    checked in one pass over their concatenation; only a file that fails is looked
+    at again, field by field, to say which child of which node is wrong.
     """
     nodes = np.flatnonzero(internal)
-    local, base = layout.local[nodes], layout.base[nodes]
-    after = layout.per_node(layout.sizes)[nodes] - local - 1  # nodes after each parent in its tree
-    n_nodes = layout.local.shape[0]
+    local, base, after = layout.parents(nodes)
+    n_kinds = len(children)
+    child = np.concatenate([c[nodes] for c in children.values()]).astype(np.int64, copy=False)
+    local, after = np.concatenate((local,) * n_kinds), np.concatenate((after,) * n_kinds)
+    # A child lies after its parent and inside the tree: 0 <= child - local - 1 < after.
+    bad = (child - local - 1).view(np.uint64) >= after.view(np.uint64)
+    if bad.any():
+        k = int(np.argmax(bad))
+        name, node = list(children)[k // nodes.shape[0]], int(nodes[k % nodes.shape[0]])
+        where = layout.node(node)
+        if child[k] <= local[k]:
+            raise fail(path, f"{where}: {name} {child[k]} does not come after its parent "
+                             "(children must have larger indices; this would allow a cycle)")
+        raise fail(path, f"{where}: {name} {child[k]} is outside the tree's {local[k] + after[k] + 1} nodes")
+    target = child + (base if type(base) is int else np.concatenate((base,) * n_kinds))
+    n_nodes = int(layout.offsets[-1])
     has_parent = np.zeros(n_nodes, dtype=bool)
-    targets = []
-    for name, child in children.items():
-        child = child[nodes].astype(np.int64, copy=False)
-        # A child lies after its parent and inside the tree: 0 <= child - local - 1 < after.
-        bad = (child - local - 1).view(np.uint64) >= after.view(np.uint64)
-        if bad.any():
-            k = int(np.argmax(bad))
-            where = layout.node(int(nodes[k]))
-            if child[k] <= local[k]:
-                raise fail(path, f"{where}: {name} {child[k]} does not come after its parent "
-                                 "(children must have larger indices; this would allow a cycle)")
-            raise fail(path, f"{where}: {name} {child[k]} is outside the tree's {local[k] + after[k] + 1} nodes")
-        target = child + base
-        has_parent[target] = True
-        targets.append(target)
+    has_parent[target] = True
     # Children are distinct non-root nodes, as many as there are non-root nodes: then
     # every node but the root has exactly one parent. Anything else is found and named.
-    n_children = sum(t.shape[0] for t in targets)
-    if n_children == n_nodes - layout.sizes.shape[0] and int(np.count_nonzero(has_parent)) == n_children:
+    if target.shape[0] == n_nodes - layout.sizes.shape[0] and int(np.count_nonzero(has_parent)) == target.shape[0]:
         return
-    parents = np.bincount(np.concatenate(targets), minlength=n_nodes)
+    parents = np.bincount(target, minlength=n_nodes)
     shared = parents > 1
     if shared.any():
         i = int(np.argmax(shared))

@@ -292,9 +292,8 @@ def _data(p: Parsed, buffer: np.ndarray, keys: Keys) -> np.ndarray:
 def state_of(p: Parsed, buffer: np.ndarray, keys: Keys) -> ModelState:
     """The stored ModelState; tensors are views into one buffer (read-only if ``buffer`` is)."""
     data = _data(p, buffer, keys)
-    tensors = {}
-    for e in p.entries:
-        view = data[e.offset : e.offset + e.size]
-        tensors[e.name] = view.view(e.dtype.numpy).reshape(e.array_shape())
+    # ndarray(shape, dtype, buffer, offset) is one call per tensor where slice, view and reshape are three;
+    # the index was checked to tile the data, so every tensor lies inside it.
+    tensors = {e.name: np.ndarray(e.array_shape(), e.dtype.numpy, data, e.offset) for e in p.entries}
     meta = {k: v for k, v in p.meta.items() if k not in CONTAINER_KEYS}
     return ModelState(tensors=tensors, meta=meta)
