@@ -9,6 +9,8 @@ time and memory a load costs.
 
 from __future__ import annotations
 
+import math
+
 from aprender.exceptions import FormatError
 
 __all__ = ["MAX_ELEMENTS", "MAX_INT", "MAX_NDIM", "MIN_INT", "checked_shape"]
@@ -38,6 +40,15 @@ def checked_shape(shape: object, where: str, *, min_ndim: int = 0, min_dim: int 
     ...
     aprender.exceptions.FormatError: w: shape [0, 1073741824, 1073741824] describes more than 2**53 elements
     """
+    if (type(shape) is list or type(shape) is tuple) and min_ndim <= len(shape) <= MAX_NDIM:
+        # The usual shape, every dimension a positive int: its product bounds each of them. Read on
+        # every tensor of every load, so it is checked in a third of the loop below, which finds the rest.
+        for d in shape:
+            if type(d) is not int or d < min_dim:
+                break
+        else:
+            if 0 < math.prod(shape) <= MAX_ELEMENTS:
+                return tuple(shape)
     if not isinstance(shape, (list, tuple)) or not min_ndim <= len(shape) <= MAX_NDIM:
         raise FormatError(f"{where}: shape must be a list of {min_ndim} to {MAX_NDIM} dimensions, "
                           f"found {str(shape)[:80]}")
