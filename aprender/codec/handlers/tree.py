@@ -58,10 +58,14 @@ def pack_trees(trees: Sequence[Tree], path: str) -> dict[str, Any]:
     packed: dict[str, Any] = {"n_features": features, "n_outputs": outputs, "n_classes": classes}
     packed["node_offsets"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     packed["max_depth"] = np.fromiter((s["max_depth"] for s in states), dtype=np.int64, count=len(states))
-    for name in NODE_FIELDS:
-        packed[name] = np.ascontiguousarray(nodes[name])
+    packed.update(_columns(nodes))
     packed["values"] = np.concatenate([s["values"] for s in states])
     return packed
+
+
+def _columns(nodes: np.ndarray) -> dict[str, np.ndarray]:
+    """Each field of node records as a contiguous array of its own."""
+    return {name: np.ascontiguousarray(nodes[name]) for name in NODE_FIELDS}
 
 
 def _positive_int(value: object, name: str, path: str) -> int:
@@ -216,11 +220,14 @@ def check_tree_attrs(
 
 
 def _encode_tree(tree: Tree, enc: Encoder, path: str) -> dict[str, Any]:
-    packed = pack_trees([tree], path)
-    node: dict[str, Any] = {k: packed[k] for k in ("n_features", "n_outputs", "n_classes")}
-    node["max_depth"] = int(packed["max_depth"][0])
+    # The arrays pack_trees would give for one tree, without its concatenations and offsets.
+    features, outputs, classes = _layout_of(tree)
+    state = tree.__getstate__()
+    arrays = {**_columns(state["nodes"]), "values": state["values"]}
+    node: dict[str, Any] = {"n_features": features, "n_outputs": outputs, "n_classes": classes,
+                            "max_depth": int(state["max_depth"])}
     for name in TREE_ARRAYS:
-        node[name] = enc.tensor(packed[name], f"{path}.{name}")
+        node[name] = enc.tensor(arrays[name], f"{path}.{name}")
     return node
 
 
