@@ -227,3 +227,23 @@ def test_parse_json_gives_the_standard_librarys_values_and_verdicts(data: bytes,
     monkeypatch.setattr(_state, "_orjson", None)
     assert fast == [parsed(t) for t in texts]
 
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int8])
+def test_large_fortran_matrices_are_copied_in_tiles_to_the_same_bytes(dtype, monkeypatch) -> None:
+    # Above TILED_COPY_BYTES an F-ordered matrix is copied tile by tile: shapes that are not
+    # multiples of the tile, both ways round, must give the bytes numpy's own copy gives.
+    from aprender.codec import _encode
+
+    monkeypatch.setattr(_encode, "TILED_COPY_BYTES", 0)
+    rng = np.random.default_rng(3)
+    for shape in [(3, 2), (257, 3), (5, 700), (300, 513)]:
+        matrix = np.asfortranarray((rng.standard_normal(shape) * 50).astype(dtype))
+        enc = _encode.Encoder()
+        node = enc.tensor(matrix, "m")
+        assert node["order"] == "F"
+        assert enc.tensors["m"].flags.c_contiguous
+        assert enc.tensors["m"].tobytes() == np.ascontiguousarray(matrix).tobytes()
+    model = Bag(option=None).fit([[1.0]])
+    model.payload_ = matrix
+    _assert_same(matrix, _roundtrip(model).payload_)
