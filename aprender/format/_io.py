@@ -9,11 +9,11 @@ import fcntl
 import os
 import secrets
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["atomic_path", "existing_file", "open_existing", "write_atomic"]
+__all__ = ["existing_file", "open_existing", "write_atomic", "write_path_atomic"]
 
 # Saved models get the usual mode the umask allows. Read once: os.umask can only be
 # queried by setting it, which is not thread-safe.
@@ -179,41 +179,22 @@ def write_atomic(path: str | os.PathLike, chunks: Iterable[Any]) -> None:
 
     Readers see the old file or the complete new one, never a partial write, and an
     exception or a killed process leaves the old file untouched; see
-    :func:`atomic_path` for how. This is the small-model path, so it makes no system
-    call a successful save does not need: a missing folder or a directory in the way
-    is looked into only once the open or the rename has failed, and the buffers go
-    out through ``writev`` straight from their memory, without a file object.
+    :func:`write_path_atomic` for how. This is the small-model path, so it makes no
+    system call a successful save does not need: a missing folder or a directory in
+    the way is looked into only once the open or the rename has failed, and the
+    buffers go out through ``writev`` straight from their memory, without a file object.
     """
     target = os.fspath(path)
     remove_stale_temporaries(target)
-    try:
-        fd, name = _open_temporary(target)
-    except OSError:
-        _check_destination(target)
-        raise
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        _write_all(fd, chunks)
-        try:
-            _commit(fd, name, target)
-        except OSError:
-            _check_destination(target)
-            raise
-    except BaseException:
-        if name is not None:
-            _unlink(name)
-        raise
-    finally:
-        os.close(fd)
+    _through_temporary(target, lambda fd, name: _write_all(fd, chunks))
 
 
-@contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, *, own_temporary: bool = False) -> Iterator[Path]:
-    """Yield a path to write; on success it atomically replaces ``path``.
+def write_path_atomic(path: str | os.PathLike, write: Callable[[Path], None], *, own_temporary: bool = False) -> None:
+    """Call ``write`` with a path to write; once it returns, the file atomically replaces ``path``.
 
     Readers see the old file or the complete new one, never a partial write, and
     an exception or a killed process leaves the old file untouched. On Linux the
-    yielded path is ``/proc/self/fd/N`` of an unnamed ``O_TMPFILE`` file in the
+    path given is ``/proc/self/fd/N`` of an unnamed ``O_TMPFILE`` file in the
     destination folder, so a save killed at any point leaves no temporary file
     behind. Writers that make their own temporary file and rename it (the
     ``safetensors`` package) pass ``own_temporary=True`` and get a path inside a
@@ -228,15 +209,33 @@ def atomic_path(path: str | os.PathLike, *, own_temporary: bool = False) -> Iter
     if own_temporary:
         with _private_folder(target) as private:
             inner = private / os.path.basename(target)
-            yield inner
+            write(inner)
             os.chmod(inner, _MODE)
             os.replace(inner, target)
         return
-    fd, name = _open_temporary(target)
+    _through_temporary(target, lambda fd, name: write(Path(f"/proc/self/fd/{fd}") if name is None else Path(name)))
+
+
+def _through_temporary(target: str, fill: Callable[[int, str | None], None]) -> None:
+    """Open and lock a temporary for ``target``, let ``fill(fd, name)`` write it, then rename it over ``target``.
+
+    If anything fails the temporary is gone and ``target`` untouched; a failed open or
+    rename is explained by :func:`_check_destination` when the folder or the target is
+    the cause.
+    """
+    try:
+        fd, name = _open_temporary(target)
+    except OSError:
+        _check_destination(target)
+        raise
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        yield Path(f"/proc/self/fd/{fd}") if name is None else Path(name)
-        _commit(fd, name, target)
+        fill(fd, name)
+        try:
+            _commit(fd, name, target)
+        except OSError:
+            _check_destination(target)
+            raise
     except BaseException:
         if name is not None:
             _unlink(name)

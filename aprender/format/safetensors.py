@@ -39,7 +39,7 @@ from aprender._limits import checked_shape
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, parse_json, to_state
 from aprender.exceptions import FormatError
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
-from aprender.format._io import atomic_path, existing_file, open_existing, write_atomic
+from aprender.format._io import existing_file, open_existing, write_atomic, write_path_atomic
 
 __all__ = [
     "MAX_HEADER_SIZE",
@@ -126,8 +126,8 @@ def write_state(state: ModelState, path: str | os.PathLike) -> None:
     if sum(spec.data_len for spec in specs.values()) <= _IN_MEMORY_BYTES:
         write_atomic(path, [serialize(specs, metadata=metadata)])
         return
-    with atomic_path(path, own_temporary=True) as tmp:  # the package writes a temporary file of its own
-        serialize_file(specs, str(tmp), metadata=metadata)
+    # The package writes a temporary file of its own.
+    write_path_atomic(path, lambda tmp: serialize_file(specs, str(tmp), metadata=metadata), own_temporary=True)
 
 
 def save(model: Any, *, dtype: str | None = None, metadata: Mapping[str, Any] | None = None,

@@ -38,7 +38,7 @@ from gguf import GGML_QUANT_VERSION, GGUFValueType, GGUFWriter, LlamaFileType
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, to_state
 from aprender.format import quantize as _quantize
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
-from aprender.format._io import atomic_path, existing_file
+from aprender.format._io import existing_file, write_path_atomic
 from aprender.format.gguf import _foreign as foreign
 from aprender.format.gguf import _layout as layout
 from aprender.format.gguf import _reader as _gguf_reader
@@ -130,7 +130,8 @@ def write_state(state: ModelState, path: str | os.PathLike) -> None:
     names = [p.name for p in placed]
     if len(set(names)) != len(names):
         raise ValueError("two tensor names map to the same GGUF name")
-    with atomic_path(path) as tmp:
+
+    def write(tmp: Path) -> None:
         writer = GGUFWriter(tmp, layout.ARCHITECTURE)
         try:
             _add_general(writer, state)
@@ -142,6 +143,8 @@ def write_state(state: ModelState, path: str | os.PathLike) -> None:
             writer.write_tensors_to_file()
         finally:
             writer.close()
+
+    write_path_atomic(path, write)
 
 
 def to_model_state(
