@@ -13,7 +13,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["existing_file", "open_existing", "write_atomic", "write_path_atomic"]
+from aprender.exceptions import FormatError
+
+__all__ = ["existing_file", "fill", "open_existing", "write_atomic", "write_path_atomic"]
 
 # Saved models get the usual mode the umask allows. Read once: os.umask can only be
 # queried by setting it, which is not thread-safe.
@@ -266,6 +268,20 @@ def _private_folder(target: str) -> Iterator[Path]:
     finally:
         _remove(folder)
         os.close(fd)
+
+
+def fill(f: BinaryIO, view: memoryview, where: str) -> None:
+    """Read exactly ``len(view)`` bytes of ``f`` into ``view``; a file that ends first raises FormatError.
+
+    For unbuffered files, whose reads may return less than asked (Linux stops one
+    read at about 2 GiB).
+    """
+    pos = 0
+    while pos < len(view):
+        n = f.readinto(view[pos:])
+        if not n:
+            raise FormatError(f"{where}: the file changed size while being read")
+        pos += n
 
 
 def existing_file(path: str | os.PathLike) -> Path:

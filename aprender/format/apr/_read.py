@@ -13,14 +13,14 @@ import mmap
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
 from aprender.codec import ModelState, parse_json
 from aprender.exceptions import ChecksumMismatch, FormatError, SignatureInvalid
 from aprender.format._crc import crc32
-from aprender.format._io import existing_file, open_existing
+from aprender.format._io import existing_file, fill, open_existing
 from aprender.format.apr._compress import decompress
 from aprender.format.apr._layout import (
     FLAG_ENCRYPTED,
@@ -85,15 +85,6 @@ class Parsed:
 # -- reading files ---------------------------------------------------------------------
 
 
-def _fill(f: BinaryIO, view: memoryview, where: str) -> None:
-    pos = 0
-    while pos < len(view):
-        n = f.readinto(view[pos:])
-        if not n:
-            raise FormatError(f"{where}: the file changed size while being read")
-        pos += n
-
-
 def read_file(path: str | os.PathLike) -> tuple[np.ndarray, int, str]:
     """The whole file in a fresh writable buffer, and the CRC32 of all but its footer.
 
@@ -107,17 +98,17 @@ def read_file(path: str | os.PathLike) -> tuple[np.ndarray, int, str]:
         view = memoryview(buffer)
         end = max(total - FOOTER_SIZE, 0)
         if total <= _CHUNK:  # one read: a small file costs no more than its first bytes
-            _fill(f, view, where)
+            fill(f, view, where)
             check_magic(view[:4], total, where)
             return buffer, crc32(view[:end]), where
-        _fill(f, view[:HEADER_SIZE], where)
+        fill(f, view[:HEADER_SIZE], where)
         check_magic(view[:4], total, where)
         crc = crc32(view[:HEADER_SIZE])
         with ThreadPoolExecutor(max_workers=1) as pool:
             pending = None
             for start in range(HEADER_SIZE, total, _CHUNK):
                 stop = min(start + _CHUNK, total)
-                _fill(f, view[start:stop], where)
+                fill(f, view[start:stop], where)
                 if pending is not None:
                     crc = pending.result()
                 pending = pool.submit(crc32, view[start : min(stop, end)], crc)
