@@ -8,6 +8,7 @@ so there is one codec for all of them. docs/codec.md describes the metadata tree
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -140,12 +141,18 @@ def parse_json(text: str | bytes, where: str) -> Any:
         raise FormatError(f"{where} is not valid JSON: {exc}") from None
 
 
-def _versions() -> dict[str, str]:
+@functools.cache
+def _version_items() -> tuple[tuple[str, str], ...]:
+    """The library versions every save records; fixed once the process has imported them."""
     import sklearn
 
     from aprender import __version__
 
-    return {"aprender": __version__, "numpy": np.__version__, "sklearn": sklearn.__version__}
+    return (("aprender", __version__), ("numpy", np.__version__), ("sklearn", sklearn.__version__))
+
+
+def _versions() -> dict[str, str]:
+    return dict(_version_items())  # a fresh dict: the metadata a caller receives is theirs to change
 
 
 def _looks_fitted(estimator: Any) -> bool:
