@@ -28,6 +28,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, has_fit_param
 
 from aprender import _distill_data as data
 from aprender import _distill_progressive as progressive
+from aprender import _distill_students as students
 from aprender.exceptions import DistillationError
 
 __all__ = ["METHODS", "distill"]
@@ -115,6 +116,7 @@ def distill(
     transfer_size: int | str = "auto",
     validation_fraction: float = 0.2,
     random_state: int | None = 0,
+    fallback: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> Any:
     """Fit a clone of ``student`` to the teachers' outputs; return it with its ``provenance_``.
@@ -159,16 +161,23 @@ def distill(
         only for the report in ``provenance_["report"]``; 0 holds nothing out.
     random_state : int or None, default=0
         Seeds the split, the transfer set and an unset ``random_state`` of the student.
+    fallback : bool, default=True
+        With held-out rows, also fit the same student on the hard labels of the
+        training rows; if it scores better on the held-out rows than the distilled
+        one, return the student fitted on the hard labels of all of ``X`` instead
+        (``provenance_["fallback"]`` records both scores and which was kept).
     progress : callable, optional
         Called with the name of each phase as it starts (the CLI's progress bar).
 
     Returns
     -------
     estimator
-        The fitted student. ``student.provenance_`` records the method, temperature,
+        The fitted student (or, when ``fallback`` kept it, the student fitted on the
+        hard labels). ``student.provenance_`` records the method, temperature,
         alpha, the teachers (class, classes, file and sha256), the final distillation
         loss (soft-target cross-entropy, or mean squared error for regressors), the
-        transfer set's size, sha256 and synthesis, and the held-out report.
+        transfer set's size, sha256 and synthesis, the held-out report and the
+        fallback's choice.
 
     Raises
     ------
@@ -216,9 +225,10 @@ def distill(
     phase("synthesizing the transfer set")
     size = _auto_size(transfer_size, X_train.shape[0])
     X_transfer = np.vstack([X_train, data.synthesize(X_train, size - X_train.shape[0], rng)])[:size]
-    fitted = clone(student)
-    unset = {k: rng.randint(2**31 - 1) for k, v in fitted.get_params().items() if k == "random_state" and v is None}
-    fitted.set_params(**unset)
+    base = clone(student)
+    unset = {k: rng.randint(2**31 - 1) for k, v in base.get_params().items() if k == "random_state" and v is None}
+    base.set_params(**unset)
+    fitted = clone(base)
     phase("labelling it with the teachers")
     n_labelled = min(X_train.shape[0], size) if y_train is not None else 0
     layers: list = []
@@ -232,16 +242,23 @@ def distill(
         classes = models[0].classes_
         onehot = (y_train[:n_labelled, None] == classes[None, :]).astype(np.float64) if n_labelled else None
         targets = data.soft_targets([m.predict_proba(X_transfer) for m in models], temperature, alpha, onehot)
+        labels = classes[targets.argmax(axis=1)]
+        soft = True
         if data.learns_soft_labels(fitted):
             with data.soft_labels(fitted, targets, classes):
-                _fit(fitted, X_transfer, classes[targets.argmax(axis=1)], layers)
-            soft = True
+                _fit(fitted, X_transfer, labels, layers)
+        elif students.boosts_soft_targets(fitted) and len(np.unique(labels)) == len(classes):
+            with students.soft_boosting(fitted, targets):
+                _fit(fitted, X_transfer, labels, layers)
         elif has_fit_parameter(fitted, "sample_weight"):
             Xe, ye, we = data.expand(X_transfer, targets, classes)
-            _fit(fitted, Xe, ye, layers, sample_weight=we)
-            soft = True
+            if students.starts_logistic(fitted):
+                with students.logistic_start(fitted, X_transfer, targets):
+                    _fit(fitted, Xe, ye, layers, sample_weight=we)
+            else:
+                _fit(fitted, Xe, ye, layers, sample_weight=we)
         else:
-            _fit(fitted, X_transfer, classes[targets.argmax(axis=1)], layers)
+            _fit(fitted, X_transfer, labels, layers)
             soft = False
         proba = np.zeros_like(targets)
         proba[:, np.searchsorted(classes, fitted.classes_)] = fitted.predict_proba(X_transfer)
@@ -254,8 +271,23 @@ def distill(
         _fit(fitted, X_transfer, targets, layers)
         soft = True
         loss = float(np.mean((np.asarray(fitted.predict(X_transfer), dtype=np.float64) - targets) ** 2))
+    choice, kept = None, fitted
+    if fallback and X_held is not None and len(X_held):
+        phase("fitting the student on the hard labels")
+        hard = clone(base).fit(X_train, y_train)
+        scores = {"distilled": _score(fitted, X_held, y_held, classify),
+                  "hard_labels": _score(hard, X_held, y_held, classify)}
+        choice = {"kept": "hard_labels" if scores["hard_labels"] > scores["distilled"] else "distilled",
+                  "held_out": scores}
+        if choice["kept"] == "hard_labels":
+            kept = hard
     phase("scoring")
-    fitted.provenance_ = {
+    report = _report(models, kept, X_held, y_held, classify)
+    if kept is not fitted:
+        # The choice is made; like a hard-label fit the user would make, the kept
+        # student learns from every labelled row, the held-out ones included.
+        kept = clone(base).fit(X, y)
+    kept.provenance_ = {
         "method": method,
         "temperature": float(temperature) if classify else None,
         "alpha": float(alpha),
@@ -269,9 +301,10 @@ def distill(
                          "synthesized_rows": int(size - min(X_train.shape[0], size)),
                          "synthesis": data.synthesis_record(),
                          "sha256": data.sha256_of_arrays(X_transfer, targets)},
-        "report": _report(models, fitted, X_held, y_held, classify),
+        "report": report,
+        "fallback": choice,
     }
-    return fitted
+    return kept
 
 
 def _fit(model: Any, X: np.ndarray, y: np.ndarray, layers: list, **fit_params: Any) -> None:

@@ -16,10 +16,17 @@ from sklearn.model_selection import train_test_split
 
 import aprender
 from aprender._distill_data import expand, learns_soft_labels, soft_labels, soft_targets, synthesize, tempered
+from aprender._distill_students import (
+    boosts_soft_targets,
+    logistic_objective,
+    logistic_start,
+    soft_boosting,
+    starts_logistic,
+)
 from aprender.cli import main
 from aprender.cli._app import cli
 from aprender.cli._distill import parse_student
-from aprender.ensemble import RandomForestClassifier, RandomForestRegressor
+from aprender.ensemble import HistGradientBoostingClassifier, RandomForestClassifier, RandomForestRegressor
 from aprender.exceptions import DistillationError, InferenceOnlyError
 from aprender.linear_model import LinearRegression, LogisticRegression
 from aprender.neighbors import KNeighborsClassifier
@@ -88,6 +95,63 @@ def test_soft_labels_minimise_the_soft_target_cross_entropy() -> None:
     l2 = 0.5 * model.alpha * sum(np.sum(w**2) for w in model.coefs_) / len(X_IRIS)
     assert model.loss_curve_[0] == pytest.approx(-np.mean(np.sum(targets * np.log(proba), axis=1)) + l2, rel=1e-6)
     assert not learns_soft_labels(MLPClassifier(early_stopping=True)) and not learns_soft_labels(LogisticRegression())
+
+
+@pytest.mark.parametrize("classes", [[0, 1, 2], [0, 1]])
+def test_soft_boosting_with_one_hot_targets_fits_exactly_like_hard_labels(classes: list[int]) -> None:
+    mask = np.isin(Y_IRIS, classes)
+    X, y = X_IRIS[mask], Y_IRIS[mask]
+    hard = HistGradientBoostingClassifier(max_iter=15, early_stopping=False, random_state=0).fit(X, y)
+    soft = HistGradientBoostingClassifier(max_iter=15, random_state=0)
+    assert boosts_soft_targets(soft)
+    onehot = (y[:, None] == np.array(classes)[None, :]).astype(float)
+    with soft_boosting(soft, onehot):
+        soft.fit(X, y)
+    # The caller's parameters and a standard loss are back: the model saves and refits as usual.
+    assert soft.loss == "log_loss" and soft.early_stopping == "auto"
+    assert type(soft._loss) is type(hard._loss) and soft.n_iter_ == hard.n_iter_ == 15
+    np.testing.assert_allclose(soft.predict_proba(X), hard.predict_proba(X), rtol=1e-6)
+    np.testing.assert_array_equal(soft.predict(X), hard.predict(X))
+
+
+def test_soft_boosting_fits_the_soft_targets_better_than_their_argmax() -> None:
+    rng = np.random.RandomState(0)
+    targets = rng.dirichlet([1.0, 1.0, 1.0], size=len(X_IRIS)) * 0.5
+    targets[np.arange(len(X_IRIS)), Y_IRIS] += 0.5
+    labels = targets.argmax(axis=1)
+
+    def cross_entropy(model: HistGradientBoostingClassifier) -> float:
+        return float(-np.mean(np.sum(targets * np.log(model.predict_proba(X_IRIS)), axis=1)))
+
+    soft = HistGradientBoostingClassifier(max_iter=30, random_state=0)
+    with soft_boosting(soft, targets):
+        soft.fit(X_IRIS, labels)
+    argmax = HistGradientBoostingClassifier(max_iter=30, early_stopping=False, random_state=0).fit(X_IRIS, labels)
+    assert cross_entropy(soft) < cross_entropy(argmax) - 0.1
+    assert not boosts_soft_targets(HistGradientBoostingClassifier(class_weight="balanced"))
+
+
+@pytest.mark.parametrize("classes", [[0, 1, 2], [1, 2]])
+def test_logistic_start_is_the_minimiser_of_the_expanded_objective(classes: list[int]) -> None:
+    mask = np.isin(Y_IRIS, classes)
+    X = X_IRIS[mask]
+    proba = RandomForestClassifier(n_estimators=5, random_state=0).fit(X, Y_IRIS[mask]).predict_proba(X)
+    targets = soft_targets([proba], 0.5, 0.7, None)
+    Xe, ye, we = expand(X, targets, np.array(classes))
+    reference = LogisticRegression(C=0.5, tol=1e-10, max_iter=5000).fit(Xe, ye, sample_weight=we)
+    started = LogisticRegression(C=0.5, tol=1e-10, max_iter=5000)
+    assert starts_logistic(started)
+    with logistic_start(started, X, targets):
+        started.fit(Xe, ye, sample_weight=we)
+    assert started.warm_start is False and started.n_iter_[0] <= 3  # scikit-learn's fit found it converged
+    np.testing.assert_allclose(started.coef_, reference.coef_, atol=1e-5)
+    np.testing.assert_allclose(started.intercept_, reference.intercept_, atol=1e-5)
+    # The unexpanded objective is the expanded one: weighted mean log-loss plus the same L2 term.
+    proba_e = reference.predict_proba(Xe)[np.arange(len(ye)), np.searchsorted(classes, ye)]
+    expanded = np.sum(we * -np.log(proba_e)) / we.sum() + 0.5 / (0.5 * we.sum()) * np.sum(reference.coef_**2)
+    assert logistic_objective(reference, X, targets, reference.coef_, reference.intercept_) == pytest.approx(
+        expanded, rel=1e-10)
+    assert not starts_logistic(LogisticRegression(solver="liblinear"))
 
 
 def test_synthesized_rows_stay_between_neighbours() -> None:
@@ -293,3 +357,34 @@ def test_cli_distill_inference_only_student(forest, tmp_path, capsys) -> None:
     assert np.array_equal(slim.predict_proba(X_IRIS), full.predict_proba(X_IRIS))
     with pytest.raises(InferenceOnlyError):
         slim.partial_fit(X_IRIS, Y_IRIS)
+
+
+def test_fallback_keeps_the_hard_label_student_when_distillation_loses() -> None:
+    X, y = make_classification(n_samples=300, n_features=5, n_informative=3, n_redundant=0, n_classes=3,
+                               n_clusters_per_class=1, random_state=0)
+    # A teacher of shuffled labels, followed alone (alpha=1): distillation must lose.
+    bad = RandomForestClassifier(n_estimators=10, random_state=0).fit(X, np.random.RandomState(0).permutation(y))
+    kwargs = {"alpha": 1.0, "transfer_size": 1000}
+    kept = aprender.distill(bad, LogisticRegression(max_iter=1000), X, y, **kwargs)
+    record = kept.provenance_["fallback"]
+    assert record["kept"] == "hard_labels"
+    assert record["held_out"]["hard_labels"] > record["held_out"]["distilled"] + 0.3
+    assert kept.provenance_["report"]["student"] == record["held_out"]["hard_labels"]
+    # The kept student is the hard-label fit on every row, the one the user would have made.
+    np.testing.assert_array_equal(kept.coef_, LogisticRegression(max_iter=1000).fit(X, y).coef_)
+    off = aprender.distill(bad, LogisticRegression(max_iter=1000), X, y, fallback=False, **kwargs)
+    assert off.provenance_["fallback"] is None
+    assert off.provenance_["report"]["student"] == record["held_out"]["distilled"]
+
+
+def test_cli_reports_the_fallback(tmp_path, capsys) -> None:
+    data, teacher = tmp_path / "transfer.npz", tmp_path / "teacher.apr"
+    np.savez(data, X=X_IRIS, y=Y_IRIS)
+    aprender.save(RandomForestClassifier(n_estimators=5, random_state=0).fit(X_IRIS, np.roll(Y_IRIS, 50)), teacher)
+    args = ["distill", str(teacher), "--student", "LogisticRegression(max_iter=500)", "--data", str(data),
+            "--transfer-size", "300", "--alpha", "1"]
+    assert main([*args, "--output", str(tmp_path / "a.apr")]) == 0
+    assert "kept the hard-labels student" in capsys.readouterr().out
+    assert main([*args, "--output", str(tmp_path / "b.apr"), "--no-fallback"]) == 0
+    assert "kept the" not in capsys.readouterr().out
+    assert aprender.load(tmp_path / "b.apr").provenance_["fallback"] is None

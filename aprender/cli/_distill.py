@@ -140,6 +140,8 @@ def load_data(path: Path, target: str) -> tuple[np.ndarray, np.ndarray | None]:
 @click.option("--transfer-size", default="auto", show_default=True, help="Rows of the transfer set, or 'auto'.")
 @click.option("--target", default="y", show_default=True, help="Name of the target array or column.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--fallback/--no-fallback", default=True, show_default=True,
+              help="Return the student fitted on the hard labels when it scores better on the held-out rows.")
 @click.option("--inference-only", is_flag=True,
               help="Leave out what only further training reads (optimizer state, loss curves): a smaller file "
                    "whose partial_fit is refused.")
@@ -149,7 +151,8 @@ def load_data(path: Path, target: str) -> tuple[np.ndarray, np.ndarray | None]:
 @debug_option
 def distill_cmd(teachers: tuple[Path, ...], spec: str, data_path: Path, output: Path, method: str,
                 temperature: float, alpha: float, layer_map: str | None, transfer_size: str, target: str,
-                seed: int, inference_only: bool, force: bool, progress: bool | None, as_json: bool) -> int:
+                seed: int, fallback: bool, inference_only: bool, force: bool, progress: bool | None,
+                as_json: bool) -> int:
     """Distil TEACHERS (model files) into a small student, saved with its provenance.
 
     The student records each teacher file's sha256 and classes, the method,
@@ -164,11 +167,12 @@ def distill_cmd(teachers: tuple[Path, ...], spec: str, data_path: Path, output: 
         size_arg = int(transfer_size)
     check_output(output, force)
     X, y = load_data(data_path, target)
-    steps = 4 + (len(layer_map.split(",")) if layer_map else 2) * (method == "progressive")
+    steps = 4 + (len(layer_map.split(",")) if layer_map else 2) * (method == "progressive") + (
+        fallback and y is not None)
     with phases(steps, 0, progress if progress is not None else X.shape[0] >= _LONG) as phase:
         fitted = aprender.distill([str(t) for t in teachers], student, X, y, method=method,
                                   temperature=temperature, alpha=alpha, layer_map=layer_map,
-                                  transfer_size=size_arg, random_state=seed, progress=phase)
+                                  transfer_size=size_arg, random_state=seed, fallback=fallback, progress=phase)
         phase("saving")
         aprender.save(fitted, output, inference_only=inference_only)
     summary = {"output": str(output), "file_size": output.stat().st_size, "student": type(fitted).__name__,
@@ -185,4 +189,8 @@ def distill_cmd(teachers: tuple[Path, ...], spec: str, data_path: Path, output: 
         if report:
             say(f"held-out {report['metric']}: student {report['student']:.4f}, teachers "
                 + ", ".join(f"{s:.4f}" for s in report["teachers"]))
+        if record["fallback"]:
+            scores = record["fallback"]["held_out"]
+            say(f"kept the {record['fallback']['kept'].replace('_', '-')} student (held-out: distilled "
+                f"{scores['distilled']:.4f}, hard-label {scores['hard_labels']:.4f})")
     return 0
