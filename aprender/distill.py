@@ -2,12 +2,14 @@
 
 :func:`distill` labels a transfer set with the teachers and fits the student to the
 result. Classifiers learn ``alpha * softmax(log p_teacher / T) + (1 - alpha) * onehot(y)``
-exactly (an MLPClassifier as its own target matrix, other students by sample-weighted
-row expansion); regressors learn ``alpha * teacher + (1 -
-alpha) * y``. The transfer set is the training rows plus rows synthesized around them
-(MUNGE) and labelled by the teachers. The student keeps a ``provenance_`` record that
-every save writes into the file's user metadata (key ``"provenance"``), where
-``apr inspect`` shows it. docs/distill.md explains each step.
+exactly (an MLPClassifier as its own target matrix, a HistGradientBoostingClassifier
+through a soft-target loss, other students by sample-weighted row expansion, which a
+LogisticRegression starts at its solution); regressors learn ``alpha * teacher + (1 -
+alpha) * y``. With held-out rows, the student fitted on the hard labels is returned
+instead when it scores better there (``fallback``). The transfer set is the training
+rows plus rows synthesized around them (MUNGE) and labelled by the teachers. The
+student keeps a ``provenance_`` record that every save writes into the file's user
+metadata (key ``"provenance"``), where ``apr inspect`` shows it. docs/distill.md explains each step.
 """
 
 from __future__ import annotations
