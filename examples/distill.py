@@ -69,7 +69,8 @@ def main() -> None:
         record = aprender.inspect(files[2][1]).metadata["user"]["provenance"]
     print(f"provenance: method {record['method']}, T={record['temperature']}, alpha={record['alpha']}, "
           f"teacher sha256 {record['teachers'][0]['sha256'][:16]}..., "
-          f"transfer set {record['transfer_set']['size']} rows, final loss {record['final_loss']:.4f}")
+          f"transfer set {record['transfer_set']['size']} rows, final loss {record['final_loss']:.4f}, "
+          f"kept the {record['fallback']['kept'].replace('_', '-')} student")
 
 
 if __name__ == "__main__":
