@@ -138,6 +138,30 @@ def _l2_strength(model: Any, n_rows: int) -> float:
     return 1.0 / (model.C * n_rows)
 
 
+def _loss_gradient(X: np.ndarray, q: np.ndarray, l2: float, coef: np.ndarray,
+                   intercept: np.ndarray | float) -> tuple[float, np.ndarray, np.ndarray]:
+    """The soft-target objective at ``(coef, intercept)`` and its gradients in both.
+
+    ``q`` holds the targets: the probability of the second class as one column for a
+    binary problem (one logistic output), one column per class otherwise.
+    """
+    z = X @ coef.T + intercept
+    if q.shape[1] == 1:
+        loss = np.logaddexp(0.0, z) - q * z
+        residual = expit(z) - q
+    else:
+        log_p = log_softmax(z, axis=1)
+        loss = -np.sum(q * log_p, axis=1, keepdims=True)
+        residual = np.exp(log_p) - q
+    value = float(loss.mean() + 0.5 * l2 * np.sum(coef**2))
+    return value, residual.T @ X / len(X) + l2 * coef, residual.mean(axis=0)
+
+
+def _columns(targets: np.ndarray) -> np.ndarray:
+    """The target columns the objective reads: the second class's alone for a binary problem."""
+    return targets[:, 1:] if targets.shape[1] == 2 else targets
+
+
 def logistic_objective(model: Any, X: np.ndarray, targets: np.ndarray, coef: np.ndarray,
                        intercept: np.ndarray) -> float:
     """LogisticRegression's lbfgs objective on soft targets: mean cross-entropy plus the L2 term.
@@ -146,13 +170,7 @@ def logistic_objective(model: Any, X: np.ndarray, targets: np.ndarray, coef: np.
     their weights sum to one per row, so the weighted mean and the penalty's scale
     ``1 / (C * sum of weights)`` are the same.
     """
-    z = X @ coef.T + intercept
-    if targets.shape[1] == 2:
-        z = z[:, 0]
-        loss = np.logaddexp(0.0, z) - targets[:, 1] * z
-    else:
-        loss = -np.sum(targets * log_softmax(z, axis=1), axis=1)
-    return float(np.mean(loss) + 0.5 * _l2_strength(model, len(X)) * np.sum(coef**2))
+    return _loss_gradient(X, _columns(targets), _l2_strength(model, len(X)), coef, intercept)[0]
 
 
 @contextmanager
@@ -167,28 +185,20 @@ def logistic_start(model: Any, X: np.ndarray, targets: np.ndarray) -> Iterator[N
     minimises the same objective, finds the gradient already within ``tol`` and stops
     after few or no iterations, so the fitted attributes are scikit-learn's own.
     """
-    binary = targets.shape[1] == 2
     n, d = X.shape
-    k = 1 if binary else targets.shape[1]
-    q = targets[:, 1:] if binary else targets
+    q = _columns(targets)
+    k = q.shape[1]
     intercept = model.fit_intercept
     l2 = _l2_strength(model, n)
 
     def loss_gradient(w: np.ndarray) -> tuple[float, np.ndarray]:
         W = w.reshape(k, d + intercept)
-        z = X @ W[:, :d].T + (W[:, d] if intercept else 0.0)
-        if binary:
-            loss = np.logaddexp(0.0, z) - q * z
-            residual = expit(z) - q
-        else:
-            log_p = log_softmax(z, axis=1)
-            loss = -np.sum(q * log_p, axis=1, keepdims=True)
-            residual = np.exp(log_p) - q
+        value, grad_coef, grad_intercept = _loss_gradient(X, q, l2, W[:, :d], W[:, d] if intercept else 0.0)
         grad = np.empty_like(W)
-        grad[:, :d] = residual.T @ X / n + l2 * W[:, :d]
+        grad[:, :d] = grad_coef
         if intercept:
-            grad[:, d] = residual.mean(axis=0)
-        return float(loss.mean() + 0.5 * l2 * np.sum(W[:, :d] ** 2)), grad.ravel()
+            grad[:, d] = grad_intercept
+        return value, grad.ravel()
 
     result = optimize.minimize(loss_gradient, np.zeros(k * (d + intercept)), method="L-BFGS-B", jac=True,
                                options={"maxiter": model.max_iter, "maxls": 50, "gtol": model.tol,
