@@ -541,3 +541,69 @@ def test_inspect_checks_the_true_shape_of_quantized_tensors(shape: bytes, messag
         apr.inspect_file(path)
     with pytest.raises(FormatError):
         apr.load(path)
+
+
+@pytest.fixture(params=["two halves (ISA-L combines CRCs)", "pipelined (zlib)"])
+def chunked_read(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ways a large file is read, on small chunks so a 40 KB file takes many."""
+    import importlib
+
+    read = importlib.import_module("aprender.format.apr._read")
+    monkeypatch.setattr(read, "_CHUNK", 4096)
+    if request.param.startswith("pipelined"):
+        monkeypatch.setattr(read, "crc32_combine", None)
+    elif read.crc32_combine is None:
+        pytest.skip("isal (the fast extra) is not installed: no crc32_combine")
+
+
+def _wide_model() -> LinearRegression:
+    rng = np.random.default_rng(3)
+    return LinearRegression().fit(rng.random((30, 5000)), rng.random(30))
+
+
+@pytest.mark.usefixtures("chunked_read")
+def test_a_large_file_read_in_chunks_loads_identically(tmp_path: Path) -> None:
+    model = _wide_model()
+    path = tmp_path / "m.apr"
+    apr.save(model, path)
+    assert path.stat().st_size > 10 * 4096
+    loaded = apr.load(path)
+    assert np.array_equal(loaded.coef_, model.coef_) and loaded.intercept_ == model.intercept_
+
+
+@pytest.mark.usefixtures("chunked_read")
+@pytest.mark.parametrize("where", [0.3, 0.7, -5])
+def test_a_flipped_byte_in_either_half_of_a_chunked_read_fails_the_crc(tmp_path: Path, where: float) -> None:
+    path = tmp_path / "m.apr"
+    apr.save(_wide_model(), path)
+    data = bytearray(path.read_bytes())
+    i = int(len(data) * where) if where > 0 else len(data) + where
+    data[i] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(ChecksumMismatch, match=f"footer CRC32 of bytes 0-{len(data) - 5}"):
+        apr.load(path)
+
+
+@pytest.mark.usefixtures("chunked_read")
+def test_a_large_file_that_shrinks_while_it_is_read_is_refused(tmp_path: Path, monkeypatch) -> None:
+    import os
+
+    path = tmp_path / "m.apr"
+    apr.save(_wide_model(), path)
+    real = os.fstat
+
+    class Grown:
+        def __init__(self, st: os.stat_result) -> None:
+            self.st_mode, self.st_size = st.st_mode, st.st_size + 10
+
+    monkeypatch.setattr(os, "fstat", lambda fd: Grown(real(fd)))
+    with pytest.raises(FormatError, match="changed size while being read"):
+        apr.load(path)
+
+
+@pytest.mark.parametrize("suffix", [".apr", ".safetensors"])
+def test_a_directory_named_like_a_model_file_is_not_read(tmp_path: Path, suffix: str) -> None:
+    folder = tmp_path / f"m{suffix}"
+    folder.mkdir()
+    with pytest.raises(FileNotFoundError, match=f"'{folder}' is a directory, not a model file"):
+        aprender.load(folder)

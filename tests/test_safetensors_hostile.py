@@ -291,7 +291,7 @@ def test_a_file_that_shrinks_while_it_is_read_is_refused(suffix: str, tmp_path, 
 
     class Grown:
         def __init__(self, st):
-            self.st_size = st.st_size + 10
+            self.st_mode, self.st_size = st.st_mode, st.st_size + 10
 
     monkeypatch.setattr(os, "fstat", lambda fd: Grown(real(fd)))
     with pytest.raises(FormatError, match="changed size while being read"):

@@ -8,14 +8,15 @@ import errno
 import fcntl
 import os
 import secrets
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from aprender.exceptions import FormatError
 
-__all__ = ["existing_file", "fill", "open_existing", "write_atomic", "write_path_atomic"]
+__all__ = ["existing_file", "fill", "open_model_file", "write_atomic", "write_path_atomic"]
 
 # Saved models get the usual mode the umask allows. Read once: os.umask can only be
 # queried by setting it, which is not thread-safe.
@@ -270,15 +271,15 @@ def _private_folder(target: str) -> Iterator[Path]:
         os.close(fd)
 
 
-def fill(f: BinaryIO, view: memoryview, where: str) -> None:
-    """Read exactly ``len(view)`` bytes of ``f`` into ``view``; a file that ends first raises FormatError.
+def fill(fd: int, view: memoryview, offset: int, where: str) -> None:
+    """Read ``len(view)`` bytes of ``fd`` from ``offset`` into ``view``; FormatError if the file ends first.
 
-    For unbuffered files, whose reads may return less than asked (Linux stops one
-    read at about 2 GiB).
+    Positional reads (``preadv``), so several threads can fill parts of one buffer from
+    one descriptor. A read may return less than asked (Linux stops one at about 2 GiB).
     """
     pos = 0
     while pos < len(view):
-        n = f.readinto(view[pos:])
+        n = os.preadv(fd, [view[pos:]], offset + pos)
         if not n:
             raise FormatError(f"{where}: the file changed size while being read")
         pos += n
@@ -294,15 +295,23 @@ def existing_file(path: str | os.PathLike) -> Path:
     return p
 
 
-def open_existing(path: str | os.PathLike, buffering: int = -1) -> BinaryIO:
-    """Open a model file for reading; :class:`FileNotFoundError` names it (or says it is a directory).
+def open_model_file(path: str | os.PathLike) -> tuple[int, int]:
+    """Open a model file for reading: its descriptor and size; :class:`FileNotFoundError` names it.
 
-    One ``open`` call, no ``stat`` before it: on a small model's load the extra system
-    call costs as much as a third of what pickle needs for the whole load.
+    A bare descriptor, one ``open`` and one ``fstat``: a file object would cost a small
+    model's load a tenth of what pickle needs for all of it. The caller closes ``fd``.
     """
     try:
-        return open(path, "rb", buffering=buffering)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except IsADirectoryError:
         raise FileNotFoundError(f"'{os.fspath(path)}' is a directory, not a model file") from None
     except FileNotFoundError:
         raise FileNotFoundError(f"no such model file: '{os.fspath(path)}'") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):  # Linux opens a directory for reading
+            raise FileNotFoundError(f"'{os.fspath(path)}' is a directory, not a model file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info.st_size

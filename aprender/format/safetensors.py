@@ -39,7 +39,7 @@ from aprender._limits import checked_shape
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, parse_json, to_state
 from aprender.exceptions import FormatError
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
-from aprender.format._io import existing_file, fill, open_existing, write_atomic, write_path_atomic
+from aprender.format._io import existing_file, fill, open_model_file, write_atomic, write_path_atomic
 
 __all__ = [
     "MAX_HEADER_SIZE",
@@ -278,10 +278,12 @@ def _state_from_buffer(buffer: np.ndarray, where: str) -> ModelState:
 def read_state(path: str | os.PathLike) -> ModelState:
     """Read and validate the :class:`ModelState` stored in a SafeTensors file."""
     where = f"'{os.fspath(path)}'"
-    with open_existing(path, buffering=0) as f:  # read straight into the buffer, without a BufferedReader
-        size = os.fstat(f.fileno()).st_size
+    fd, size = open_model_file(path)
+    try:
         buffer = np.empty(size, dtype=np.uint8)
-        fill(f, memoryview(buffer), where)
+        fill(fd, memoryview(buffer), 0, where)
+    finally:
+        os.close(fd)
     return _state_from_buffer(buffer, where)
 
 
