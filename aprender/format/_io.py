@@ -72,18 +72,27 @@ def remove_stale_temporaries(target: str | os.PathLike) -> list[Path]:
     PID namespace sharing the folder is left alone). Only names of the exact form
     :func:`_temporary_name` gives for this destination are considered.
     """
+    return _scan_temporaries(os.fspath(target))[0]
+
+
+def _scan_temporaries(target: str) -> tuple[list[Path], bool]:
+    """Remove the stale temporaries of ``target``; return them, and whether a live writer's were seen."""
     removed: list[Path] = []
-    folder, base = os.path.split(os.fspath(target))
+    live = False
+    folder, base = os.path.split(target)
     prefix = f".{base}."
     try:
         names = os.listdir(folder or ".")
     except OSError:
-        return removed
+        return removed, live
     for name in names:
         if not (name.startswith(prefix) and name.endswith(".tmp")):
             continue
         pid, _, token = name[len(prefix) : -len(".tmp")].partition(".")
-        if not (pid.isdigit() and len(token) == 12) or _pid_alive(int(pid)):
+        if not (pid.isdigit() and len(token) == 12):
+            continue
+        if _pid_alive(int(pid)):
+            live = True
             continue
         stale = Path(folder, name)
         try:
@@ -95,10 +104,50 @@ def remove_stale_temporaries(target: str | os.PathLike) -> list[Path]:
             _remove(stale)  # flock is released with the descriptor
             removed.append(stale)
         except OSError:
-            pass
+            live = True
         finally:
             os.close(fd)
-    return removed
+    return removed, live
+
+
+#: Destinations this process saved whose folder then held no temporary of theirs, with the
+#: folder's mtime right after that save. While the mtime is unchanged nothing was created
+#: or removed in the folder since, so the next save there need not list it: a listdir
+#: costs milliseconds in a folder of thousands of files, more than the whole small save.
+_CLEAN: dict[str, int] = {}
+_CLEAN_LIMIT = 4096
+
+
+def _folder(target: str) -> str:
+    return os.path.dirname(target) or "."
+
+
+def _before_save(target: str) -> bool:
+    """Remove ``target``'s stale temporaries, unless its folder is unchanged since a clean save.
+
+    Returns whether the folder holds no temporary of ``target`` now, so that the save
+    about to be made can be remembered in :data:`_CLEAN` (:func:`_after_save`).
+    """
+    known = _CLEAN.pop(target, None)
+    if known is not None:
+        try:
+            if os.stat(_folder(target)).st_mtime_ns == known:
+                return True
+        except OSError:
+            pass
+    return not _scan_temporaries(target)[1]
+
+
+def _after_save(target: str, clean: bool) -> None:
+    if not clean:
+        return
+    try:
+        mtime = os.stat(_folder(target)).st_mtime_ns
+    except OSError:
+        return
+    if len(_CLEAN) >= _CLEAN_LIMIT:
+        _CLEAN.clear()
+    _CLEAN[target] = mtime
 
 
 def _open_temporary(target: str) -> tuple[int, str | None]:
@@ -113,7 +162,7 @@ def _open_temporary(target: str) -> tuple[int, str | None]:
     """
     if _LINKAT is not None:
         try:
-            return os.open(os.path.dirname(target) or ".", os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, _MODE), None
+            return os.open(_folder(target), os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, _MODE), None
         except OSError as exc:
             if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
                 raise
@@ -141,7 +190,7 @@ def _unlink(name: str) -> None:
 
 def _check_destination(target: str) -> None:
     """Raise the error that names what is wrong with ``target`` as a destination: its folder or itself."""
-    folder = os.path.dirname(target) or "."
+    folder = _folder(target)
     if not os.path.isdir(folder):
         what = "is not a directory" if os.path.exists(folder) else "does not exist"
         raise FileNotFoundError(f"cannot save '{target}': the folder '{folder}' {what}") from None
@@ -188,8 +237,9 @@ def write_atomic(path: str | os.PathLike, chunks: Iterable[Any]) -> None:
     buffers go out through ``writev`` straight from their memory, without a file object.
     """
     target = os.fspath(path)
-    remove_stale_temporaries(target)
+    clean = _before_save(target)
     _through_temporary(target, lambda fd, name: _write_all(fd, chunks))
+    _after_save(target, clean)
 
 
 def write_path_atomic(path: str | os.PathLike, write: Callable[[Path], None], *, own_temporary: bool = False) -> None:
