@@ -103,11 +103,16 @@ def table(rows: list[dict[str, Any]], repeat: int) -> str:
             f"| {r['ort_batch'].median * 1e3:,.1f} ms | {r['sk_batch'].median / r['ort_batch'].median:,.1f}x "
             f"| {r['agree']:.2%} |"
         )
+    ratios = [r["sk_row"].median / r["ort_row"].median for r in rows]
     lines += [
         "",
-        "Target: ONNX Runtime at least 10x faster than scikit-learn on a single row. scikit-learn pays its "
-        "input validation on every call, which dominates one-row latency; on large batches both engines "
-        "run compiled loops and the gap narrows (a forest is evaluated by sklearn tree by tree in Cython, by "
+        f"Target: ONNX Runtime at least 10x faster than scikit-learn on a single row: met by "
+        f"{sum(x >= 10 for x in ratios)} of {len(ratios)} models ({min(ratios):,.1f}x to {max(ratios):,.1f}x). "
+        "Each ORT call follows a scikit-learn call on another row, as in a service that does more than "
+        "predict: run back to back on one row, ORT is several times faster again (its data stay in the "
+        "caches), which is what earlier versions of this table measured. scikit-learn pays its input "
+        "validation on every call, which dominates one-row latency; on large batches both engines run "
+        "compiled loops and the gap narrows (a forest is evaluated by sklearn tree by tree in Cython, by "
         "ORT in one TreeEnsemble kernel).",
     ]
     return "\n".join(lines)
