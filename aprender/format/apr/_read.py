@@ -109,10 +109,10 @@ def read_file(path: str | os.PathLike) -> tuple[np.ndarray, int, str]:
         crc = crc32(view[:HEADER_SIZE])
         if crc32_combine is not None:
             half = HEADER_SIZE + (total - HEADER_SIZE) // 2
+            halves = ((HEADER_SIZE, half), (half, total))
             with ThreadPoolExecutor(max_workers=2) as pool:
-                parts = [pool.submit(_read_summed, fd, view, lo, hi, end, where)
-                         for lo, hi in ((HEADER_SIZE, half), (half, total))]
-                for part, (lo, hi) in zip(parts, ((HEADER_SIZE, half), (half, total)), strict=True):
+                parts = [pool.submit(_read_summed, fd, view, lo, hi, end, where) for lo, hi in halves]
+                for part, (lo, hi) in zip(parts, halves, strict=True):
                     crc = crc32_combine(crc, part.result(), min(hi, end) - lo)
             return buffer, crc, where
         with ThreadPoolExecutor(max_workers=1) as pool:
