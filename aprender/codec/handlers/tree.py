@@ -113,13 +113,13 @@ def check_tree_arrays(packed: Mapping[str, Any], shape: Sequence[int], path: str
     left, right, feature = fields["left_child"], fields["right_child"], fields["feature"]
     leaf = left == TREE_LEAF
     disagree = leaf != (right == TREE_LEAF)
-    if disagree.any():
+    if np.count_nonzero(disagree):
         i = int(np.argmax(disagree))
         raise fail(path, f"{layout.node(i)}: left_child {left[i]} and right_child {right[i]} disagree on "
                          f"whether it is a leaf (a leaf has both set to {TREE_LEAF})")
     # A leaf's feature is TREE_UNDEFINED, an internal node's in [0, features) (negatives wrap to huge values).
     wrong = np.where(leaf, feature != TREE_UNDEFINED, feature.view(np.uint64) >= features)
-    if wrong.any():
+    if np.count_nonzero(wrong):
         i = int(np.argmax(wrong))
         if leaf[i]:
             raise fail(path, f"{layout.node(i)} is a leaf but has feature {feature[i]} (leaves have {TREE_UNDEFINED})")
@@ -130,7 +130,7 @@ def check_tree_arrays(packed: Mapping[str, Any], shape: Sequence[int], path: str
         return
     deepest = max_per_tree(layout, node_depths(layout, internal, (left, right)))
     wrong = deepest != max_depth
-    if wrong.any():
+    if np.count_nonzero(wrong):
         t = int(np.argmax(wrong))
         raise fail(path, f"{layout.name(t)}: max_depth is {max_depth[t]} but its deepest node "
                          f"is at depth {deepest[t]}")
