@@ -99,8 +99,8 @@ def _once(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def measure(model: Any, formats: dict, folder: Path, repeat: int) -> dict[str, tuple[float, float, int]]:
-    """(save seconds, median load seconds, bytes) per format; formats sharing a suffix share one file.
+def measure(model: Any, formats: dict, folder: Path, repeat: int) -> dict[str, tuple[float, float, int, str]]:
+    """(save seconds, median load seconds, bytes, load min-max) per format; formats sharing a suffix share one file.
 
     Each file is saved once; the loads of every format are then interleaved, round by
     round in a shuffled order, so machine noise falls on all of them alike.
@@ -116,7 +116,7 @@ def measure(model: Any, formats: dict, folder: Path, repeat: int) -> dict[str, t
     results = {}
     for name, (suffix, _, _) in formats.items():
         size = paths[name].stat().st_size
-        results[name] = (saved[suffix], loads[name].median, size)
+        results[name] = (saved[suffix], loads[name].median, size, loads[name].spread())
         print(f"  {name:22s} save {_t(saved[suffix]):>10s}  load {_t(loads[name].median):>10s} "
               f"({loads[name].spread()})  {_size(size)}", flush=True)
     for path in folder.iterdir():
@@ -132,10 +132,10 @@ def _size(n: int) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
-def _rows(label: str, results: dict[str, tuple[float, float, int]], base: str) -> list[str]:
+def _rows(label: str, results: dict[str, tuple[float, float, int, str]], base: str) -> list[str]:
     base_load = results[base][1]
-    return [f"| {label} | {name} | {_t(save)} | {_t(load)} | {_size(size)} | {load / base_load:.2f}x |"
-            for name, (save, load, size) in results.items()]
+    return [f"| {label} | {name} | {_t(save)} | {_t(load)} | {spread} | {_size(size)} | {load / base_load:.2f}x |"
+            for name, (save, load, size, spread) in results.items()]
 
 
 def main() -> None:
@@ -155,9 +155,11 @@ def main() -> None:
     except ImportError as exc:
         print(f"note: no forest row, the tree family is not installed ({exc})")
 
-    load_rows = ["| Model | Format | Save | Load | Size | Load / pickle protocol 5 |", "|---|---|---|---|---|---|"]
-    comp_rows = ["| Model | Format | Save | Load | Size | Load / joblib compress=3 |", "|---|---|---|---|---|---|"]
-    loads: dict[str, dict[str, tuple[float, float, int]]] = {}
+    load_rows = ["| Model | Format | Save | Load | Load min-max | Size | Load / pickle protocol 5 |",
+                 "|---|---|---|---|---|---|---|"]
+    comp_rows = ["| Model | Format | Save | Load | Load min-max | Size | Load / joblib compress=3 |",
+                 "|---|---|---|---|---|---|---|"]
+    loads: dict[str, dict[str, tuple[float, float, int, str]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for label, build, repeat, compare in models:
@@ -171,7 +173,7 @@ def main() -> None:
 
     large, small = loads[large_label], loads["LinearRegression, 10 MiB coef_"]
 
-    def vs_pickle(results: dict[str, tuple[float, float, int]]) -> str:
+    def vs_pickle(results: dict[str, tuple[float, float, int, str]]) -> str:
         apr_load = results[LOADERS_APR][1]
         return (f"**{apr_load / results[PICKLE][1]:.2f}x** pickle protocol 5, "
                 f"**{apr_load / results[PICKLE_DEFAULT][1]:.2f}x** {PICKLE_DEFAULT}")
@@ -192,8 +194,10 @@ def main() -> None:
     write_section(
         "apr",
         "## .apr: load time vs pickle and joblib; compression vs joblib\n\n"
-        "`python benchmarks/apr.py`. Load means file to a ready estimator, medians of repeated runs, files warm "
-        "in the page cache. `.apr (full CRC)` is the default `load(path)`: it reads every byte into fresh memory "
+        "`python benchmarks/apr.py`. Load means file to a ready estimator, medians of repeated runs with the "
+        "fastest and slowest beside them, files warm in the page cache. On this VM a load that fills 1 GiB of "
+        "fresh memory varies several-fold from run to run, so its median moves between runs of the script. "
+        "`.apr (full CRC)` is the default `load(path)`: it reads every byte into fresh memory "
         "and checks the CRC32 of the whole file: with the `fast` extra two threads each read and checksum one "
         "half (ISA-L's CRC32, whose two CRCs it combines), without it zlib's CRC of each chunk runs on a second "
         "thread while the next is read; pickle checks nothing. `mmap=True` checks header CRC, "
