@@ -247,3 +247,28 @@ def test_large_fortran_matrices_are_copied_in_tiles_to_the_same_bytes(dtype, mon
     model = Bag(option=None).fit([[1.0]])
     model.payload_ = matrix
     _assert_same(matrix, _roundtrip(model).payload_)
+
+
+def test_cached_parameter_names_are_what_get_params_returns() -> None:
+    """The encoder reads the names of a class's parameters once; for every registered class whose
+    get_params it trusts (scikit-learn's own, and its composites' with deep=False), they are the
+    names get_params gives, in its order. A subclass overriding get_params is asked every time."""
+    from sklearn_instances import instances
+
+    from aprender.codec._encode import _param_names, _params_are_init_names
+    from aprender.pipeline import Pipeline
+
+    checked = set()
+    for est in instances().values():
+        if _params_are_init_names(type(est)):
+            assert list(_param_names(est)) == list(est.get_params(deep=False)), type(est).__name__
+            checked.add(type(est).__name__)
+    assert {"Pipeline", "ColumnTransformer", "FeatureUnion", "StackingClassifier", "VotingRegressor"} <= checked
+
+    class Tagged(Pipeline):
+        def get_params(self, deep=True):
+            return {**super().get_params(deep=deep), "tag": 1}
+
+    assert _params_are_init_names(Pipeline)  # aprender's namesake inherits scikit-learn's get_params
+    assert not _params_are_init_names(Tagged)
+    assert "tag" in _param_names(Tagged([("scaler", StandardScaler())]))

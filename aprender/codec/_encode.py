@@ -35,17 +35,33 @@ def _init_param_names(cls: type) -> tuple[str, ...]:
     return tuple(cls._get_param_names())
 
 
+@functools.lru_cache(maxsize=1024)
+def _params_are_init_names(cls: type) -> bool:
+    """Whether ``cls().get_params(deep=False)`` is keyed by exactly the ``__init__`` parameters.
+
+    True for scikit-learn's own ``get_params``, and for its composites (Pipeline,
+    ColumnTransformer, FeatureUnion, Voting and Stacking): their ``_get_params`` adds the
+    nested estimators' parameters only when ``deep`` is true. A subclass that overrides
+    ``get_params`` itself is asked every time.
+    """
+    from sklearn.base import BaseEstimator
+    from sklearn.utils.metaestimators import _BaseComposition
+
+    get_params = cls.get_params
+    return get_params is BaseEstimator.get_params or (
+        issubclass(cls, _BaseComposition) and get_params.__module__.startswith("sklearn."))
+
+
 def _param_names(est: Any) -> Any:
     """The names ``est.get_params(deep=False)`` returns.
 
     scikit-learn's own ``get_params`` inspects the signature of ``__init__`` on every
-    call, which costs a good share of a small model's save: for a class that keeps it,
-    the names are read once per class.
+    call, which costs a good share of a small model's save (a third of a Pipeline's
+    encoding): for a class that keeps it, the names are read once per class.
     """
-    from sklearn.base import BaseEstimator
-
-    if type(est).get_params is BaseEstimator.get_params:
-        return _init_param_names(type(est))
+    cls = type(est)
+    if _params_are_init_names(cls):
+        return _init_param_names(cls)
     return est.get_params(deep=False)
 
 
