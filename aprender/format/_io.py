@@ -114,6 +114,9 @@ def _scan_temporaries(target: str) -> tuple[list[Path], bool]:
 #: folder's mtime right after that save. While the mtime is unchanged nothing was created
 #: or removed in the folder since, so the next save there need not list it: a listdir
 #: costs milliseconds in a folder of thousands of files, more than the whole small save.
+#: Where directory timestamps are coarse (Linux before 6.13 gives them the clock tick,
+#: 1-10 ms), a temporary left in the same tick as this process's save is found only once
+#: something else changes the folder: a stray file, never a damaged model.
 _CLEAN: dict[str, int] = {}
 _CLEAN_LIMIT = 4096
 
