@@ -18,6 +18,27 @@ sys.path.insert(0, os.path.dirname(__file__))
 from zoo import CASES, Case  # noqa: E402 -- needs the sys.path entry above
 
 
+@pytest.fixture
+def files_seem_longer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``os.fstat`` reports every file 10 bytes longer than it is: a file cut short while it is read."""
+    real = os.fstat
+
+    class Grown:
+        def __init__(self, st: os.stat_result) -> None:
+            self.st_mode, self.st_size = st.st_mode, st.st_size + 10
+
+    monkeypatch.setattr(os, "fstat", lambda fd: Grown(real(fd)))
+
+
+@pytest.fixture
+def dead_pid() -> int:
+    """The process id of a process that has exited."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(done.stdout)
+
+
 @pytest.fixture(params=CASES, ids=lambda c: c.id)
 def case(request: pytest.FixtureRequest) -> Case:
     """Each fitted model of the zoo in turn."""

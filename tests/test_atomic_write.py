@@ -103,25 +103,23 @@ def test_read_only_and_empty_arrays_are_written_from_their_memory(suffix: str, t
     assert loaded.n_samples_seen_.shape == (0,) and loaded.n_samples_seen_.dtype == np.int64
 
 
-def _dead_pid() -> int:
-    import subprocess
-    import sys
+@pytest.fixture
+def listed(monkeypatch) -> list:
+    """The folders ``os.listdir`` has listed since the test began."""
+    calls: list = []
+    real = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda folder: calls.append(folder) or real(folder))
+    return calls
 
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    return int(done.stdout)
 
-
-def test_the_folder_is_listed_again_only_once_it_has_changed(tmp_path, monkeypatch) -> None:
+def test_the_folder_is_listed_again_only_once_it_has_changed(tmp_path, listed, dead_pid) -> None:
     # A save looks for stale temporaries of its destination; in an unchanged folder it
     # already found none, and a listdir of a large folder costs more than a small save.
-    listed = []
-    real = os.listdir
-    monkeypatch.setattr(os, "listdir", lambda folder: listed.append(folder) or real(folder))
     target = tmp_path / "m.apr"
     for _ in range(3):
         aprender.save(_model(), target)
     assert len(listed) == 1
-    stale = tmp_path / f".m.apr.{_dead_pid()}.0123456789ab.tmp"  # what a killed save leaves: the folder changes
+    stale = tmp_path / f".m.apr.{dead_pid}.0123456789ab.tmp"  # what a killed save leaves: the folder changes
     _next_tick()
     stale.write_bytes(b"partial")
     aprender.save(_model(), target)
@@ -139,12 +137,9 @@ def _next_tick() -> None:
     time.sleep(0.02)
 
 
-def test_a_live_writers_temporary_keeps_the_folder_being_listed(tmp_path, monkeypatch) -> None:
+def test_a_live_writers_temporary_keeps_the_folder_being_listed(tmp_path, listed) -> None:
     # A temporary whose writer is alive may be left behind if that writer is killed
     # later, which does not change the folder: every save must look again.
-    listed = []
-    real = os.listdir
-    monkeypatch.setattr(os, "listdir", lambda folder: listed.append(folder) or real(folder))
     live = tmp_path / f".m.apr.{os.getpid()}.0123456789ab.tmp"
     live.write_bytes(b"x")
     target = tmp_path / "m.apr"

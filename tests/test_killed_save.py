@@ -85,7 +85,7 @@ def test_killed_save_keeps_the_old_file_and_leaves_no_temporary(suffix: str, tmp
     np.testing.assert_array_equal(aprender.load(target).scale_, _small().scale_)
 
 
-def test_temporaries_of_live_writers_and_other_destinations_are_kept(tmp_path) -> None:
+def test_temporaries_of_live_writers_and_other_destinations_are_kept(tmp_path, dead_pid) -> None:
     from aprender.format._io import remove_stale_temporaries
 
     target = tmp_path / "m.apr"
@@ -94,8 +94,7 @@ def test_temporaries_of_live_writers_and_other_destinations_are_kept(tmp_path) -
     lookalike = tmp_path / ".m.apr.notapid.tmp"
     for p in (live, other, lookalike):
         p.write_bytes(b"x")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    stale = tmp_path / f".m.apr.{int(dead.stdout)}.0123456789ab.tmp"
+    stale = tmp_path / f".m.apr.{dead_pid}.0123456789ab.tmp"
     stale.write_bytes(b"partial")
     assert remove_stale_temporaries(target) == [stale]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in (live, other, lookalike))
