@@ -75,6 +75,13 @@ def _find_tag(node: Any, tag: str) -> dict:
     return None
 
 
+def _nested_dicts(levels: int) -> dict:
+    node: dict = {"__t__": "dict", "items": [["leaf", 1]]}
+    for _ in range(levels):
+        node = {"__t__": "dict", "items": [["k", node]]}
+    return node
+
+
 LOGISTIC_EDITS = {
     "scalar-dtype-list": (lambda m, t: _attrs(m).__setitem__(
         "n_features_in_", {"__t__": "scalar", "dtype": [], "v": 5}), "'scalar' field 'dtype' must be str"),
@@ -93,6 +100,14 @@ LOGISTIC_EDITS = {
                        "outside the int64/uint64 range"),
     "huge-int-nested": (lambda m, t: m["model"]["params"].__setitem__(
         "class_weight", {"__t__": "dict", "items": [[1, -(2**64)]]}), "outside the int64/uint64 range"),
+    "dict-item-not-pair": (lambda m, t: m["model"]["params"].__setitem__(
+        "class_weight", {"__t__": "dict", "items": [[0, 1.0], [1]]}), "needs 'items' as a list of [key, value] pairs"),
+    "dict-unhashable-key": (lambda m, t: m["model"]["params"].__setitem__(
+        "class_weight", {"__t__": "dict", "items": [[[0], 1.0]]}), "unhashable dict key of type list"),
+    "dict-tensor-twice": (lambda m, t: m["model"]["params"].__setitem__(
+        "class_weight", {"__t__": "dict", "items": [[0, _tensor_nodes(m["model"])[0]]]}), "is referenced twice"),
+    "dict-too-deep": (lambda m, t: m["model"]["params"].__setitem__(
+        "class_weight", _nested_dicts(70)), "values nested deeper than 64 levels"),
     "strarray-shape-huge": (lambda m, t: _attrs(m).__setitem__(
         "feature_names_in_", {"__t__": "strarray", "dtype": "<U1", "shape": [0, 2**62], "v": []}),
         "invalid dimension"),

@@ -81,6 +81,27 @@ def check_tree_arrays(packed: Mapping[str, Any], shape: Sequence[int], path: str
     to check once the trees are built; everything scikit-learn could read out of
     bounds is checked either way.
     """
+    features, n_nodes = _check_layout(packed, path)
+    n_trees = math.prod(shape)
+    offsets = check_offsets(packed.get("node_offsets"), n_trees, n_nodes, path, "node_offsets", empty_ok=False)
+    max_depth = packed.get("max_depth")
+    if not isinstance(max_depth, np.ndarray) or max_depth.dtype != np.int64 or max_depth.shape != (n_trees,):
+        raise fail(path, f"'max_depth' must be int64 of shape ({n_trees},)")
+    layout = Layout(offsets, shape)
+    internal = _check_nodes(layout, packed, features, path)
+    if not depths:
+        return
+    left, right = packed["left_child"], packed["right_child"]
+    deepest = max_per_tree(layout, node_depths(layout, internal, (left, right)))
+    wrong = deepest != max_depth
+    if np.count_nonzero(wrong):
+        t = int(np.argmax(wrong))
+        raise fail(path, f"{layout.name(t)}: max_depth is {max_depth[t]} but its deepest node "
+                         f"is at depth {deepest[t]}")
+
+
+def _check_layout(packed: Mapping[str, Any], path: str) -> tuple[int, int]:
+    """Check the trees' layout and the type and length of every node array; ``(n_features, n_nodes)``."""
     features = _positive_int(packed.get("n_features"), "n_features", path)
     outputs = _positive_int(packed.get("n_outputs"), "n_outputs", path)
     classes = packed.get("n_classes")
@@ -88,29 +109,27 @@ def check_tree_arrays(packed: Mapping[str, Any], shape: Sequence[int], path: str
         raise fail(path, f"'n_classes' must list one class count per output ({outputs}), found {classes!r}")
     for k, c in enumerate(classes):
         _positive_int(c, f"n_classes[{k}]", path)
-    fields = {}
+    n_nodes = None
     for name in NODE_FIELDS:
         array = packed.get(name)
         if not isinstance(array, np.ndarray) or array.ndim != 1 or array.dtype != _FIELD_DTYPES[name]:
             found = f"{getattr(array, 'dtype', type(array).__name__)} {getattr(array, 'shape', '')}"
             raise fail(path, f"node field '{name}' must be a 1-d {_FIELD_DTYPES[name]} array, found {found}")
-        fields[name] = array
-    n_nodes = fields["left_child"].shape[0]
-    for name, array in fields.items():
-        if array.shape[0] != n_nodes:
+        if n_nodes is None:  # left_child, the first field
+            n_nodes = array.shape[0]
+        elif array.shape[0] != n_nodes:
             raise fail(path, f"node field '{name}' has {array.shape[0]} entries, 'left_child' has {n_nodes}")
     values = packed.get("values")
     expected = (n_nodes, outputs, max(classes))
     if not isinstance(values, np.ndarray) or values.dtype != np.float64 or values.shape != expected:
         found = f"{getattr(values, 'dtype', type(values).__name__)} {getattr(values, 'shape', '')}"
         raise fail(path, f"'values' must be float64 of shape {expected} (nodes, outputs, classes), found {found}")
-    n_trees = math.prod(shape)
-    offsets = check_offsets(packed.get("node_offsets"), n_trees, n_nodes, path, "node_offsets", empty_ok=False)
-    max_depth = packed.get("max_depth")
-    if not isinstance(max_depth, np.ndarray) or max_depth.dtype != np.int64 or max_depth.shape != (n_trees,):
-        raise fail(path, f"'max_depth' must be int64 of shape ({n_trees},)")
-    layout = Layout(offsets, shape)
-    left, right, feature = fields["left_child"], fields["right_child"], fields["feature"]
+    return features, n_nodes
+
+
+def _check_nodes(layout: Layout, packed: Mapping[str, Any], features: int, path: str) -> np.ndarray:
+    """Check leaves, features and children of every node; return the mask of internal nodes."""
+    left, right, feature = packed["left_child"], packed["right_child"], packed["feature"]
     leaf = left == TREE_LEAF
     disagree = leaf != (right == TREE_LEAF)
     if np.count_nonzero(disagree):
@@ -126,14 +145,7 @@ def check_tree_arrays(packed: Mapping[str, Any], shape: Sequence[int], path: str
         raise fail(path, f"{layout.node(i)}: feature index {feature[i]} is outside [0, {features})")
     internal = ~leaf
     check_children(layout, internal, {"left_child": left, "right_child": right}, path)
-    if not depths:
-        return
-    deepest = max_per_tree(layout, node_depths(layout, internal, (left, right)))
-    wrong = deepest != max_depth
-    if np.count_nonzero(wrong):
-        t = int(np.argmax(wrong))
-        raise fail(path, f"{layout.name(t)}: max_depth is {max_depth[t]} but its deepest node "
-                         f"is at depth {deepest[t]}")
+    return internal
 
 
 def build_trees(packed: Mapping[str, Any]) -> list[Tree]:
@@ -238,9 +250,11 @@ def _decode_tree(node: Mapping[str, Any], dec: Decoder, path: str) -> Tree:
     depth = node["max_depth"]
     if not 0 <= depth < 2**31:
         raise fail(path, f"'max_depth' must be an int from 0 to 2**31, found {str(depth)[:40]}")
+    # The offsets and depth of one tree are made here, not read: only its node arrays need checks.
+    features, n_nodes = _check_layout(packed, path)
+    packed["node_offsets"] = offsets = np.array([0, n_nodes], dtype=np.int64)
     packed["max_depth"] = np.array([depth], dtype=np.int64)
-    packed["node_offsets"] = np.array([0, packed["left_child"].shape[0]], dtype=np.int64)
-    check_tree_arrays(packed, (1,), path, depths=False)
+    _check_nodes(Layout(offsets, (1,)), packed, features, path)
     trees = build_trees(packed)
     check_built_depths(trees, packed["max_depth"], path)
     return trees[0]

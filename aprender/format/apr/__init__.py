@@ -82,8 +82,13 @@ Expected = type | ModelType | None
 # -- writing ---------------------------------------------------------------------------
 
 
+#: The options of a save that names none: frozen, so every such save shares them (building
+#: SaveOptions checks that its records are JSON, which a small model's save notices).
+_DEFAULT_OPTIONS = SaveOptions()
+
+
 def _options(options: SaveOptions | None, compression: Compression | str | None, fields: dict[str, Any]) -> SaveOptions:
-    options = options if options is not None else SaveOptions()
+    options = options if options is not None else _DEFAULT_OPTIONS
     if compression is not None:
         fields["compression"] = compression
     return dataclasses.replace(options, **fields) if fields else options

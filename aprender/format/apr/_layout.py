@@ -17,7 +17,7 @@ from typing import NamedTuple
 import ml_dtypes
 import numpy as np
 
-from aprender._limits import MAX_NDIM, checked_shape
+from aprender._limits import MAX_ELEMENTS, MAX_NDIM, checked_shape
 from aprender.exceptions import ChecksumMismatch, FormatError, UnsupportedVersion
 from aprender.format._crc import crc32
 
@@ -123,6 +123,8 @@ DTYPES: dict[int, DType] = {
     )
 }
 _BY_NUMPY = {d.numpy: d.code for d in DTYPES.values() if not d.block}
+#: Code -> bytes per value, 0 for GGML blocks (what parse_index reads per entry).
+_ITEMSIZES = {d.code: 0 if d.block else d.numpy.itemsize for d in DTYPES.values()}
 QUANTIZED_CODES = {d.name: d.code for d in DTYPES.values() if d.block}
 _BLOCK_VALUES = 32
 
@@ -299,7 +301,6 @@ def pack_index(entries: list[Entry]) -> bytes:
     return bytes(out) + bytes(align(len(out)) - len(out))
 
 
-_NAME_LEN = struct.Struct("<H")
 #: The rest of an index entry with ``ndim`` dimensions: its shape, offset and size.
 _ENTRY_TAIL = [struct.Struct(f"<{ndim}QQQ") for ndim in range(MAX_NDIM + 1)]
 
@@ -317,18 +318,21 @@ def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[Entry], in
     """
     entries: list[Entry] = []
     pos, expected_offset, previous = 0, 0, b""
-    base = header.tensor_index_offset
+    base, end = header.tensor_index_offset, len(raw)
     for i in range(header.tensor_count):
-        start = pos  # the location in messages is built only when one is raised
-        if pos + _MIN_ENTRY > len(raw):
+        # Read for every tensor of every load: bytes are indexed and sizes looked up rather than
+        # unpacked and computed, and the location in messages is built only when one is raised.
+        start = pos
+        if pos + _MIN_ENTRY > end:
             raise FormatError(f"{_at(where, i, base + start)}: the index ends before all {header.tensor_count} entries")
-        (name_len,) = _NAME_LEN.unpack_from(raw, pos)
-        if pos + _MIN_ENTRY + name_len > len(raw):
+        name_len = raw[pos] | raw[pos + 1] << 8
+        if pos + _MIN_ENTRY + name_len > end:
             raise FormatError(f"{_at(where, i, base + start)}: name of {name_len} bytes runs past the index")
-        name_bytes = raw[pos + 2 : pos + 2 + name_len]
-        code, ndim = raw[pos + 2 + name_len], raw[pos + 3 + name_len]
-        pos += 4 + name_len
-        if ndim > MAX_NDIM or pos + 8 * ndim + 16 > len(raw):
+        pos += 2 + name_len
+        name_bytes = raw[pos - name_len : pos]
+        code, ndim = raw[pos], raw[pos + 1]
+        pos += 2
+        if ndim > MAX_NDIM or pos + 8 * ndim + 16 > end:
             raise FormatError(f"{_at(where, i, base + start)}: {ndim} dimensions do not fit the index "
                               f"(at most {MAX_NDIM})")
         *shape, offset, size = _ENTRY_TAIL[ndim].unpack_from(raw, pos)
@@ -342,14 +346,15 @@ def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[Entry], in
         if name_bytes <= previous:
             raise FormatError(f"{_at(where, i, base + start)}: tensor '{name[:80]}' breaks the strictly sorted "
                               "order of names")
-        if code not in DTYPES:
+        itemsize = _ITEMSIZES.get(code)
+        if itemsize is None:
             raise FormatError(f"{_at(where, i, base + start)}: tensor '{name[:80]}' has unknown dtype code {code}")
-        try:
-            shape = checked_shape(shape, "")
-        except FormatError:  # again, to say where
+        # Unpacked dimensions are ints >= 0: a positive product in range is checked_shape's verdict too.
+        count = math.prod(shape)
+        if not 0 < count <= MAX_ELEMENTS:
             checked_shape(shape, f"{_at(where, i, base + start)}: tensor '{name[:80]}'")
-            raise
-        expected_size = _nbytes(code, shape)
+        shape = tuple(shape)
+        expected_size = count * itemsize if itemsize else _nbytes(code, shape)  # 0: GGML blocks
         if size != expected_size:
             raise FormatError(f"{_at(where, i, base + start)}: tensor '{name[:80]}' of shape {list(shape)} and "
                               f"dtype {DTYPES[code].name} cannot occupy {size} bytes")
@@ -358,8 +363,8 @@ def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[Entry], in
                               f"expected {expected_offset} (tensors tile the data section in name order, "
                               "64-byte aligned)")
         entries.append(Entry(name, code, shape, offset, size))
-        previous, expected_offset = name_bytes, align(offset + size)
-    if align(pos) != len(raw) or any(raw[pos:]):
+        previous, expected_offset = name_bytes, -(-(offset + size) // ALIGNMENT) * ALIGNMENT
+    if align(pos) != end or any(raw[pos:]):
         raise FormatError(f"{where}: the tensor index ends at byte {base + pos}; bytes {base + pos}-"
                           f"{header.data_offset - 1} must be zero padding below the next 64-byte boundary")
     return entries, expected_offset

@@ -10,7 +10,19 @@ from aprender.codec import ModelState, canonical_json
 from aprender.exceptions import FormatError
 from aprender.format._crc import crc32
 from aprender.format.apr._compress import compress
-from aprender.format.apr._layout import HEADER_SIZE, Entry, Flags, Header, align, layout, pack_index
+from aprender.format.apr._layout import (
+    FLAG_ENCRYPTED,
+    FLAG_LZ4,
+    FLAG_QUANTIZED,
+    FLAG_SIGNED,
+    FLAG_ZSTD,
+    HEADER_SIZE,
+    Entry,
+    Header,
+    align,
+    layout,
+    pack_index,
+)
 from aprender.format.apr._options import CONTAINER_KEYS, SaveOptions
 
 __all__ = ["encode"]
@@ -50,11 +62,11 @@ def encode(
         raise FormatError(f"model metadata may not use the container's key '{sorted(clash)[0]}'")
     entries, _ = layout(state.tensors, _quantized(state.meta))
     meta = {**state.meta, **options.stamped().records()}
-    flags = Flags(0)
+    flags = 0  # plain ints: IntFlag arithmetic costs a microsecond per operation
     algorithm = options.compression.algorithm
     if algorithm is not None:
         meta["compression"] = {"algorithm": algorithm, "level": options.compression.level}
-        flags |= Flags.ZSTD if algorithm == "zstd" else Flags.LZ4
+        flags |= FLAG_ZSTD if algorithm == "zstd" else FLAG_LZ4
     key = None
     if password is not None or recipient_public_key is not None:
         if password is not None and recipient_public_key is not None:
@@ -62,11 +74,11 @@ def encode(
         from aprender.format.apr._crypto import new_encryption
 
         meta["encryption"], key = new_encryption(password, recipient_public_key)
-        flags |= Flags.ENCRYPTED
+        flags |= FLAG_ENCRYPTED
     if "quantization" in meta:
-        flags |= Flags.QUANTIZED
+        flags |= FLAG_QUANTIZED
     if signing_key is not None:
-        flags |= Flags.SIGNED
+        flags |= FLAG_SIGNED
     meta_bytes = canonical_json(meta).encode()
     if len(meta_bytes) > 0xFFFFFFFF or len(entries) > 0xFFFFFFFF:
         raise FormatError("the metadata or the tensor count exceeds the 32-bit fields of the .apr header")
