@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from importlib.metadata import version
 
 # Before numpy is imported (pytest-xdist's workers inherit these): one floating-point code path on
 # every x86-64 machine. OpenBLAS's AVX-512 kernels and numpy's AVX-512 loops round differently from
@@ -14,7 +15,11 @@ import sys
 # machine has; docs/compatibility.md says what this means for users.
 if platform.machine().lower() in ("x86_64", "amd64"):
     os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
-    os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", "X86_V4 AVX512_ICL AVX512_SPR")
+    # numpy names its AVX-512 targets X86_V4, AVX512_ICL and AVX512_SPR from 2.4 on, AVX512F to
+    # AVX512_ICL before (the lower bound's 2.2), and warns of a name it does not dispatch on.
+    _numpy = tuple(int(part) for part in version("numpy").split(".")[:2])
+    os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", "X86_V4 AVX512_ICL AVX512_SPR" if _numpy >= (2, 4) else
+                          "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL")
 
 import pytest
 from threadpoolctl import threadpool_limits
