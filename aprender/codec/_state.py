@@ -164,7 +164,8 @@ def _looks_fitted(estimator: Any) -> bool:
     """
     if hasattr(estimator, "__sklearn_is_fitted__"):
         return bool(estimator.__sklearn_is_fitted__())
-    return any(name.endswith("_") and not name.startswith("__") for name in vars(estimator))
+    # Fitted attributes are set after the hyperparameters: from the end, the first name usually answers.
+    return any(name.endswith("_") and not name.startswith("__") for name in reversed(vars(estimator)))
 
 
 def to_state(

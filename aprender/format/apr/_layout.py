@@ -145,9 +145,12 @@ def dtype_code(dtype: np.dtype, name: str) -> int:
 # -- header ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Header:
-    """The variable fields of the 64-byte header (metadata always starts at byte 64)."""
+class Header(NamedTuple):
+    """The variable fields of the 64-byte header (metadata always starts at byte 64).
+
+    A named tuple, like :class:`Entry`: every load and save builds one, and a frozen
+    dataclass costs several times more to build.
+    """
 
     flags: int  # a plain int: IntFlag arithmetic costs microseconds per test on every load
     tensor_count: int

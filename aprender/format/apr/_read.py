@@ -12,8 +12,7 @@ from __future__ import annotations
 import mmap
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -46,8 +45,7 @@ __all__ = ["Keys", "Parsed", "check", "map_file", "parse", "read_file", "read_pr
 _CHUNK = 1 << 23
 
 
-@dataclass(frozen=True)
-class Keys:
+class Keys(NamedTuple):
     """What the caller passed to open a file."""
 
     password: object = None
@@ -55,9 +53,8 @@ class Keys:
     verifying_key: object = None
 
 
-@dataclass(frozen=True)
-class Parsed:
-    """A checked header, metadata and index."""
+class Parsed(NamedTuple):
+    """A checked header, metadata and index (named tuples: each load builds one of these and one Keys)."""
 
     header: Header
     meta: dict[str, Any]
