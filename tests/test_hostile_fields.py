@@ -82,6 +82,13 @@ def _nested_dicts(levels: int) -> dict:
     return node
 
 
+def _repeated_key_over_tensor(meta: dict, tensors: dict) -> None:
+    # The later value of a repeated key wins, so the tensor the first one names is never read.
+    tensors["extra"] = np.zeros(2)
+    meta["model"]["params"]["class_weight"] = {"__t__": "dict", "items": [
+        ["a", {"__t__": "tensor", "name": "extra"}], ["a", 1.0]]}
+
+
 LOGISTIC_EDITS = {
     "scalar-dtype-list": (lambda m, t: _attrs(m).__setitem__(
         "n_features_in_", {"__t__": "scalar", "dtype": [], "v": 5}), "'scalar' field 'dtype' must be str"),
@@ -106,6 +113,7 @@ LOGISTIC_EDITS = {
         "class_weight", {"__t__": "dict", "items": [[[0], 1.0]]}), "unhashable dict key of type list"),
     "dict-tensor-twice": (lambda m, t: m["model"]["params"].__setitem__(
         "class_weight", {"__t__": "dict", "items": [[0, _tensor_nodes(m["model"])[0]]]}), "is referenced twice"),
+    "dict-repeated-key-drops-tensor": (_repeated_key_over_tensor, "tensor 'extra' is not referenced"),
     "dict-too-deep": (lambda m, t: m["model"]["params"].__setitem__(
         "class_weight", _nested_dicts(70)), "values nested deeper than 64 levels"),
     "strarray-shape-huge": (lambda m, t: _attrs(m).__setitem__(

@@ -188,27 +188,19 @@ class Decoder:
         for pair in items:
             if type(pair) is not list or len(pair) != 2:
                 raise fail(path, "'dict' node needs 'items' as a list of [key, value] pairs")
-        if depth + 1 > MAX_DEPTH and items:  # what value() says of every key
-            raise fail(path, f"values nested deeper than {MAX_DEPTH} levels")
+        if all(type(key) is str for key, _ in items):
+            # Keyed like an object (a forest's packed trees are such dicts, of dozens of items): its
+            # fast path applies. A repeated key keeps its last value, as below; what an earlier one
+            # named goes unread, so a tensor it referenced fails the check that every tensor is used.
+            return self._fields(dict(items), path, depth + 1)
         out = {}
         for key_node, value_node in items:
-            # As in _fields: str keys and plain JSON values are what value() would return, and the
-            # packed trees of a forest are dicts of a few dozen of them.
-            if type(key_node) is str:
-                key = key_node
-            else:
-                key = self.value(key_node, path, depth + 1)
-                try:
-                    hash(key)
-                except TypeError:
-                    raise fail(path, f"unhashable dict key of type {type(key).__name__}") from None
-            kind = type(value_node)
-            if kind in _PLAIN or (kind is int and MIN_INT <= value_node <= MAX_INT):
-                out[key] = value_node
-            elif kind is dict and value_node.get("__t__") == "tensor":
-                out[key] = self.tensor(value_node, join(path, key))
-            else:
-                out[key] = self.value(value_node, join(path, key), depth + 1)
+            key = self.value(key_node, path, depth + 1)
+            try:
+                hash(key)
+            except TypeError:
+                raise fail(path, f"unhashable dict key of type {type(key).__name__}") from None
+            out[key] = self.value(value_node, join(path, key), depth + 1)
         return out
 
     def _float(self, node: Mapping[str, Any], path: str, depth: int) -> float:

@@ -259,14 +259,11 @@ class Entry(NamedTuple):
         return (*lead, last // _BLOCK_VALUES * self.dtype.block)
 
 
-def _nbytes(code: int, shape: tuple[int, ...]) -> int | None:
-    """Bytes a tensor of ``shape`` needs, or None if the shape is invalid for the code."""
-    dtype = DTYPES[code]
-    if not dtype.block:
-        return math.prod(shape) * dtype.numpy.itemsize
+def _block_nbytes(code: int, shape: tuple[int, ...]) -> int | None:
+    """Bytes of GGML blocks holding ``shape`` values, or None if the last axis is not whole blocks."""
     if not shape or shape[-1] % _BLOCK_VALUES:
         return None
-    return math.prod(shape) // _BLOCK_VALUES * dtype.block
+    return math.prod(shape) // _BLOCK_VALUES * DTYPES[code].block
 
 
 def layout(tensors: Mapping[str, np.ndarray], quantized: Mapping[str, str]) -> tuple[list[Entry], int]:
@@ -357,7 +354,7 @@ def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[Entry], in
         if not 0 < count <= MAX_ELEMENTS:
             checked_shape(shape, f"{_at(where, i, base + start)}: tensor '{name[:80]}'")
         shape = tuple(shape)
-        expected_size = count * itemsize if itemsize else _nbytes(code, shape)  # 0: GGML blocks
+        expected_size = count * itemsize if itemsize else _block_nbytes(code, shape)
         if size != expected_size:
             raise FormatError(f"{_at(where, i, base + start)}: tensor '{name[:80]}' of shape {list(shape)} and "
                               f"dtype {DTYPES[code].name} cannot occupy {size} bytes")
@@ -366,7 +363,7 @@ def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[Entry], in
                               f"expected {expected_offset} (tensors tile the data section in name order, "
                               "64-byte aligned)")
         entries.append(Entry(name, code, shape, offset, size))
-        previous, expected_offset = name_bytes, -(-(offset + size) // ALIGNMENT) * ALIGNMENT
+        previous, expected_offset = name_bytes, align(offset + size)
     if align(pos) != end or any(raw[pos:]):
         raise FormatError(f"{where}: the tensor index ends at byte {base + pos}; bytes {base + pos}-"
                           f"{header.data_offset - 1} must be zero padding below the next 64-byte boundary")
