@@ -294,6 +294,19 @@ def test_index_names_must_be_utf8() -> None:
         apr.load_from_bytes(refresh_crcs(data))
 
 
+@pytest.mark.parametrize(("shape", "message"), [
+    ((2**30, 2**30, 2**30), r"shape \[1073741824, 1073741824, 1073741824\] describes more than 2\*\*53 elements"),
+    ((0, 2**62), r"invalid dimension 4611686018427387904"),
+    ((0, 3), r"tensor 'a' of shape \[0, 3\] and dtype float64 cannot occupy 8 bytes"),
+], ids=["product-past-2**53", "huge-dimension-beside-zero", "empty-is-a-valid-shape"])
+def test_index_shapes_are_bounded(shape: tuple[int, ...], message: str) -> None:
+    # The index states a shape; nothing is allocated before its element count is known to be bounded.
+    meta = to_state(scaler()).meta
+    data = craft(meta, [Entry("a", 3, shape, 0, 8)], bytes(64))
+    with pytest.raises(FormatError, match=f"tensor index entry 0 at byte \\d+: .*{message}"):
+        apr.load_from_bytes(data)
+
+
 def test_metadata_is_checked() -> None:
     data = small()
     meta_size, _, _ = layout_of(data)
