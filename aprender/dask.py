@@ -104,7 +104,7 @@ def model_bytes(model_or_path: Any, trusted_key: bytes | None = None) -> ModelBy
             raise SignatureInvalid(f"'{path}' is SafeTensors, which carries no signature; sign an .apr file to "
                                    "require trusted_key")
     else:
-        raise FormatError(f"'{path}': aprender.dask ships .apr or SafeTensors files (first bytes {head[:8].hex()})")
+        raise FormatError(f"'{path}': aprender.dask ships .apr or SafeTensors files, and this is neither")
     data = path.read_bytes()
     return ModelBytes(data, suffix, load_model_file(path, trusted_key))
 

@@ -62,6 +62,7 @@ def test_predict_batch(client, models):
                                                                                 for row in X[::10].tolist()]})
     body = r.json()
     assert body["batch_size"] == len(X[::10])
+    assert body["total_latency_ms"] > 0 and "latency_ms" not in body  # realizar's name for a batch
     assert [p["prediction"] for p in body["predictions"]] == model.predict(X[::10]).tolist()
 
 
@@ -145,9 +146,9 @@ def test_ready_is_503_until_models_are_warm(models, monkeypatch):
     gate = threading.Event()
     original = registry_module.load_version
 
-    def held(version, limits):  # the real load, held until the test has seen /ready answer 503
+    def held(version, limits, policy):  # the real load, held until the test has seen /ready answer 503
         gate.wait(10)
-        return original(version, limits)
+        return original(version, limits, policy)
 
     monkeypatch.setattr(registry_module, "load_version", held)
     with serving(ServeConfig((str(models[0] / "iris"),)), wait_ready=False) as url:

@@ -55,7 +55,9 @@ def sniff(path: str | os.PathLike) -> str:
         return ".safetensors"
     if head[:1] == b"\x08" and p.suffix.lower() == ".onnx":
         return ".onnx"
-    raise FormatError(f"'{p}': unrecognised file format (first bytes {head[:8].hex()})")
+    # The file's bytes are never quoted: this message reaches HTTP clients of the server, and the
+    # file may be anything a path resolves to.
+    raise FormatError(f"'{p}': unrecognised file format: not SafeTensors, .apr, GGUF or ONNX")
 
 
 def save(model: Any, path: str | os.PathLike, **options: Any) -> None:

@@ -100,7 +100,7 @@ async def predict_batch(request: Request) -> Response:
     fields, n, version = await _run(registry_of(request), body, [i["features"] for i in instances])
     predictions = [{k: v[i] for k, v in fields.items()} for i in range(n)]
     return json_response({"predictions": predictions, "batch_size": n,
-                          "latency_ms": (time.perf_counter() - start) * 1000, "model_version": version})
+                          "total_latency_ms": (time.perf_counter() - start) * 1000, "model_version": version})
 
 
 async def models(request: Request) -> Response:

@@ -34,7 +34,9 @@ from aprender.serve._repository import (
     Settings,
     Version,
     describe,
+    describe_copy,
     model_folders,
+    open_copy,
     scan,
     scan_model,
 )
@@ -65,7 +67,11 @@ class Limits:
 
 @dataclass
 class LoadedModel:
-    """A loaded, warmed-up model version."""
+    """A loaded, warmed-up model version.
+
+    ``version`` describes the bytes the model was loaded from; ``scanned`` is the repository
+    entry it was loaded for (the cache key's identity), which may have been described earlier.
+    """
 
     version: Version
     estimator: Any
@@ -81,6 +87,7 @@ class LoadedModel:
     batchers: dict[tuple[str, ...], Batcher] = field(default_factory=dict)
     runners: dict[tuple[str, ...], Any] = field(default_factory=dict)
     metrics: ModelMetrics | None = None
+    scanned: Version | None = None
 
     def describe(self) -> dict[str, Any]:
         """Provenance plus what loading found."""
@@ -125,10 +132,11 @@ def check_rows(X: np.ndarray, n_features: int, what: str = "features") -> np.nda
     return X
 
 
-def _load(version: Version) -> Any:
-    if version.mmap:
-        return apr.load(version.path, mmap=True)
-    return aprender.load(version.path)
+def _load(copy: Path, served: Version) -> Any:
+    """Load the private copy of a model file (an uncompressed .apr maps the sealed copy: zero-copy)."""
+    if served.mmap:
+        return apr.load(copy, mmap=True)
+    return aprender.load(copy)
 
 
 def _warm(estimator: Any, outputs: tuple[str, ...], n_features: int) -> tuple[str, dict[str, Any]]:
@@ -156,13 +164,21 @@ def _batch_size(version: Version, limits: Limits) -> int:
     return _DEFAULT_BATCH if version.estimator.startswith(_BATCHED) else 1
 
 
-def load_version(version: Version, limits: Limits) -> LoadedModel:
-    """Load, check and warm up one version (blocking; run in a thread)."""
+def load_version(version: Version, limits: Limits, policy: Policy) -> LoadedModel:
+    """Load, check and warm up one version (blocking; run in a thread).
+
+    The file is copied once into private memory, and described (digest, signature) and loaded
+    from that copy: the model reports the SHA-256 of the bytes it answers from, even if the file
+    changed since the repository was scanned, and no later write to the file reaches it.
+    """
     start = time.perf_counter()
-    try:
-        estimator = _load(version)
-    except (AprenderError, OSError) as exc:
-        raise RepositoryError(f"'{version.path}': {exc}") from None
+    with open_copy(version.path, version.root, policy) as copy:
+        version = describe_copy(copy, version.path, version.name, version.version, version.settings, policy,
+                                version.root)
+        try:
+            estimator = _load(copy, version)
+        except (AprenderError, OSError) as exc:
+            raise RepositoryError(f"'{version.path}': {exc}".replace(str(copy), "the file")) from None
     n_features = getattr(estimator, "n_features_in_", None)
     if not isinstance(n_features, (int, np.integer)):
         raise RepositoryError(f"'{version.path}': {version.estimator} does not take a numeric feature matrix "
@@ -252,7 +268,7 @@ class Registry:
         """The loaded model of ``version``, loading (and evicting) as needed."""
         key = (version.name, version.version)
         model = self._cache.get(key)
-        if model is not None and model.version is version:
+        if model is not None and model.scanned is version:
             self._cache.move_to_end(key)
             self.metrics.cache_hits.inc()
             return model
@@ -262,7 +278,7 @@ class Registry:
             pending = asyncio.get_running_loop().create_future()
             self._loading[key] = pending
             try:
-                model = await asyncio.to_thread(load_version, version, self.limits)
+                model = await asyncio.to_thread(load_version, version, self.limits, self.policy)
             except RepositoryError as exc:
                 error = HTTPError(503, str(exc), "E_NO_MODEL")
                 pending.set_exception(error)
@@ -277,6 +293,7 @@ class Registry:
                 raise
             finally:
                 del self._loading[key]
+            model.scanned = version
             model.metrics = self.metrics.for_model(version.name, str(version.version))
             self._insert(key, model)
             pending.set_result(model)
@@ -328,7 +345,7 @@ class Registry:
             if path.is_dir():
                 for folder in model_folders(path):
                     if folder.name == name or (folder / "model-settings.json").is_file():
-                        found, versions = scan_model(folder, self.policy)
+                        found, versions = scan_model(folder, self.policy, path)
                         if found == name:
                             return found, versions
         raise HTTPError(404, f"model '{name}' not found in the repository")
