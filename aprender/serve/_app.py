@@ -26,7 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from aprender.serve import _ollama, _realizar, _v2
+from aprender.serve import _mlflow, _ollama, _realizar, _v2
 from aprender.serve._http import Call, Handler, HTTPError, error_reply, json_response, send_reply
 from aprender.serve._metrics import Metrics
 from aprender.serve._registry import Limits, Registry
@@ -267,7 +267,7 @@ def create_app(config: ServeConfig, *, freeze_gc: bool = False) -> Starlette:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    routes = [*_realizar.routes, *_v2.routes, *_ollama.routes,
+    routes = [*_realizar.routes, *_v2.routes, *_ollama.routes, *_mlflow.routes,
               Route("/metrics", _metrics_text, methods=["GET"]),
               Route("/v1/metrics", _metrics_json, methods=["GET"])]
     app = Starlette(routes=routes, lifespan=lifespan,
