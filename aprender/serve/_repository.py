@@ -25,6 +25,7 @@ import orjson
 import aprender
 from aprender.exceptions import AprenderError, SignatureInvalid
 from aprender.format import apr
+from aprender.format._api import PICKLE_SUFFIXES, pickle_refusal
 from aprender.serve._snapshot import OutsideRepository, snapshot
 
 __all__ = [
@@ -43,8 +44,6 @@ __all__ = [
 
 #: Suffixes of the files served, in the order a version folder is searched.
 SERVED = (".apr", ".safetensors", ".gguf")
-#: Suffixes refused without opening the file: these formats run code when loaded.
-PICKLES = (".pkl", ".pickle", ".joblib")
 #: The output names (MLServer's), i.e. the estimator methods a client may ask for.
 OUTPUTS = ("predict", "predict_proba", "transform", "decision_function")
 _SETTINGS = "model-settings.json"
@@ -183,9 +182,8 @@ def _sha256(path: Path) -> str:
 
 def _refuse_by_suffix(path: Path) -> None:
     suffix = path.suffix.lower()
-    if suffix in PICKLES:
-        raise RepositoryError(f"'{path}': {suffix} files are pickles, which run code when loaded, and are never "
-                              f"opened; convert the model once where you trust it: apr convert MODEL --format apr")
+    if suffix in PICKLE_SUFFIXES:
+        raise RepositoryError(pickle_refusal(path))
     if suffix == ".onnx":
         raise RepositoryError(f"'{path}': ONNX files are not served by aprender serve (they hold an ONNX graph, "
                               "not an estimator); serve the .apr/.safetensors/.gguf file, or the .onnx file with "
