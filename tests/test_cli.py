@@ -681,3 +681,35 @@ def test_library_and_cli_validate_agree(cli, files, name: str) -> None:
     assert report.model is (name not in ("hf", "llama"))
     if not report.model:
         assert report.checks[-1] == "tensors read (no aprender model: raw tensors)"
+
+
+def test_convert_a_dataframe_pipeline_to_onnx_with_sample_rows(cli, tmp_path: Path) -> None:
+    import onnx
+    import onnxruntime as ort
+    import pandas as pd
+
+    from aprender.compose import ColumnTransformer
+    from aprender.format.onnx import input_feed
+    from aprender.pipeline import make_pipeline
+    from aprender.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"age": rng.normal(40, 9, 60), "home city": rng.choice(["Lyon", "Nice"], 60)})
+    target = rng.integers(0, 2, 60)
+    columns = ColumnTransformer([("n", StandardScaler(), ["age"]), ("c", OneHotEncoder(), ["home city"])])
+    model = make_pipeline(columns, LogisticRegression()).fit(frame, target)
+    aprender.save(model, tmp_path / "frame.apr")
+    frame.assign(target=target).to_csv(tmp_path / "rows.csv", index=False)  # an extra column, as data files have
+    refused = cli("convert", tmp_path / "frame.apr", "--format", "onnx", "-o", tmp_path / "frame.onnx")
+    assert refused.code == 1 and "fitted on a DataFrame (columns age, home city)" in refused.err
+    assert "--sample ROWS.csv" in refused.err and not (tmp_path / "frame.onnx").exists()
+    run = cli("convert", tmp_path / "frame.apr", "--format", "onnx", "-o", tmp_path / "frame.onnx",
+              "--sample", tmp_path / "rows.csv")
+    assert run.code == 0, run.err
+    onx = onnx.load(tmp_path / "frame.onnx")
+    labels, _ = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, input_feed(onx, frame))
+    assert np.array_equal(labels, model.predict(frame))
+    wrong = cli("convert", tmp_path / "frame.apr", "--format", "apr", "-o", tmp_path / "x.apr",
+                "--sample", tmp_path / "rows.csv")
+    assert wrong.code == 2 and "ONNX inputs only" in wrong.err
