@@ -104,7 +104,7 @@ def model_bytes(model_or_path: Any, trusted_key: bytes | None = None) -> ModelBy
             raise SignatureInvalid(f"'{path}' is SafeTensors, which carries no signature; sign an .apr file to "
                                    "require trusted_key")
     else:
-        raise FormatError(f"'{path}': aprender.dask ships .apr or SafeTensors files (first bytes {head[:8].hex()})")
+        raise FormatError(f"'{path}': aprender.dask ships .apr or SafeTensors files, and this is neither")
     data = path.read_bytes()
     return ModelBytes(data, suffix, load_model_file(path, trusted_key))
 
@@ -187,12 +187,26 @@ def predict(
     if isinstance(data, da.Array):
         return _score_array(model, data, name, method, kwargs)
     if isinstance(data, dd.DataFrame):
-        sample = meta_nonempty(data._meta)
-        out = getattr(model, method)(sample, **kwargs)
+        sample, out = _sample_output(model, method, data, kwargs)
         meta = output_frame(out, sample.index, _columns(model, method, out) if np.ndim(out) == 2 else None)
         return data.map_partitions(score_frame, name, method, kwargs, None if meta.ndim == 1 else meta.columns,
                                    meta=meta.iloc[:0], align_dataframes=False)
     raise TypeError(f"data must be a dask DataFrame or Array, got {type(data).__name__}")
+
+
+def _sample_output(model: Any, method: str, data: dd.DataFrame, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """A sample of ``data`` and the model's output on it, which give the result's columns and dtypes.
+
+    Dask's made-up sample ("foo" in every string column) is tried first, as it costs no read;
+    a pipeline that encodes its string columns refuses made-up categories, and then the first
+    real row is read (from the first partition that has one).
+    """
+    sample = meta_nonempty(data._meta)
+    try:
+        return sample, getattr(model, method)(sample, **kwargs)
+    except ValueError:
+        sample = data.head(1, npartitions=-1)
+        return sample, getattr(model, method)(sample, **kwargs)
 
 
 def _score_array(model: Any, data: da.Array, name: str, method: str, kwargs: dict[str, Any]) -> da.Array:

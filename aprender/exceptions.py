@@ -158,3 +158,11 @@ class VersionSkewWarning(UserWarning):
     the state has passed this version's checks; the warning says so, and that outputs
     are worth checking once when they matter.
     """
+
+
+class ExportPrecisionWarning(UserWarning):
+    """An ONNX export whose float32 arithmetic can change some predictions, and how to avoid it.
+
+    Raised as a warning (not an error): the graph is valid and agrees with the estimator on
+    almost every row. The message names the steps, the risk and the exact alternative.
+    """

@@ -123,7 +123,9 @@ def save_model(
     mlflow_model : mlflow.models.Model, optional
         The MLmodel to add the flavors to (``Model.log`` passes one).
     signature : mlflow.models.ModelSignature or False, optional
-        Inferred from ``input_example`` and the model's output when not given;
+        Inferred from ``input_example`` and the model's output when not given (a column of
+        the example that MLflow's inferred type would refuse, such as a ``category`` column,
+        is typed ``Any``);
         ``False`` records none.
     input_example : DataFrame or ndarray, optional
         Saved beside the model and used to infer the signature.
@@ -149,7 +151,9 @@ def save_model(
     saved_example = _save_example(mlflow_model, input_example, str(folder))
     if signature is None and saved_example is not None:
         output = AprenderPyfuncModel(model, pyfunc_predict_fn).predict(input_example)
-        signature = infer_signature(input_example, np.asarray(output) if not hasattr(output, "columns") else output)
+        signature = _enforceable(
+            infer_signature(input_example, np.asarray(output) if not hasattr(output, "columns") else output),
+            input_example)
     if signature:
         mlflow_model.signature = signature
     if metadata is not None:
@@ -163,6 +167,36 @@ def save_model(
                             pyfunc_predict_fn=pyfunc_predict_fn)
     mlflow_model.save(str(folder / "MLmodel"))
     _write_environment(folder, conda_env, pip_requirements, extra_pip_requirements)
+
+
+def _enforceable(signature: ModelSignature, example: Any) -> ModelSignature:
+    """The inferred ``signature``, with each column its own input example fails typed ``Any``.
+
+    MLflow infers a ``category`` column as ``string`` and then refuses that very column when
+    the pyfunc model is called ("Can not safely convert category to <U0"): a signature must at
+    least accept the example it was inferred from. ``Any`` accepts the categories (MLflow turns
+    them into strings, which the fitted encoders read as they read the categories).
+    """
+    from mlflow.exceptions import MlflowException
+    from mlflow.models import validate_schema
+    from mlflow.types.schema import AnyType, ColSpec, Schema
+
+    inputs = signature.inputs
+    if inputs is None or inputs.is_tensor_spec() or not hasattr(example, "columns"):
+        return signature
+    try:
+        validate_schema(example, inputs)
+        return signature
+    except MlflowException:
+        pass
+    columns = []
+    for spec in inputs.inputs:
+        try:
+            validate_schema(example[[spec.name]], Schema([spec]))
+            columns.append(spec)
+        except MlflowException:
+            columns.append(ColSpec(AnyType(), spec.name, required=spec.required))
+    return ModelSignature(Schema(columns), signature.outputs, signature.params)
 
 
 def log_model(model: Any, name: str = "model", **kwargs: Any) -> Any:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -85,3 +89,28 @@ def same(a: Any, b: Any) -> bool:
     """Exactly equal arrays: same shape, same values (float64 bits included)."""
     a, b = np.asarray(a), np.asarray(b)
     return a.shape == b.shape and a.dtype.kind == b.dtype.kind and bool(np.array_equal(a, b))
+
+
+def start_serve(*args: str) -> tuple[subprocess.Popen, str, float]:
+    """``aprender serve ARGS --port 0`` in a child process: (process, its URL once ready, a deadline)."""
+    process = subprocess.Popen([sys.executable, "-m", "aprender", "serve", *args, "--port", "0", "--log-level",
+                                "info"], stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url = None
+    deadline = time.monotonic() + 300  # a guard against a hang, not a timing assertion
+    try:
+        while url is None and time.monotonic() < deadline:
+            line = process.stderr.readline()
+            if not line and process.poll() is not None:
+                break
+            match = re.search(r"Uvicorn running on (http://[\d.]+:\d+)", line)
+            url = match.group(1) if match else None
+        assert url is not None, "the server did not start"
+        while httpx.get(f"{url}/v2/health/ready").status_code != 200:  # answered by a worker
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    except BaseException:
+        process.kill()
+        process.wait()
+        process.stderr.close()
+        raise
+    return process, url, deadline

@@ -506,6 +506,29 @@ def test_import_refuses_aprender_files_and_raw_tensors_refuse_gguf(cli, files, t
     assert cli("diff", raw, tmp_path / "raw.safetensors").code == 0
 
 
+def test_a_pickle_is_refused_with_a_conversion_that_works_as_written(cli, tmp_path: Path) -> None:
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    import joblib
+
+    X, y = iris()
+    fitted = LogisticRegression(max_iter=1000).fit(X, y)
+    joblib.dump(fitted, tmp_path / "legacy.joblib")
+    run = cli("convert", tmp_path / "legacy.joblib", "--format", "apr", "-o", tmp_path / "out.apr")
+    assert run.code == 1 and not (tmp_path / "out.apr").exists()
+    command = re.search(r'convert it once: (python -c ".*?")', one_error_line(run)).group(1)
+    argv = [sys.executable, *shlex.split(command)[1:]]  # the user's python is this one
+    subprocess.run(argv, cwd=tmp_path, check=True)
+    converted = aprender.load(tmp_path / "legacy.apr")
+    assert np.array_equal(converted.predict_proba(X), fitted.predict_proba(X))
+    renamed = tmp_path / "model.bin"  # a pickle by its bytes, whatever its name
+    renamed.write_bytes((tmp_path / "legacy.joblib").read_bytes())
+    assert "is a pickle" in one_error_line(cli("inspect", renamed))
+
+
 # -- diff -----------------------------------------------------------------------------------
 
 
@@ -531,6 +554,22 @@ def test_diff_reports_changes(cli, files, model, tmp_path: Path) -> None:
     assert rows["classes_"]["status"] == "equal"
     human = cli("diff", files["safetensors"], path)
     assert human.code == 1 and "model.params.C" in human.out and "coefficients" in human.out
+
+
+def test_diff_names_the_changed_leaves_of_pipelines(cli, tmp_path: Path) -> None:
+    from aprender.compose import ColumnTransformer
+    from aprender.pipeline import make_pipeline
+    from aprender.preprocessing import StandardScaler
+
+    X, y = iris()
+    for name, C, columns in (("a", 1.0, [0, 1]), ("b", 0.1, [0, 2])):
+        scale = ColumnTransformer([("scaled", StandardScaler(), columns)], remainder="passthrough")
+        aprender.save(make_pipeline(scale, LogisticRegression(C=C, max_iter=1000)).fit(X, y), tmp_path / f"{name}.apr")
+    result = cli("diff", tmp_path / "a.apr", tmp_path / "b.apr", "--json").json
+    changed = {m["key"]: (m["a"], m["b"]) for m in result["metadata"]}
+    assert changed["model.params.steps.1.logisticregression.params.C"] == (1.0, 0.1)
+    assert changed["model.params.steps.0.columntransformer.params.transformers.0.2"] == ([0, 1], [0, 2])
+    assert all(len(str(a)) < 40 and len(str(b)) < 40 for a, b in changed.values())  # leaves, not whole subtrees
 
 
 def test_diff_quantized_and_tolerance(cli, files, model, tmp_path: Path) -> None:
@@ -642,3 +681,35 @@ def test_library_and_cli_validate_agree(cli, files, name: str) -> None:
     assert report.model is (name not in ("hf", "llama"))
     if not report.model:
         assert report.checks[-1] == "tensors read (no aprender model: raw tensors)"
+
+
+def test_convert_a_dataframe_pipeline_to_onnx_with_sample_rows(cli, tmp_path: Path) -> None:
+    import onnx
+    import onnxruntime as ort
+    import pandas as pd
+
+    from aprender.compose import ColumnTransformer
+    from aprender.format.onnx import input_feed
+    from aprender.pipeline import make_pipeline
+    from aprender.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"age": rng.normal(40, 9, 60), "home city": rng.choice(["Lyon", "Nice"], 60)})
+    target = rng.integers(0, 2, 60)
+    columns = ColumnTransformer([("n", StandardScaler(), ["age"]), ("c", OneHotEncoder(), ["home city"])])
+    model = make_pipeline(columns, LogisticRegression()).fit(frame, target)
+    aprender.save(model, tmp_path / "frame.apr")
+    frame.assign(target=target).to_csv(tmp_path / "rows.csv", index=False)  # an extra column, as data files have
+    refused = cli("convert", tmp_path / "frame.apr", "--format", "onnx", "-o", tmp_path / "frame.onnx")
+    assert refused.code == 1 and "fitted on a DataFrame (columns age, home city)" in refused.err
+    assert "--sample ROWS.csv" in refused.err and not (tmp_path / "frame.onnx").exists()
+    run = cli("convert", tmp_path / "frame.apr", "--format", "onnx", "-o", tmp_path / "frame.onnx",
+              "--sample", tmp_path / "rows.csv")
+    assert run.code == 0, run.err
+    onx = onnx.load(tmp_path / "frame.onnx")
+    labels, _ = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, input_feed(onx, frame))
+    assert np.array_equal(labels, model.predict(frame))
+    wrong = cli("convert", tmp_path / "frame.apr", "--format", "apr", "-o", tmp_path / "x.apr",
+                "--sample", tmp_path / "rows.csv")
+    assert wrong.code == 2 and "ONNX inputs only" in wrong.err

@@ -159,3 +159,34 @@ def test_bad_requests(client: Client, frame: pd.DataFrame, forest: RandomForestC
         aprender.dask.predict(tmp_path / "notes.txt", dd.from_pandas(frame, npartitions=1), client=client)
     with pytest.raises(FileNotFoundError, match="no such model file"):
         aprender.dask.predict(tmp_path / "missing.apr", dd.from_pandas(frame, npartitions=1), client=client)
+
+
+def test_missing_strings_of_pyarrow_columns_score_once_turned_back_into_nan(client: Client, tmp_path: Path) -> None:
+    """The recipe of docs/dask.md: dask's string[pyarrow] columns hold pd.NA, which the imputer chokes on."""
+    from aprender.compose import ColumnTransformer
+    from aprender.impute import SimpleImputer
+    from aprender.pipeline import make_pipeline
+    from aprender.preprocessing import OneHotEncoder
+
+    rng = np.random.RandomState(0)
+    table = pd.DataFrame({"city": rng.choice(["Lyon", "Nice", np.nan], 60).astype(object),
+                          "amount": rng.normal(size=60)})
+    table["city"] = table["city"].where(table["city"] != "nan", np.nan)
+    labels = (table["amount"] > 0).to_numpy().astype(np.int64)
+    strings = make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder())
+    model = make_pipeline(ColumnTransformer([("city", strings, ["city"])], remainder="passthrough"),
+                          LogisticRegression()).fit(table, labels)
+    path = tmp_path / "cities.apr"
+    aprender.save(model, path)
+    frame = dd.from_pandas(table, npartitions=2)
+    assert str(frame.dtypes["city"]).startswith("string")  # what dask made of the object column
+    with pytest.raises((TypeError, ValueError), match=r"boolean value of NA is ambiguous|Found unknown categories"):
+        aprender.dask.predict(path, frame).compute()
+
+    def nan_strings(part):
+        strings = part.select_dtypes(include=["string"]).columns
+        return part.astype({c: object for c in strings}).mask(part.isna(), np.nan)
+
+    scored = aprender.dask.predict(path, frame.map_partitions(nan_strings)).compute()
+    assert np.array_equal(scored.to_numpy(), model.predict(table))
+    aprender.dask.release(path)

@@ -150,3 +150,36 @@ def test_mlmodel_naming_another_method_is_refused(tmp_path: Path) -> None:
     (path / "MLmodel").write_text(yaml.safe_dump(mlmodel))
     with pytest.raises(FormatError, match="'__class__' is not a prediction method"):
         mlflow.pyfunc.load_model(str(path))
+
+
+def test_the_readme_snippet_runs_as_written_with_the_default_store(tmp_path: Path) -> None:
+    import os
+    import re
+    import subprocess
+    import sys
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme[readme.index("### MLflow without pickle"):]
+    snippet = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}  # MLflow's own defaults
+    run = subprocess.run([sys.executable, "-c", snippet], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (tmp_path / "mlflow.db").is_file()  # the default store, SQLite
+    assert {p.name for p in (tmp_path / "folder").iterdir()} >= {"MLmodel", "model.safetensors"}
+
+
+def test_a_category_column_keeps_its_own_example_predictable(tracking: Path) -> None:
+    from aprender.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.RandomState(0)
+    X = pd.DataFrame({"amount": rng.normal(size=120), "city": pd.Categorical(rng.choice(["Lyon", "Nice"], 120))})
+    y = (X["amount"] > 0).to_numpy().astype(np.int64) ^ (X["city"] == "Lyon").to_numpy()
+    model = HistGradientBoostingClassifier(max_iter=10, random_state=0).fit(X, y)
+    with mlflow.start_run() as run:
+        aprender.mlflow.log_model(model, name="m", input_example=X.head(5))
+    pyfunc = mlflow.pyfunc.load_model(f"runs:/{run.info.run_id}/m")
+    assert np.array_equal(pyfunc.predict(X), model.predict(X))  # the category column, as the user has it
+    assert np.array_equal(pyfunc.predict(X.astype({"city": str})), model.predict(X))
+    spec = {c.name: str(c.type) for c in pyfunc.metadata.get_input_schema().inputs}
+    assert spec["amount"] == "DataType.double" and spec["city"] == "Any"

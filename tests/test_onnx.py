@@ -703,3 +703,75 @@ def test_validate_rejects_a_graph_that_fails_the_checker(tmp_path, classifier) -
 def test_inspect_missing_file(tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match=r"nope\.onnx"):
         inspect_file(tmp_path / "nope.onnx")
+
+
+# -- what ONNX would compute otherwise, found at export --------------------------------------
+
+_SESSION = {"providers": ["CPUExecutionProvider"]}
+
+
+def test_column_names_with_dots_and_spaces_feed_as_they_are() -> None:
+    rng = np.random.RandomState(0)
+    frame = pd.DataFrame({"income.k": rng.normal(size=80), "home city": rng.choice(["Lyon", "Nice"], 80),
+                          "age (years)": rng.normal(40, 9, 80)})
+    target = rng.randint(0, 2, 80)
+    columns = ColumnTransformer([("n", StandardScaler(), ["income.k", "age (years)"]),
+                                 ("c", OneHotEncoder(), ["home city"])])
+    model = Pipeline([("columns", columns), ("clf", LogisticRegression())]).fit(frame, target)
+    onx = to_onnx(model, frame.head())
+    assert [i.name for i in onx.graph.input] == ["income.k", "home city", "age (years)"]
+    labels, proba = ort.InferenceSession(onx.SerializeToString(), **_SESSION).run(None, input_feed(onx, frame))
+    assert np.array_equal(labels, model.predict(frame))
+    np.testing.assert_allclose(proba, model.predict_proba(frame), atol=1e-6)
+
+
+def test_text_in_any_script_is_tokenized_as_scikit_learn_does() -> None:
+    from aprender.feature_extraction.text import TfidfVectorizer
+
+    texts = ["great value, works well", "très bien, je recommande", "broken on arrival", "terrible support",
+             "großartig und schnell", "tr est bon", "gro artig", "日本語 テキスト 素晴らしい", "ПРИВЕТ мир",
+             "naïve café résumé", "Ελληνικά κείμενα", "x1 _a b2"] * 3
+    labels = [1, 1, 0, 0, 1, 1, 0, 1, 0, 1, 0, 1] * 3
+    model = Pipeline([("tfidf", TfidfVectorizer()), ("clf", LogisticRegression())]).fit(texts, labels)
+    onx = to_onnx(model, np.array(texts[:2]), options={"tfidf__locale": "C.UTF-8"})
+    queries = np.array(["très bien", "großartig", "日本語 テキスト", "привет МИР", "TRÈS BIEN", "ελληνικά",
+                        "naïve", "tr gro", "great value"])
+    _, proba = ort.InferenceSession(onx.SerializeToString(), **_SESSION).run(None, input_feed(onx, queries))
+    np.testing.assert_allclose(proba, model.predict_proba(queries), atol=1e-6)  # ASCII tokens: off by 0.12-0.35
+
+
+def test_a_token_pattern_that_rewrites_otherwise_in_re2_is_refused() -> None:
+    from aprender.feature_extraction.text import CountVectorizer
+
+    vectorizer = CountVectorizer(token_pattern=r"(?u)\b\w+\b").fit(["très bien", "ok"])
+    with pytest.raises(UnsupportedExportError, match=r"RE2, where \\w, \\b, \\d and \\s match ASCII only"):
+        to_onnx(vectorizer, np.array(["très bien"]))
+    ascii_words = CountVectorizer(token_pattern=r"[a-zA-Z0-9_]+").fit(["tres bien", "ok"])
+    onx = to_onnx(ascii_words, np.array(["ok"]), options={"locale": "C.UTF-8"})  # ASCII on both sides: exported
+    (counts,) = ort.InferenceSession(onx.SerializeToString(), **_SESSION).run(None, input_feed(onx, ["très bien"]))
+    assert np.array_equal(counts, ascii_words.transform(["très bien"]).toarray())
+
+
+def test_a_float_transform_before_trees_warns_and_the_cast_fix_is_exact() -> None:
+    from skl2onnx.sklapi import CastTransformer
+
+    from aprender.ensemble import RandomForestClassifier
+    from aprender.exceptions import ExportPrecisionWarning
+
+    rng = np.random.RandomState(0)
+    X = np.round(rng.normal(40, 12, (1500, 6)), 1)  # ages, rounded: many rows near each threshold
+    y = (X[:, 0] + rng.normal(0, 5, 1500) > 40).astype(int)
+    forest = RandomForestClassifier(n_estimators=30, random_state=0)
+    with pytest.warns(ExportPrecisionWarning, match="CastTransformer"):
+        to_onnx(Pipeline([("scale", StandardScaler()), ("trees", forest)]).fit(X[:1000], y[:1000]))
+    exact = Pipeline([("scale", StandardScaler()), ("cast", CastTransformer()), ("trees", forest)]).fit(X[:1000],
+                                                                                                      y[:1000])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExportPrecisionWarning)
+        onx = to_onnx(exact, dtype=np.float64)
+    labels, proba = ort.InferenceSession(onx.SerializeToString(), **_SESSION).run(None, input_feed(onx, X[1000:]))
+    assert np.array_equal(labels, exact.predict(X[1000:]))
+    np.testing.assert_allclose(proba, exact.predict_proba(X[1000:]), atol=1e-6)
+    with warnings.catch_warnings():  # trees alone: nothing computed before them
+        warnings.simplefilter("error", ExportPrecisionWarning)
+        to_onnx(forest)

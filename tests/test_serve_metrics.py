@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import subprocess
-import sys
 import threading
 import time
 
 import httpx
 import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
-from serve_helpers import X, same, serving
+from serve_helpers import X, same, serving, start_serve
 
 from aprender.serve import ServeConfig
 
@@ -135,48 +133,24 @@ def test_full_queue_is_503_and_the_server_stays_up(serve_repository, monkeypatch
         assert httpx.post(f"{url}/v2/models/pca/infer", json=infer(X[3:4].tolist())).status_code == 200
 
 
-def _start_serve(*args: str) -> tuple[subprocess.Popen, str, float]:
-    """``aprender serve ARGS --port 0`` in a child process: (process, its URL once ready, a deadline)."""
-    process = subprocess.Popen([sys.executable, "-m", "aprender", "serve", *args, "--port", "0", "--log-level",
-                                "info"], stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    url = None
-    deadline = time.monotonic() + 300  # a guard against a hang, not a timing assertion
-    try:
-        while url is None and time.monotonic() < deadline:
-            line = process.stderr.readline()
-            if not line and process.poll() is not None:
-                break
-            match = re.search(r"Uvicorn running on (http://[\d.]+:\d+)", line)
-            url = match.group(1) if match else None
-        assert url is not None, "the server did not start"
-        while httpx.get(f"{url}/v2/health/ready").status_code != 200:  # answered by a worker
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-    except BaseException:
-        process.kill()
-        process.wait()
-        process.stderr.close()
-        raise
-    return process, url, deadline
-
-
 def test_serve_command_binds_loopback_and_serves(serve_repository, tmp_path):
     root, fitted = serve_repository
-    process, url, _ = _start_serve(str(root / "line"))
+    process, url, _ = start_serve(str(root / "line"))
     try:
         assert url.startswith("http://127.0.0.1:")
         reply = httpx.post(f"{url}/predict", json={"features": X[:2, :2].tolist()})
         assert same(reply.json()["prediction"], fitted["line:1"].predict(X[:2, :2]))
     finally:
         process.terminate()
-        process.wait(30)
+        code = process.wait(30)
         process.stderr.close()
+    assert code == 0  # SIGTERM drains, and a drained shutdown is a clean one (docs/cli.md)
 
 
 def test_serve_command_with_workers(serve_repository):
     """``--workers 2``: forked workers on one port, metrics summed over both, all gone after SIGTERM."""
     root, fitted = serve_repository
-    process, url, deadline = _start_serve(str(root / "line"), "--workers", "2")
+    process, url, deadline = start_serve(str(root / "line"), "--workers", "2")
     workers: list[str] = []
     try:
         while len(workers) < 2:

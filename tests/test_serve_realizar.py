@@ -62,6 +62,7 @@ def test_predict_batch(client, models):
                                                                                 for row in X[::10].tolist()]})
     body = r.json()
     assert body["batch_size"] == len(X[::10])
+    assert body["total_latency_ms"] > 0 and "latency_ms" not in body  # realizar's name for a batch
     assert [p["prediction"] for p in body["predictions"]] == model.predict(X[::10]).tolist()
 
 
@@ -145,9 +146,9 @@ def test_ready_is_503_until_models_are_warm(models, monkeypatch):
     gate = threading.Event()
     original = registry_module.load_version
 
-    def held(version, limits):  # the real load, held until the test has seen /ready answer 503
+    def held(version, limits, policy):  # the real load, held until the test has seen /ready answer 503
         gate.wait(10)
-        return original(version, limits)
+        return original(version, limits, policy)
 
     monkeypatch.setattr(registry_module, "load_version", held)
     with serving(ServeConfig((str(models[0] / "iris"),)), wait_ready=False) as url:
@@ -163,12 +164,12 @@ def test_ready_is_503_until_models_are_warm(models, monkeypatch):
 
 
 def test_a_model_without_a_feature_matrix_is_503_and_the_rest_serves(tmp_path, serve_repository):
-    from aprender.feature_extraction.text import CountVectorizer
+    from aprender.preprocessing import LabelEncoder
 
-    aprender.save(CountVectorizer().fit(["apple banana", "banana cherry"]), tmp_path / "words.apr")
+    aprender.save(LabelEncoder().fit(["apple", "banana"]), tmp_path / "words.apr")  # it encodes labels, not rows
     with serving(ServeConfig((str(tmp_path / "words.apr"), str(serve_repository[0] / "line")))) as url:
         r = httpx.post(f"{url}/predict", json={"model_id": "words", "features": [1.0]})
         assert (r.status_code, r.json()["code"]) == (503, "E_NO_MODEL")
-        assert "does not take a numeric feature matrix" in r.json()["error"]
+        assert "takes neither a feature matrix" in r.json()["error"]
         r = httpx.post(f"{url}/predict", json={"model_id": "line", "features": [1.0, 2.0]})
         assert r.status_code == 200

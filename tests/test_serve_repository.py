@@ -40,12 +40,12 @@ def test_layout_versions_and_settings(repo):
 def test_pickles_are_refused_unopened(tmp_path, suffix):
     path = tmp_path / f"model{suffix}"
     path.write_bytes(b"\x80\x04cos\nsystem\n")  # would run code if unpickled
-    with pytest.raises(RepositoryError, match=r"never opened; .*apr convert"):
+    with pytest.raises(RepositoryError, match=r"never loads it\. .*joblib\.load"):
         scan([path], Policy())
     version = tmp_path / "repo" / "m" / "1"
     version.mkdir(parents=True)
     shutil.copy(path, version / path.name)
-    with pytest.raises(RepositoryError, match="apr convert"):
+    with pytest.raises(RepositoryError, match=r"aprender\.save"):
         scan([tmp_path / "repo"], Policy())
 
 
@@ -124,7 +124,7 @@ def test_cli_help(capsys):
 def test_cli_refuses_before_binding(tmp_path, capsys):
     (tmp_path / "model.joblib").write_bytes(b"not opened")
     assert main(["serve", str(tmp_path / "model.joblib"), "--port", "1"]) == 1
-    assert "apr convert" in capsys.readouterr().err
+    assert "aprender.save(joblib.load(" in capsys.readouterr().err
     model = tmp_path / "m.apr"
     aprender.save(LogisticRegression(max_iter=500).fit(X, y), model)
     assert main(["serve", str(model), "--require-signature"]) == 2

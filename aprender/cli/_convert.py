@@ -48,7 +48,7 @@ def _quantize(state: ModelState, qtype: str) -> ModelState:
 
 def transcode(src: Path, out: Path, fmt: str, secrets: Secrets, *, qtype: str | None = None,
               compress: str | None = None, dtype: str | None = None, progress: bool | None = None,
-              foreign_only: bool = False) -> tuple[dict[str, Any], ModelState, ModelState]:
+              foreign_only: bool = False, sample: Path | None = None) -> tuple[dict[str, Any], ModelState, ModelState]:
     """Read ``src``, cast / quantize on request, write ``out`` as ``fmt``.
 
     Returns the summary printed by the commands, and the states before and after
@@ -72,7 +72,7 @@ def transcode(src: Path, out: Path, fmt: str, secrets: Secrets, *, qtype: str | 
             warn(f"SafeTensors holds no GGML blocks: the {state.meta['quantization']['type']} tensors are "
                  "written dequantized")
         start(f"writing {out.name}")
-        write(state, out, fmt, compression=compress, onnx_dtype=dtype)
+        write(state, out, fmt, compression=compress, onnx_dtype=dtype, onnx_sample=sample)
     if info.encrypted:
         warn(f"'{out}' is not encrypted (its source was); seal it with 'encrypt'")
     if info.signed:
@@ -107,13 +107,16 @@ def _print_conversion(verb: str, s: dict[str, Any]) -> None:
 @click.option("--compress", type=click.Choice(_COMPRESSIONS), help="Compress the data section (apr only).")
 @click.option("--dtype", type=click.Choice(list(DTYPES)),
               help="Store float tensors as this type (onnx: f32 or f64 graph).")
+@click.option("--sample", type=click.Path(exists=True, dir_okay=False, path_type=Path), metavar="ROWS",
+              help="onnx: a .csv or .parquet file of input rows, which types the inputs of a DataFrame model.")
 @secret_options
 @force_option
 @progress_option
 @json_option
 @debug_option
 def convert(input_path: Path, fmt: str | None, output: Path, qtype: str | None, compress: str | None,
-            dtype: str | None, secrets: Secrets, force: bool, progress: bool | None, as_json: bool) -> int:
+            dtype: str | None, sample: Path | None, secrets: Secrets, force: bool, progress: bool | None,
+            as_json: bool) -> int:
     """Convert INPUT to another format: safetensors, apr, gguf or onnx.
 
     The model's state is carried over as it is, so files convert even when their
@@ -128,9 +131,11 @@ def convert(input_path: Path, fmt: str | None, output: Path, qtype: str | None, 
                                  param_hint="--quantize")
     if dtype in ("f16", "bf16") and fmt == "onnx":
         raise click.BadParameter("ONNX export takes f32 or f64", param_hint="--dtype")
+    if sample is not None and fmt != "onnx":
+        raise click.BadParameter("a sample types ONNX inputs only", param_hint="--sample")
     check_output(output, force)
     summary, _, _ = transcode(input_path, output, fmt, secrets, qtype=qtype, compress=compress, dtype=dtype,
-                              progress=progress)
+                              progress=progress, sample=sample)
     if as_json:
         emit_json(summary)
     else:

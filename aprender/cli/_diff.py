@@ -20,11 +20,43 @@ from aprender.format import ModelState
 __all__ = ["compare", "diff"]
 
 
+def _join(prefix: str, key: Any) -> str:
+    return f"{prefix}.{key}" if prefix else str(key)
+
+
+#: Codec nodes compared whole: a tensor reference, a number, a function, a type.
+_LEAF_TAGS = frozenset(["tensor", "float", "scalar", "type", "function", "n_threads", "strarray"])
+
+
 def _flatten(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """Dotted paths of the leaves of nested dicts (lists are compared whole)."""
-    if isinstance(node, Mapping) and node:
+    """Dotted paths of the leaves of a metadata tree, through the codec's nodes.
+
+    Objects and lists of objects are walked; lists of plain values, tensor references and
+    scalars are compared whole. A ``(name, estimator, ...)`` tuple (a Pipeline step, a
+    ColumnTransformer entry) is named by its name, so that a change of ``C`` in a pipeline's
+    second step reads ``model.params.steps.1.logisticregression.params.C``.
+    """
+    if isinstance(node, Mapping) and node and node.get("__t__") not in _LEAF_TAGS:
+        tag = node.get("__t__")
+        if tag == "tuple" and isinstance(node.get("v"), list):
+            items = node["v"]
+            named = len(items) >= 2 and isinstance(items[0], str) and isinstance(items[1], Mapping)
+            for i, item in enumerate(items):
+                if named and i == 0:
+                    continue
+                yield from _flatten(item, _join(prefix, items[0] if named and i == 1 else i))
+            return
+        if tag == "dict" and isinstance(node.get("items"), list) and all(
+                isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in node["items"]):
+            for key, value in node["items"]:
+                yield from _flatten(value, _join(prefix, key))
+            return
         for key in sorted(node):
-            yield from _flatten(node[key], f"{prefix}.{key}" if prefix else str(key))
+            if key != "__t__":
+                yield from _flatten(node[key], _join(prefix, key))
+    elif isinstance(node, list) and any(isinstance(v, (Mapping, list)) for v in node):
+        for i, value in enumerate(node):
+            yield from _flatten(value, _join(prefix, i))
     else:
         yield prefix, node
 

@@ -143,12 +143,52 @@ def cast(state: ModelState, dtype: str) -> ModelState:
     return ModelState(fresh.tensors, {**fresh.meta, **kept})
 
 
+def read_sample(path: Path, model: Any) -> Any:
+    """The first rows of a CSV or Parquet file, in the model's column order: an ONNX export's sample."""
+    import pandas as pd
+
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise click.BadParameter(f"'{path}': give the rows as .csv or .parquet", param_hint="--sample")
+    try:
+        rows = pd.read_csv(path, nrows=20) if suffix == ".csv" else pd.read_parquet(path).head(20)
+    except (OSError, ValueError, ImportError) as exc:
+        raise click.BadParameter(f"'{path}' cannot be read: {exc}", param_hint="--sample") from None
+    names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        return rows
+    missing = [str(c) for c in names if c not in rows.columns]
+    if missing:
+        raise click.BadParameter(f"'{path}' lacks the model's column(s) {', '.join(missing[:5])}",
+                                 param_hint="--sample")
+    return rows[list(names)]
+
+
+def _onnx(state: ModelState, path: Path, dtype: str | None, sample: Path | None) -> None:
+    from aprender.format import onnx
+
+    model = rebuild(state)
+    X = None if sample is None else read_sample(sample, model)
+    try:
+        onnx.save_file(model, path, X, dtype=np.float64 if dtype == "f64" else np.float32,
+                       metadata=state.user_metadata or None)
+    except (UnsupportedExportError, ValueError) as exc:
+        names = getattr(model, "feature_names_in_", None)
+        if X is not None or names is None:
+            raise
+        shown = ", ".join(map(str, names[:6])) + (", ..." if len(names) > 6 else "")
+        raise UnsupportedExportError(
+            f"{str(exc).rstrip('.')}. The model was fitted on a DataFrame (columns {shown}), and its ONNX inputs "
+            "are typed from a few rows of it: add --sample ROWS.csv (or .parquet)") from exc
+
+
 def write(state: ModelState, path: Path, fmt: str, *, compression: str | None = None,
-          onnx_dtype: str | None = None, **apr_keys: Any) -> None:
+          onnx_dtype: str | None = None, onnx_sample: Path | None = None, **apr_keys: Any) -> None:
     """Write ``state`` to ``path`` in ``fmt`` (atomically, by the format's backend).
 
     ``apr_keys`` (``signing_key=``, ``password=``, ``recipient_public_key=``) and
-    ``compression`` apply to .apr only.
+    ``compression`` apply to .apr only; ``onnx_dtype`` and ``onnx_sample`` (a CSV or
+    Parquet file of input rows) to ONNX.
     """
     if fmt == "apr":
         apr.write_state(state, path, compression=compression, **apr_keys)
@@ -160,7 +200,4 @@ def write(state: ModelState, path: Path, fmt: str, *, compression: str | None = 
                                          "can go to .apr or .safetensors")
         gguf.write_state(state, path)
     else:
-        from aprender.format import onnx
-
-        onnx.save_file(rebuild(state), path, dtype=np.float64 if onnx_dtype == "f64" else np.float32,
-                       metadata=state.user_metadata or None)
+        _onnx(state, path, onnx_dtype, onnx_sample)

@@ -39,6 +39,8 @@ _MIB = 1 << 20
 @click.option("--require-signature", is_flag=True, help="Refuse models not signed by a --trusted-key.")
 @click.option("--trusted-key", "trusted_keys", multiple=True, type=click.Path(exists=True, dir_okay=False,
               path_type=Path), help="Ed25519 public key (PEM) whose signatures are trusted; repeatable.")
+@click.option("--allow-outside-links", is_flag=True,
+              help="Serve model files of a repository folder that are symbolic links to files outside it.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 @json_option
@@ -46,7 +48,7 @@ _MIB = 1 << 20
 def serve(paths: tuple[Path, ...], host: str, port: int, workers: int, max_loaded_models: int | None,
           max_model_memory: float | None, max_batch_size: int | None, max_batch_time: float, max_queue: int,
           max_body_size: float, api_key: str | None, require_signature: bool, trusted_keys: tuple[Path, ...],
-          log_level: str, as_json: bool) -> int:
+          allow_outside_links: bool, log_level: str, as_json: bool) -> int:
     """Serve model files and repository folders (PATH/NAME/N/model.apr) until interrupted.
 
     A file is served under its stem. Pickle files (.pkl, .joblib) are refused unopened.
@@ -62,7 +64,8 @@ def serve(paths: tuple[Path, ...], host: str, port: int, workers: int, max_loade
         serialization.Encoding.Raw, serialization.PublicFormat.Raw) for p in trusted_keys)
     config = ServeConfig(tuple(str(p) for p in paths), max_loaded_models,
                          None if max_model_memory is None else int(max_model_memory * _MIB), max_batch_size,
-                         max_batch_time, max_queue, int(max_body_size * _MIB), api_key, require_signature, keys)
+                         max_batch_time, max_queue, int(max_body_size * _MIB), api_key, require_signature, keys,
+                         allow_outside_links)
     try:
         models = scan(config.paths, config.policy)  # refuse before binding anything
     except RepositoryError as exc:

@@ -42,6 +42,27 @@ def backend_for_path(path: str | os.PathLike) -> Any:
     return _backend(suffix)
 
 
+#: Suffixes of pickle files (joblib's included): never opened, whatever their bytes.
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+
+
+def pickle_refusal(path: str | os.PathLike) -> str:
+    """Why a pickle file is refused, and the exact lines that convert it where it is trusted.
+
+    Examples
+    --------
+    >>> print(pickle_refusal("model.pkl"))  # doctest: +NORMALIZE_WHITESPACE
+    'model.pkl' is a pickle, which runs code when it is loaded, so aprender never loads it. Where you
+    trust the file (it runs its code), convert it once: python -c "import joblib, aprender;
+    aprender.save(joblib.load('model.pkl'), 'model.apr')" (joblib.load reads pickle and joblib files)
+    """
+    target = os.path.splitext(os.fspath(path))[0] + ".apr"
+    return (f"'{os.fspath(path)}' is a pickle, which runs code when it is loaded, so aprender never loads it. "
+            f"Where you trust the file (it runs its code), convert it once: python -c \"import joblib, aprender; "
+            f"aprender.save(joblib.load({os.fspath(path)!r}), {target!r})\" (joblib.load reads pickle and joblib "
+            "files)")
+
+
 def sniff(path: str | os.PathLike) -> str:
     """Name the format of an existing file from its first bytes."""
     p = existing_file(path)
@@ -55,7 +76,11 @@ def sniff(path: str | os.PathLike) -> str:
         return ".safetensors"
     if head[:1] == b"\x08" and p.suffix.lower() == ".onnx":
         return ".onnx"
-    raise FormatError(f"'{p}': unrecognised file format (first bytes {head[:8].hex()})")
+    if head[:1] == b"\x80" or p.suffix.lower() in PICKLE_SUFFIXES:  # pickle protocol 2+ starts with PROTO
+        raise FormatError(pickle_refusal(p))
+    # The file's bytes are never quoted: this message reaches HTTP clients of the server, and the
+    # file may be anything a path resolves to.
+    raise FormatError(f"'{p}': unrecognised file format: not SafeTensors, .apr, GGUF or ONNX")
 
 
 def save(model: Any, path: str | os.PathLike, **options: Any) -> None:

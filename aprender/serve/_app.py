@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -25,7 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from aprender.serve import _ollama, _realizar, _v2
+from aprender.serve import _mlflow, _ollama, _realizar, _v2
 from aprender.serve._http import Call, Handler, HTTPError, error_reply, json_response, send_reply
 from aprender.serve._metrics import Metrics
 from aprender.serve._registry import Limits, Registry
@@ -65,6 +66,8 @@ class ServeConfig:
         Refuse models not signed by one of ``trusted_keys``.
     trusted_keys : tuple of bytes
         Raw Ed25519 public keys.
+    allow_outside_links : bool
+        Serve model files of a repository folder that resolve outside it.
 
     Examples
     --------
@@ -82,11 +85,12 @@ class ServeConfig:
     api_key: str | None = None
     require_signature: bool = False
     trusted_keys: tuple[bytes, ...] = ()
+    allow_outside_links: bool = False
 
     @property
     def policy(self) -> Policy:
-        """The signature policy."""
-        return Policy(self.require_signature, self.trusted_keys)
+        """The signature and link policy."""
+        return Policy(self.require_signature, self.trusted_keys, self.allow_outside_links)
 
     def to_json(self) -> str:
         """JSON for the worker processes."""
@@ -263,7 +267,7 @@ def create_app(config: ServeConfig, *, freeze_gc: bool = False) -> Starlette:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    routes = [*_realizar.routes, *_v2.routes, *_ollama.routes,
+    routes = [*_realizar.routes, *_v2.routes, *_ollama.routes, *_mlflow.routes,
               Route("/metrics", _metrics_text, methods=["GET"]),
               Route("/v1/metrics", _metrics_json, methods=["GET"])]
     app = Starlette(routes=routes, lifespan=lifespan,
@@ -282,6 +286,10 @@ def _app_from_env() -> Starlette:
     return create_app(ServeConfig.from_json(os.environ[_CONFIG_ENV]), freeze_gc=True)
 
 
+def _exit_cleanly(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
 def run(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, workers: int = 1,
         log_level: str = "info") -> None:
     """Serve until interrupted: uvicorn (uvloop, httptools), ``workers`` processes on one port.
@@ -292,6 +300,9 @@ def run(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, workers:
     import uvicorn
 
     if workers == 1:
+        # uvicorn drains on SIGTERM and then raises the signal again, which would end the process
+        # with status 143: a drained shutdown is a clean one, so the re-raised signal exits with 0.
+        signal.signal(signal.SIGTERM, _exit_cleanly)
         uvicorn.run(create_app(config, freeze_gc=True), host=host, port=port, log_level=log_level,
                     access_log=False, ws="none")
         return

@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ class Overloaded(Exception):
 
 @dataclass
 class _Pending:
-    X: np.ndarray
+    X: Any
     future: asyncio.Future[Outputs]
     queued_at: float
 
@@ -82,7 +83,10 @@ class Batcher:
         return len(self._queue)
 
     async def submit(self, X: np.ndarray) -> Outputs:
-        """Queue ``X`` (2-D) and wait for its outputs; raises :class:`Overloaded` on a full queue."""
+        """Queue ``X`` (a 2-D array, 1-D documents or a DataFrame) and wait for its outputs.
+
+        Raises :class:`Overloaded` on a full queue.
+        """
         if len(self._queue) >= self.max_queue:
             raise Overloaded(f"{len(self._queue)} requests already waiting")
         loop = asyncio.get_running_loop()
@@ -95,7 +99,7 @@ class Batcher:
         return await pending.future
 
     def _rows_queued(self) -> int:
-        return sum(p.X.shape[0] for p in self._queue)
+        return sum(len(p.X) for p in self._queue)
 
     async def _wait_for_rows(self) -> None:
         """Wait until ``max_batch_size`` rows are queued or ``max_batch_time`` has passed."""
@@ -114,13 +118,13 @@ class Batcher:
     def _take(self) -> list[_Pending]:
         """The next batch: queued requests of the first one's dtype, up to max_batch_size rows."""
         batch = [self._queue.popleft()]
-        rows = batch[0].X.shape[0]
+        rows = len(batch[0].X)
         while self._queue:
             nxt = self._queue[0]
-            if nxt.X.dtype != batch[0].X.dtype or rows + nxt.X.shape[0] > self.max_batch_size:
+            if not _same_kind(nxt.X, batch[0].X) or rows + len(nxt.X) > self.max_batch_size:
                 break
             batch.append(self._queue.popleft())
-            rows += nxt.X.shape[0]
+            rows += len(nxt.X)
         return batch
 
     async def _drain(self) -> None:
@@ -135,16 +139,16 @@ class Batcher:
             await self._execute(self._take())
 
     async def _call(self, X: np.ndarray) -> Outputs:
-        if X.shape[0] <= self.inline_rows:
+        if len(X) <= self.inline_rows:
             return self._run(X)
         return await asyncio.to_thread(self._run, X)
 
     async def _execute(self, batch: list[_Pending]) -> None:
-        rows = sum(p.X.shape[0] for p in batch)
+        rows = sum(len(p.X) for p in batch)
         if self._on_batch is not None:
             self._on_batch(rows)
         try:
-            X = batch[0].X if len(batch) == 1 else np.concatenate([p.X for p in batch])
+            X = batch[0].X if len(batch) == 1 else _concat([p.X for p in batch])
             outputs = await self._call(X)
         except Exception as exc:
             if len(batch) == 1:
@@ -158,9 +162,24 @@ class Batcher:
             return
         start = 0
         for pending in batch:
-            stop = start + pending.X.shape[0]
+            stop = start + len(pending.X)
             _settle(pending.future, {name: value[start:stop] for name, value in outputs.items()})
             start = stop
+
+
+def _same_kind(a: Any, b: Any) -> bool:
+    """Whether two inputs can go in one call: arrays of one dtype, or DataFrames of the same columns and dtypes."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype and a.ndim == b.ndim
+    return list(a.columns) == list(b.columns) and list(a.dtypes) == list(b.dtypes)
+
+
+def _concat(parts: list[Any]) -> Any:
+    if isinstance(parts[0], np.ndarray):
+        return np.concatenate(parts)
+    import pandas as pd
+
+    return pd.concat(parts, ignore_index=True)
 
 
 def _settle(future: asyncio.Future[Outputs], result: Outputs | None = None, *,

@@ -30,7 +30,8 @@ from aprender.serve._http import (
     read_json,
     registry_of,
 )
-from aprender.serve._registry import LoadedModel, Registry, features
+from aprender.serve._inputs import rows_of
+from aprender.serve._registry import LoadedModel, Registry
 from aprender.serve._repository import OUTPUTS, Version
 
 __all__ = ["calls", "routes"]
@@ -132,19 +133,19 @@ async def _complete(registry: Registry, body: dict[str, Any], prompt: Any, start
         model = await registry.get(version)  # and to load one
         return _Answer("", 0, int(model.load_seconds * 1e9), 0, start, "load")
     if not isinstance(prompt, str):
-        raise HTTPError(400, "the prompt must be a string holding a JSON array of features")
+        raise HTTPError(400, "the prompt must be a string: a JSON array of features, a JSON object of columns, "
+                             "or the text of a text model")
     loaded_before = registry.is_loaded(version)
     model = await registry.get(version)
     load_ns = 0 if loaded_before else int(model.load_seconds * 1e9)
-    rows = parse_json(prompt.encode(), "the prompt")
-    X = features(rows, model.n_features, "the prompt")
+    rows = prompt if model.inputs.kind == "text" else parse_json(prompt.encode(), "the prompt")
+    X = model.inputs.rows(rows, "the prompt")
     output = _output(body, model)
     eval_start = time.perf_counter_ns()
     _, out = await registry.infer(version, X, (output,), model)
     value = out[output]
-    one_row = not isinstance(rows[0], list)  # features() checked that rows is a non-empty list
-    text = dumps(value[0] if one_row else value).decode()
-    answer = _Answer(text, X.shape[0], load_ns, time.perf_counter_ns() - eval_start, start)
+    text = dumps(value[0] if model.inputs.one_row(rows) else value).decode()
+    answer = _Answer(text, rows_of(X), load_ns, time.perf_counter_ns() - eval_start, start)
     if _keep_alive_zero(body):
         registry.evict(version)
     return answer
@@ -192,13 +193,13 @@ async def embed(request: Request) -> Response:
     if "transform" not in model.outputs:
         raise HTTPError(400, f"model '{version.tag}' has no transform(), so no embeddings; "
                              f"outputs: {', '.join(model.outputs)}")
-    rows = [parse_json(i.encode(), "an input") for i in inputs]
-    X = features(rows, model.n_features, "the inputs")
+    rows = inputs if model.inputs.kind == "text" else [parse_json(i.encode(), "an input") for i in inputs]
+    X = model.inputs.rows(rows, "the inputs")
     _, out = await registry.infer(version, X, ("transform",), model)
     return json_response({"model": body["model"], "embeddings": out["transform"],
                           "total_duration": time.perf_counter_ns() - start,
                           "load_duration": 0 if loaded_before else int(model.load_seconds * 1e9),
-                          "prompt_eval_count": X.shape[0]})
+                          "prompt_eval_count": rows_of(X)})
 
 
 async def not_implemented(request: Request) -> Response:

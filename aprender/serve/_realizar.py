@@ -26,7 +26,8 @@ from aprender.serve._http import (
     read_json,
     registry_of,
 )
-from aprender.serve._registry import Registry, features
+from aprender.serve._inputs import rows_of
+from aprender.serve._registry import Registry
 
 __all__ = ["calls", "routes"]
 
@@ -59,12 +60,12 @@ def _top_k(proba: np.ndarray, classes: np.ndarray, k: int) -> list[list[dict[str
     return [[{"class": classes[j], "probability": row[j]} for j in idx] for row, idx in zip(proba, order, strict=True)]
 
 
-async def _run(registry: Registry, body: dict[str, Any], rows: Any) -> tuple[dict[str, Any], int, str]:
-    """Predict ``rows``; return the per-row fields, the row count and the version."""
+async def _run(registry: Registry, body: dict[str, Any], rows: Any) -> tuple[dict[str, Any], int, str, bool]:
+    """Predict ``rows``; return the per-row fields, the row count, the version and whether one row was sent."""
     version = registry.resolve_id(body.get("model_id"))
     probabilities, top_k = _options(body)
     model = await registry.get(version)
-    X = features(rows, model.n_features)
+    X = model.inputs.rows(rows)
     outputs = ("predict", "predict_proba") if probabilities else ("predict",)
     _, out = await registry.infer(version, X, outputs, model)
     fields: dict[str, Any] = {"prediction": out["predict"]}
@@ -72,17 +73,16 @@ async def _run(registry: Registry, body: dict[str, Any], rows: Any) -> tuple[dic
         fields["probabilities"] = out["predict_proba"]
         if top_k is not None:
             fields["top_k"] = _top_k(out["predict_proba"], model.estimator.classes_, top_k)
-    return fields, X.shape[0], str(version.version)
+    return fields, rows_of(X), str(version.version), model.inputs.one_row(rows)
 
 
 async def predict(call: Call) -> Reply:
     start = time.perf_counter()
     body = await call.read_json()
     if "features" not in body:
-        raise HTTPError(400, "missing 'features': a list of numbers, or a list of rows")
-    fields, _, version = await _run(call.registry, body, body["features"])
-    rows = body["features"]
-    if not isinstance(rows[0], list):  # one row in, one prediction out (features() checked rows)
+        raise HTTPError(400, "missing 'features': a list of numbers, an object of columns, or a list of rows")
+    fields, _, version, one_row = await _run(call.registry, body, body["features"])
+    if one_row:  # one row in (numbers, an object of columns, a text), one prediction out
         fields = {k: v[0] for k, v in fields.items()}
     return Reply(dumps({**fields, "latency_ms": (time.perf_counter() - start) * 1000, "model_version": version}))
 
@@ -97,10 +97,10 @@ async def predict_batch(request: Request) -> Response:
         raise HTTPError(400, "'instances' is empty", "E_EMPTY_BATCH")
     if not all(isinstance(i, dict) and "features" in i for i in instances):
         raise HTTPError(400, "every instance must be an object with 'features'")
-    fields, n, version = await _run(registry_of(request), body, [i["features"] for i in instances])
+    fields, n, version, _ = await _run(registry_of(request), body, [i["features"] for i in instances])
     predictions = [{k: v[i] for k, v in fields.items()} for i in range(n)]
     return json_response({"predictions": predictions, "batch_size": n,
-                          "latency_ms": (time.perf_counter() - start) * 1000, "model_version": version})
+                          "total_latency_ms": (time.perf_counter() - start) * 1000, "model_version": version})
 
 
 async def models(request: Request) -> Response:

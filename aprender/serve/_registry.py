@@ -26,6 +26,7 @@ from aprender.format import apr
 from aprender.serve._batching import Batcher, Overloaded
 from aprender.serve._fast import fast_method
 from aprender.serve._http import HTTPError
+from aprender.serve._inputs import Inputs, describe_inputs, rows_of
 from aprender.serve._metrics import Metrics, ModelMetrics
 from aprender.serve._repository import (
     OUTPUTS,
@@ -34,12 +35,14 @@ from aprender.serve._repository import (
     Settings,
     Version,
     describe,
+    describe_copy,
     model_folders,
+    open_copy,
     scan,
     scan_model,
 )
 
-__all__ = ["Limits", "LoadedModel", "Registry", "features"]
+__all__ = ["Limits", "LoadedModel", "Registry"]
 
 #: Estimators whose cost per call dominates (trees, forests, KNN, SVC): batched by default.
 _BATCHED = ("DecisionTree", "ExtraTree", "RandomForest", "ExtraTrees", "GradientBoosting", "HistGradientBoosting",
@@ -65,76 +68,52 @@ class Limits:
 
 @dataclass
 class LoadedModel:
-    """A loaded, warmed-up model version."""
+    """A loaded, warmed-up model version.
+
+    ``version`` describes the bytes the model was loaded from; ``scanned`` is the repository
+    entry it was loaded for (the cache key's identity), which may have been described earlier.
+    """
 
     version: Version
     estimator: Any
     outputs: tuple[str, ...]
-    n_features: int
     load_seconds: float
     loaded_at: float
     warmup: str
     signature: dict[str, tuple[np.dtype, tuple[int, ...]]]
+    inputs: Inputs
     max_batch_size: int
     methods: dict[str, Any] = field(default_factory=dict)
     fast: frozenset[str] = frozenset()
     batchers: dict[tuple[str, ...], Batcher] = field(default_factory=dict)
     runners: dict[tuple[str, ...], Any] = field(default_factory=dict)
     metrics: ModelMetrics | None = None
+    scanned: Version | None = None
+
+    @property
+    def n_features(self) -> int:
+        """Columns of the model's input."""
+        return self.inputs.n_features
 
     def describe(self) -> dict[str, Any]:
         """Provenance plus what loading found."""
         return {**self.version.describe(), "outputs": list(self.outputs), "n_features_in": self.n_features,
+                "input_kind": self.inputs.kind, "inputs": self.inputs.metadata(),
                 "load_time_ms": round(self.load_seconds * 1000, 3), "warmup": self.warmup,
                 "max_batch_size": self.max_batch_size}
 
 
-def features(value: Any, n_features: int, what: str = "features") -> np.ndarray:
-    """A JSON value (one row or a list of rows of numbers) as a 2-D float64 array; 400 otherwise.
-
-    ``null`` is read as NaN (a missing value). Strings, booleans nested in objects, ragged rows
-    and a wrong number of features are refused.
-
-    Examples
-    --------
-    >>> features([1, 2.5, None], 3).tolist()
-    [[1.0, 2.5, nan]]
-    """
-    try:
-        raw = np.asarray(value)
-    except (ValueError, TypeError) as exc:
-        raise HTTPError(400, f"{what} must be a list of numbers or of equal-length rows: {exc}") from None
-    if raw.dtype.kind == "O":
-        if not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in raw.flat):
-            raise HTTPError(400, f"{what} must hold only numbers (or null for a missing value)")
-    elif raw.dtype.kind not in "biuf":
-        raise HTTPError(400, f"{what} must hold numbers, got {'strings' if raw.dtype.kind == 'U' else raw.dtype}")
-    return check_rows(np.asarray(raw, dtype=np.float64), n_features, what)
+def _load(copy: Path, served: Version) -> Any:
+    """Load the private copy of a model file (an uncompressed .apr maps the sealed copy: zero-copy)."""
+    if served.mmap:
+        return apr.load(copy, mmap=True)
+    return aprender.load(copy)
 
 
-def check_rows(X: np.ndarray, n_features: int, what: str = "features") -> np.ndarray:
-    """``X`` as 2-D rows of ``n_features`` (one row may come 1-D); 400 otherwise."""
-    if X.ndim not in (1, 2):
-        raise HTTPError(400, f"{what} must be one row or a list of rows, got {X.ndim} dimensions")
-    if X.shape[0] == 0:
-        raise HTTPError(400, f"{what} has no rows")
-    if X.ndim == 1:
-        X = X.reshape(1, -1)
-    if X.shape[1] != n_features:
-        raise HTTPError(400, f"{what} has {X.shape[1]} features per row; the model expects {n_features}")
-    return X
-
-
-def _load(version: Version) -> Any:
-    if version.mmap:
-        return apr.load(version.path, mmap=True)
-    return aprender.load(version.path)
-
-
-def _warm(estimator: Any, outputs: tuple[str, ...], n_features: int) -> tuple[str, dict[str, Any]]:
-    """Call every output a few times on a row of zeros; return what happened and each output's
-    dtype and shape per row (guessed from ``classes_`` if the row of zeros is refused)."""
-    row = np.zeros((1, n_features))
+def _warm(estimator: Any, outputs: tuple[str, ...], inputs: Inputs) -> tuple[str, dict[str, Any]]:
+    """Call every output a few times on a row of zeros (empty strings); return what happened and each
+    output's dtype and shape per row (guessed from ``classes_`` if that row is refused)."""
+    row = inputs.warm()
     try:
         for _ in range(_WARMUP_CALLS):
             results = {name: np.asarray(getattr(estimator, name)(row)) for name in outputs}
@@ -156,17 +135,25 @@ def _batch_size(version: Version, limits: Limits) -> int:
     return _DEFAULT_BATCH if version.estimator.startswith(_BATCHED) else 1
 
 
-def load_version(version: Version, limits: Limits) -> LoadedModel:
-    """Load, check and warm up one version (blocking; run in a thread)."""
+def load_version(version: Version, limits: Limits, policy: Policy) -> LoadedModel:
+    """Load, check and warm up one version (blocking; run in a thread).
+
+    The file is copied once into private memory, and described (digest, signature) and loaded
+    from that copy: the model reports the SHA-256 of the bytes it answers from, even if the file
+    changed since the repository was scanned, and no later write to the file reaches it.
+    """
     start = time.perf_counter()
-    try:
-        estimator = _load(version)
-    except (AprenderError, OSError) as exc:
-        raise RepositoryError(f"'{version.path}': {exc}") from None
-    n_features = getattr(estimator, "n_features_in_", None)
-    if not isinstance(n_features, (int, np.integer)):
-        raise RepositoryError(f"'{version.path}': {version.estimator} does not take a numeric feature matrix "
-                              "(no n_features_in_); aprender serve serves models that do")
+    with open_copy(version.path, version.root, policy) as copy:
+        version = describe_copy(copy, version.path, version.name, version.version, version.settings, policy,
+                                version.root)
+        try:
+            estimator = _load(copy, version)
+        except (AprenderError, OSError) as exc:
+            raise RepositoryError(f"'{version.path}': {exc}".replace(str(copy), "the file")) from None
+    inputs = describe_inputs(estimator)
+    if inputs is None:
+        raise RepositoryError(f"'{version.path}': {version.estimator} takes neither a feature matrix (no "
+                              "n_features_in_), a DataFrame nor text; aprender serve serves models that do")
     wanted = version.settings.outputs or OUTPUTS
     outputs = tuple(name for name in wanted if hasattr(estimator, name))
     missing = set(version.settings.outputs or ()) - set(outputs)
@@ -175,14 +162,15 @@ def load_version(version: Version, limits: Limits) -> LoadedModel:
                               f"{version.estimator} does not have")
     if not outputs:
         raise RepositoryError(f"'{version.path}': {version.estimator} has none of the outputs {', '.join(OUTPUTS)}")
-    warmup, signature = _warm(estimator, outputs, int(n_features))
-    methods = {name: fast_method(estimator, name, int(n_features)) for name in outputs}
+    warmup, signature = _warm(estimator, outputs, inputs)
+    methods = {name: fast_method(estimator, name, inputs.n_features) if inputs.kind == "matrix" else None
+               for name in outputs}
     fast = frozenset(name for name, method in methods.items() if method is not None)
     if fast:
         warmup += f"; exact fast path for {', '.join(name for name in outputs if name in fast)}"
     methods = {name: method or getattr(estimator, name) for name, method in methods.items()}
-    return LoadedModel(version, estimator, outputs, int(n_features), time.perf_counter() - start, time.time(),
-                       warmup, signature, _batch_size(version, limits), methods, fast)
+    return LoadedModel(version, estimator, outputs, time.perf_counter() - start, time.time(),
+                       warmup, signature, inputs, _batch_size(version, limits), methods, fast)
 
 
 class Registry:
@@ -252,7 +240,7 @@ class Registry:
         """The loaded model of ``version``, loading (and evicting) as needed."""
         key = (version.name, version.version)
         model = self._cache.get(key)
-        if model is not None and model.version is version:
+        if model is not None and model.scanned is version:
             self._cache.move_to_end(key)
             self.metrics.cache_hits.inc()
             return model
@@ -262,7 +250,7 @@ class Registry:
             pending = asyncio.get_running_loop().create_future()
             self._loading[key] = pending
             try:
-                model = await asyncio.to_thread(load_version, version, self.limits)
+                model = await asyncio.to_thread(load_version, version, self.limits, self.policy)
             except RepositoryError as exc:
                 error = HTTPError(503, str(exc), "E_NO_MODEL")
                 pending.set_exception(error)
@@ -277,6 +265,7 @@ class Registry:
                 raise
             finally:
                 del self._loading[key]
+            model.scanned = version
             model.metrics = self.metrics.for_model(version.name, str(version.version))
             self._insert(key, model)
             pending.set_result(model)
@@ -328,7 +317,7 @@ class Registry:
             if path.is_dir():
                 for folder in model_folders(path):
                     if folder.name == name or (folder / "model-settings.json").is_file():
-                        found, versions = scan_model(folder, self.policy)
+                        found, versions = scan_model(folder, self.policy, path)
                         if found == name:
                             return found, versions
         raise HTTPError(404, f"model '{name}' not found in the repository")
@@ -369,7 +358,7 @@ class Registry:
 
     # -- inference ---------------------------------------------------------------------
 
-    async def infer(self, version: Version, X: np.ndarray, outputs: tuple[str, ...],
+    async def infer(self, version: Version, X: Any, outputs: tuple[str, ...],
                     loaded: LoadedModel | None = None) -> tuple[LoadedModel, dict[str, np.ndarray]]:
         """Run ``outputs`` of ``version`` on rows ``X``: through the model's batcher, or, with batching
         off and exact fast paths for every output, straight away on the event loop.
@@ -387,10 +376,10 @@ class Registry:
         if run is None:
             run = model.runners[outputs] = _runner(model, outputs)
         try:
-            if model.max_batch_size == 1 and X.shape[0] <= _INLINE_ROWS and model.fast.issuperset(outputs):
+            if model.max_batch_size == 1 and rows_of(X) <= _INLINE_ROWS and model.fast.issuperset(outputs):
                 # microseconds of numpy: a thread hop (and a queue) would cost more than the call
                 result = run(X)
-                stats.batch_rows.observe(X.shape[0])
+                stats.batch_rows.observe(rows_of(X))
             else:
                 stats.queue.inc()
                 try:
@@ -424,10 +413,10 @@ class Registry:
 def _runner(model: LoadedModel, outputs: tuple[str, ...]) -> Any:
     methods = [(name, model.methods[name]) for name in outputs]
 
-    def run(X: np.ndarray) -> dict[str, np.ndarray]:
+    def run(X: Any) -> dict[str, np.ndarray]:
         outputs = {name: np.asarray(method(X)) for name, method in methods}
         for name, value in outputs.items():
-            if value.ndim == 0 or value.shape[0] != X.shape[0]:
+            if value.ndim == 0 or value.shape[0] != rows_of(X):
                 raise ValueError(f"{name}() did not return one row per input row (shape {value.shape}); "
                                  "multi-output probabilities are not served")
         return outputs

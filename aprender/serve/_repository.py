@@ -12,9 +12,10 @@ suffix, without being opened.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ import orjson
 import aprender
 from aprender.exceptions import AprenderError, SignatureInvalid
 from aprender.format import apr
+from aprender.format._api import PICKLE_SUFFIXES, pickle_refusal
+from aprender.serve._snapshot import OutsideRepository, snapshot
 
 __all__ = [
     "OUTPUTS",
@@ -32,15 +35,15 @@ __all__ = [
     "Settings",
     "Version",
     "describe",
+    "describe_copy",
     "model_folders",
+    "open_copy",
     "scan",
     "scan_model",
 ]
 
 #: Suffixes of the files served, in the order a version folder is searched.
 SERVED = (".apr", ".safetensors", ".gguf")
-#: Suffixes refused without opening the file: these formats run code when loaded.
-PICKLES = (".pkl", ".pickle", ".joblib")
 #: The output names (MLServer's), i.e. the estimator methods a client may ask for.
 OUTPUTS = ("predict", "predict_proba", "transform", "decision_function")
 _SETTINGS = "model-settings.json"
@@ -118,10 +121,13 @@ class Policy:
         Refuse every model that is not signed by one of ``trusted_keys``.
     trusted_keys : tuple of bytes
         Raw 32-byte Ed25519 public keys.
+    allow_outside_links : bool
+        Serve model files of a repository folder that resolve (through symbolic links) outside it.
     """
 
     require_signature: bool = False
     trusted_keys: tuple[bytes, ...] = ()
+    allow_outside_links: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,6 +147,7 @@ class Version:
     signer: str | None
     mmap: bool
     settings: Settings = field(default_factory=Settings)
+    root: Path | None = None
 
     @property
     def estimator(self) -> str:
@@ -175,9 +182,8 @@ def _sha256(path: Path) -> str:
 
 def _refuse_by_suffix(path: Path) -> None:
     suffix = path.suffix.lower()
-    if suffix in PICKLES:
-        raise RepositoryError(f"'{path}': {suffix} files are pickles, which run code when loaded, and are never "
-                              f"opened; convert the model once where you trust it: apr convert MODEL --format apr")
+    if suffix in PICKLE_SUFFIXES:
+        raise RepositoryError(pickle_refusal(path))
     if suffix == ".onnx":
         raise RepositoryError(f"'{path}': ONNX files are not served by aprender serve (they hold an ONNX graph, "
                               "not an estimator); serve the .apr/.safetensors/.gguf file, or the .onnx file with "
@@ -186,8 +192,8 @@ def _refuse_by_suffix(path: Path) -> None:
         raise RepositoryError(f"'{path}': cannot serve a '{suffix}' file; serve {', '.join(SERVED)} files")
 
 
-def _signature(path: Path, signed: bool, policy: Policy) -> tuple[str, str | None]:
-    """(status, signer hex): 'trusted', 'untrusted' (valid, unknown key) or 'unsigned'."""
+def _signature(copy: Path, path: Path, signed: bool, policy: Policy) -> tuple[str, str | None]:
+    """(status, signer hex) of the copy of ``path``: 'trusted', 'untrusted' (valid, unknown key) or 'unsigned'."""
     if not signed:
         if policy.require_signature:
             raise RepositoryError(f"'{path}': the model is not signed and --require-signature is set; "
@@ -195,11 +201,11 @@ def _signature(path: Path, signed: bool, policy: Policy) -> tuple[str, str | Non
         return "unsigned", None
     for key in policy.trusted_keys:
         try:
-            return "trusted", apr.verify_file(path, key).hex()
+            return "trusted", apr.verify_file(copy, key).hex()
         except SignatureInvalid:
             continue
     try:
-        signer = apr.verify_file(path).hex()
+        signer = apr.verify_file(copy).hex()
     except SignatureInvalid as exc:
         raise RepositoryError(f"'{path}': {exc}") from None
     if policy.require_signature:
@@ -207,30 +213,52 @@ def _signature(path: Path, signed: bool, policy: Policy) -> tuple[str, str | Non
     return "untrusted", signer
 
 
-def describe(path: Path, name: str, version: int, settings: Settings, policy: Policy) -> Version:
+def describe(path: Path, name: str, version: int, settings: Settings, policy: Policy,
+             root: Path | None = None) -> Version:
     """Check one model file and describe it: digest, format, class, versions, signature.
+
+    Everything is read from one private copy of the file (:func:`~aprender.serve._snapshot.snapshot`),
+    as a load does.
 
     Raises
     ------
     RepositoryError
-        A pickle or ONNX file (never opened), an encrypted file, an unsigned or untrusted file
-        under ``--require-signature``, or a file aprender cannot read.
+        A pickle or ONNX file (never opened), a file that resolves outside ``root``, an encrypted
+        file, an unsigned or untrusted file under ``--require-signature``, or a file aprender
+        cannot read.
     """
     _refuse_by_suffix(path)
+    with open_copy(path, root, policy) as copy:
+        return describe_copy(copy, path, name, version, settings, policy, root)
+
+
+@contextlib.contextmanager
+def open_copy(path: Path, root: Path | None, policy: Policy) -> Iterator[Path]:
+    """The private copy of ``path`` that :func:`describe` and the loads read (RepositoryError if refused)."""
     try:
-        info = aprender.inspect(path)
-    except (AprenderError, OSError) as exc:
-        raise RepositoryError(f"'{path}': {exc}") from None
+        with snapshot(path, None if policy.allow_outside_links else root) as copy:
+            yield copy
+    except (OutsideRepository, OSError) as exc:
+        raise RepositoryError(f"'{path}': {exc}" if isinstance(exc, OSError) else str(exc)) from None
+
+
+def describe_copy(copy: Path, path: Path, name: str, version: int, settings: Settings, policy: Policy,
+                  root: Path | None) -> Version:
+    """:func:`describe` of the private copy ``copy`` of the model file ``path``."""
+    try:
+        info = aprender.inspect(copy)
+    except AprenderError as exc:
+        raise RepositoryError(f"'{path}': {exc}".replace(str(copy), "the file")) from None
     if info.encrypted:
         raise RepositoryError(f"'{path}': the model is encrypted; aprender serve takes no decryption keys, "
                               "serve a decrypted copy (apr decrypt)")
-    status, signer = _signature(path, info.signed, policy)
+    status, signer = _signature(copy, path, info.signed, policy)
     versions = info.metadata.get("versions")
-    stat = path.stat()
-    return Version(name=name, version=version, path=path, format=info.format, sha256=_sha256(path),
-                   size=stat.st_size, mtime=stat.st_mtime, class_key=info.class_key,
+    stat = copy.stat()
+    return Version(name=name, version=version, path=path, format=info.format, sha256=_sha256(copy),
+                   size=stat.st_size, mtime=path.stat().st_mtime, class_key=info.class_key,
                    versions=versions if isinstance(versions, dict) else {}, signature=status, signer=signer,
-                   mmap=info.format == "apr" and not info.compressed, settings=settings)
+                   mmap=info.format == "apr" and not info.compressed, settings=settings, root=root)
 
 
 def _settings(folder: Path) -> Settings:
@@ -254,8 +282,12 @@ def _model_file(folder: Path) -> Path:
     return found[0]
 
 
-def scan_model(folder: Path, policy: Policy) -> tuple[str, dict[int, Version]]:
-    """The versions of the model in ``folder`` (``<name>/<N>/model.*``), keyed by number."""
+def scan_model(folder: Path, policy: Policy, root: Path | None = None) -> tuple[str, dict[int, Version]]:
+    """The versions of the model in ``folder`` (``<name>/<N>/model.*``), keyed by number.
+
+    Model files must resolve inside ``root`` (default: ``folder``) unless the policy allows links out.
+    """
+    root = folder if root is None else root
     settings = _settings(folder)
     name = settings.name or folder.name
     if not _valid_name(name):
@@ -263,7 +295,7 @@ def scan_model(folder: Path, policy: Policy) -> tuple[str, dict[int, Version]]:
     versions = {}
     for sub in folder.iterdir():
         if sub.is_dir() and sub.name.isdigit():
-            versions[int(sub.name)] = describe(_model_file(sub), name, int(sub.name), settings, policy)
+            versions[int(sub.name)] = describe(_model_file(sub), name, int(sub.name), settings, policy, root)
     if not versions:
         raise RepositoryError(f"'{folder}': no version folders; expected {folder}/1/model.apr")
     return name, dict(sorted(versions.items()))
@@ -307,7 +339,7 @@ def scan(paths: Iterable[str | os.PathLike], policy: Policy) -> dict[str, dict[i
             if not folders:
                 raise RepositoryError(f"'{path}': no models; expected {path}/NAME/1/model.apr")
             for folder in folders:
-                add(*scan_model(folder, policy), folder)
+                add(*scan_model(folder, policy, path), folder)
         else:
             raise FileNotFoundError(f"'{path}': no such model file or repository folder")
     return models

@@ -2,7 +2,8 @@
 JSON and binary tensors, and the model repository extension.
 
 Every model route also exists under ``/versions/{version}``. Inference takes one input tensor
-of shape ``[rows, n_features_in_]`` (or ``[n_features_in_]``) and returns the requested outputs
+of shape ``[rows, n_features_in_]`` (or ``[n_features_in_]``), or one tensor per column named
+after it (``BYTES`` for strings; MLServer's pandas codec), and returns the requested outputs
 (MLServer's names: ``predict`` by default, ``predict_proba``, ``transform``, ``decision_function``),
 as JSON data or, with the binary tensor extension, as raw little-endian bytes after the JSON
 header (``Inference-Header-Content-Length``). A request without Content-Type is accepted, as
@@ -33,7 +34,8 @@ from aprender.serve._http import (
     registry_of,
     require_api_key,
 )
-from aprender.serve._registry import LoadedModel, check_rows
+from aprender.serve._inputs import Inputs, check_rows
+from aprender.serve._registry import LoadedModel
 
 __all__ = ["calls", "routes"]
 
@@ -82,7 +84,7 @@ async def model_metadata(request: Request) -> Response:
     versions = registry_of(request).models[version.name]
     return json_response({
         "name": version.name, "versions": [str(v) for v in versions], "platform": "aprender",
-        "inputs": [{"name": "input-0", "datatype": "FP64", "shape": [-1, model.n_features]}],
+        "inputs": model.inputs.metadata(),
         "outputs": _output_meta(model),
         "parameters": {**model.describe()}})
 
@@ -108,44 +110,117 @@ def _split_body(header: str | None, body: bytes) -> tuple[Any, memoryview]:
     return parse_json(view[:size], "the JSON header"), view[size:]
 
 
-def _input_tensor(request_json: Any, binary: memoryview, n_features: int) -> np.ndarray:
-    if not isinstance(request_json, dict):
-        raise HTTPError(400, "the inference request must be a JSON object")
-    inputs = request_json.get("inputs")
-    if not isinstance(inputs, list) or len(inputs) != 1 or not isinstance(inputs[0], dict):
-        raise HTTPError(400, f"expected 'inputs' with exactly one tensor, got "
-                             f"{len(inputs) if isinstance(inputs, list) else type(inputs).__name__}")
-    tensor = inputs[0]
+def _flat(data: Any, name: str) -> list[Any]:
+    """JSON tensor data, nested or flat, as a flat list."""
+    if not isinstance(data, list):
+        raise HTTPError(400, f"input '{name}': 'data' must be a list")
+    out: list[Any] = []
+    stack = [iter(data)]
+    while stack:  # iterative: a deeply nested list cannot exhaust the recursion limit
+        for item in stack[-1]:
+            if isinstance(item, list):
+                if len(stack) > 32:
+                    raise HTTPError(400, f"input '{name}': 'data' is nested deeper than 32 levels")
+                stack.append(iter(item))
+                break
+            out.append(item)
+        else:
+            stack.pop()
+    return out
+
+
+def _bytes_elements(blob: memoryview, count: int, name: str) -> list[str]:
+    """The binary extension's BYTES layout: each element a 4-byte little-endian length, then its bytes."""
+    out, at = [], 0
+    for _ in range(count):
+        if at + 4 > len(blob):
+            raise HTTPError(400, f"input '{name}': binary BYTES data ends inside an element's length")
+        (size,) = struct.unpack_from("<I", blob, at)
+        at += 4
+        if at + size > len(blob):
+            raise HTTPError(400, f"input '{name}': binary BYTES element of {size} bytes overruns the data")
+        out.append(bytes(blob[at:at + size]).decode("utf-8", "replace"))
+        at += size
+    if at != len(blob):
+        raise HTTPError(400, f"input '{name}': {len(blob) - at} bytes left after {count} BYTES elements")
+    return out
+
+
+def _tensor(tensor: Any, binary: memoryview, offset: int) -> tuple[str, tuple[int, ...], Any, int]:
+    """One input tensor: (name, shape, values, bytes of the binary part it used).
+
+    Values are a numpy array for a numeric tensor (float64 with NaN where JSON had null), or a list
+    of strings (``None`` for null) for a ``BYTES`` tensor.
+    """
+    if not isinstance(tensor, dict):
+        raise HTTPError(400, "every input must be a JSON object")
     name = tensor.get("name", "input-0")
+    name = name if isinstance(name, str) else str(name)[:40]
     kind, shape = tensor.get("datatype"), tensor.get("shape")
-    if kind not in _DTYPES:
-        raise HTTPError(400, f"input '{name}': datatype {kind!r} is not a numeric v2 datatype "
-                             f"({', '.join(_DTYPES)})")
+    if kind not in _DTYPES and kind != "BYTES":
+        raise HTTPError(400, f"input '{name}': datatype {kind!r} is not a v2 datatype (BYTES, {', '.join(_DTYPES)})")
     if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
                                               for d in shape):
         raise HTTPError(400, f"input '{name}': 'shape' must be a list of non-negative integers")
-    dtype = np.dtype(_DTYPES[kind])
     count = math.prod(shape)
     params = tensor.get("parameters") or {}
     size = params.get("binary_data_size") if isinstance(params, dict) else None
     if size is not None:
-        if not isinstance(size, int) or size != count * dtype.itemsize or size > len(binary):
-            raise HTTPError(400, f"input '{name}': binary_data_size {size!r} does not match shape {shape} of "
-                                 f"{kind} ({count * dtype.itemsize} bytes) within the {len(binary)} binary bytes")
-        array = np.frombuffer(binary[:size], dtype=dtype)
-    else:
-        if "data" not in tensor:
-            raise HTTPError(400, f"input '{name}': no 'data' and no binary_data_size")
-        try:
-            raw = np.asarray(tensor["data"])
-        except ValueError as exc:
-            raise HTTPError(400, f"input '{name}': 'data' is ragged: {exc}") from None
-        if raw.dtype.kind not in "biuf" or (raw.dtype.kind == "b") != (kind == "BOOL"):
-            raise HTTPError(400, f"input '{name}': 'data' does not hold {kind} values")
-        array = raw.astype(dtype).ravel()
-        if array.size != count:
-            raise HTTPError(400, f"input '{name}': {array.size} values do not fill shape {shape}")
-    return check_rows(array.reshape(shape), n_features, f"input '{name}'")
+        left = len(binary) - offset
+        itemsize = np.dtype(_DTYPES[kind]).itemsize if kind != "BYTES" else None
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0 or size > left \
+                or (itemsize is not None and size != count * itemsize):
+            raise HTTPError(400, f"input '{name}': binary_data_size {size!r} does not match shape {shape} of {kind} "
+                                 f"within the {left} binary bytes left")
+        blob = binary[offset:offset + size]
+        if kind == "BYTES":
+            return name, tuple(shape), _bytes_elements(blob, count, name), size
+        return name, tuple(shape), np.frombuffer(blob, dtype=_DTYPES[kind]), size
+    if "data" not in tensor:
+        raise HTTPError(400, f"input '{name}': no 'data' and no binary_data_size")
+    values = _flat(tensor["data"], name)
+    if len(values) != count:
+        raise HTTPError(400, f"input '{name}': {len(values)} values do not fill shape {shape}")
+    if kind == "BYTES":
+        if not all(v is None or isinstance(v, str) for v in values):
+            raise HTTPError(400, f"input '{name}': BYTES 'data' must hold strings (or null)")
+        return name, tuple(shape), values, 0
+    boolean = kind == "BOOL"
+    if not all(v is None or (isinstance(v, bool) if boolean else isinstance(v, (int, float)) and not
+                             isinstance(v, bool)) for v in values):
+        raise HTTPError(400, f"input '{name}': 'data' does not hold {kind} values (or null)")
+    if any(v is None for v in values):  # null is a missing value: NaN
+        return name, tuple(shape), np.array([np.nan if v is None else v for v in values], dtype=np.float64), 0
+    return name, tuple(shape), np.asarray(values, dtype=_DTYPES[kind]), 0
+
+
+def _model_input(request_json: Any, binary: memoryview, inputs: Inputs) -> Any:
+    """The model's input from a v2 request: one ``[rows, features]`` tensor for a matrix, or one
+    tensor per column (named after it; MLServer's pandas codec, ``"content_type": "pd"``)."""
+    if not isinstance(request_json, dict):
+        raise HTTPError(400, "the inference request must be a JSON object")
+    tensors = request_json.get("inputs")
+    if not isinstance(tensors, list) or not tensors:
+        raise HTTPError(400, "expected 'inputs', a non-empty list of tensors")
+    offset, columns = 0, {}
+    for tensor in tensors:
+        name, shape, values, used = _tensor(tensor, binary, offset)
+        offset += used
+        whole = inputs.kind == "matrix" and len(tensors) == 1 and name not in inputs.names
+        if whole:
+            if isinstance(values, list):
+                raise HTTPError(400, f"input '{name}': this model takes numbers ({', '.join(_DTYPES)}), not BYTES")
+            return check_rows(values.reshape(shape), inputs.n_features, f"input '{name}'")
+        if len(shape) == 2 and shape[1] == 1:
+            shape = shape[:1]
+        if len(shape) != 1:
+            raise HTTPError(400, f"input '{name}': a column must have shape [rows] or [rows, 1], got {list(shape)}")
+        if inputs.kind == "text" and len(tensors) == 1:
+            name = "text"  # the one input of a text model, whatever the client named it
+        if name in columns:
+            raise HTTPError(400, f"input '{name}' is given twice")
+        columns[name] = values
+    return inputs.from_columns(columns, "inputs")
 
 
 def _requested(request_json: dict[str, Any], model: LoadedModel) -> list[tuple[str, bool]]:
@@ -182,7 +257,7 @@ async def infer(call: Call) -> Reply:
     model = await registry.get(registry.resolve(call.params["model"], call.params.get("version")))
     body = await call.read()
     request_json, binary = _split_body(call.header(_HEADER), body)
-    X = _input_tensor(request_json, binary, model.n_features)
+    X = _model_input(request_json, binary, model.inputs)
     requested = _requested(request_json, model)
     _, results = await registry.infer(model.version, X, tuple(n for n, _ in requested), model)
     outputs, blobs = [], []

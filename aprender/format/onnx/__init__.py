@@ -54,6 +54,7 @@ from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import existing_file, write_atomic
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format.onnx._meta import doc_string, model_props, read_props
+from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
 from aprender.format.onnx._registry import check_exportable, nested, register_converter, sync
 
 __all__ = [
@@ -200,11 +201,49 @@ def _convert(model: Any, types: list[tuple[str, Any]], target_opset: Any, option
         raise _unsupported(model, exc) from exc
 
 
+def _restore_input_names(onx: onnx.ModelProto, types: list[tuple[str, Any]]) -> None:
+    """Give the graph inputs the names they were asked for: the DataFrame's column names.
+
+    skl2onnx replaces characters outside ``[A-Za-z0-9_]`` in input names (``income.k`` becomes
+    ``income_k``, ``home city`` becomes ``home_city``), and then nothing maps a DataFrame's
+    columns to the graph's inputs. ONNX names are any strings; the inputs are renamed back,
+    with every node input that reads them.
+    """
+    inputs = list(onx.graph.input)
+    if len(inputs) != len(types):
+        return
+    renamed = {inp.name: name for inp, (name, _) in zip(inputs, types, strict=True) if inp.name != name}
+    if not renamed:
+        return
+    taken = {i.name for i in inputs} | {o for node in onx.graph.node for o in node.output}
+    if any(name in taken for name in renamed.values()):  # an original name already names another value
+        return
+    for inp in inputs:
+        inp.name = renamed.get(inp.name, inp.name)
+    for node in onx.graph.node:
+        for i, name in enumerate(node.input):
+            if name in renamed:
+                node.input[i] = renamed[name]
+
+
+def _double_trees(onx: onnx.ModelProto) -> list[str]:
+    """The tree operators of a graph that read double inputs (a Cast to float before them is exact)."""
+    trees = [node for node in onx.graph.node if node.op_type in _TREE_OPS]
+    if not trees:
+        return []
+    try:
+        inferred = onnx.shape_inference.infer_shapes(onx).graph
+    except Exception:  # no types to read: every tree counts as reading doubles
+        return sorted({node.op_type for node in trees})
+    types = {v.name: v.type.tensor_type.elem_type for v in [*inferred.input, *inferred.value_info]}
+    return sorted({node.op_type for node in trees if types.get(node.input[0]) != onnx.TensorProto.FLOAT})
+
+
 def _check(onx: onnx.ModelProto, model: Any, dtype: np.dtype) -> None:
 
     name = type(model).__name__
-    trees = sorted({node.op_type for node in onx.graph.node if node.op_type in _TREE_OPS})
-    if dtype == np.float64 and trees:
+    trees = _double_trees(onx) if dtype == np.float64 else []
+    if trees:
         raise UnsupportedExportError(
             f"cannot export {name} to ONNX with dtype=float64: its {', '.join(trees)} nodes compare double "
             "inputs with float32 thresholds, while scikit-learn's trees compare float32 inputs, so predictions "
@@ -308,8 +347,14 @@ def to_onnx(
     _require_converter(model)
     props = model_props(model, metadata)
     opset = _default_opset(model, target_opset)
-    onx = _convert(model, initial_types(model, X, dtype), opset, _options(model, options))
+    types = initial_types(model, X, dtype)
+    onx = _convert(model, types, opset, _options(model, options))
+    _restore_input_names(onx, types)
+    parts = nested(model)
+    unicode_tokens(onx, [e for e in parts if hasattr(e, "token_pattern") and hasattr(e, "vocabulary_")])
     _check(onx, model, dtype)
+    if dtype == np.float32:
+        warn_float_before_trees(onx, parts, type(model).__name__)
     if dtype == np.float64:
         _check_runtime(onx, model)
     onnx.helper.set_model_props(onx, props)

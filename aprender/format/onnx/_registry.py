@@ -271,6 +271,10 @@ def _text_gap(est: Any) -> str | None:
         )
     if getattr(est, "sublinear_tf", False):
         return "sublinear_tf=True: skl2onnx's 1 + log(tf) scaling does not reproduce scikit-learn's values"
+    if hasattr(est, "token_pattern"):
+        from aprender.format.onnx._precision import check_token_pattern
+
+        return check_token_pattern(est)
     return None
 
 

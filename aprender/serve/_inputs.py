@@ -1,0 +1,300 @@
+"""What a served model takes as input, derived from its fitted state, and requests turned into it.
+
+Three kinds of model:
+
+- **matrix**: a numeric feature matrix of ``n_features_in_`` columns (a numpy array). When the
+  model was fitted on a DataFrame of numbers, its columns are also named (``feature_names_in_``)
+  and may be sent one by one.
+- **frame**: a DataFrame pipeline whose columns are strings as well as numbers (a
+  ``ColumnTransformer`` selecting columns by name, encoders of string categories,
+  HistGradientBoosting with categorical columns). Requests name the columns; a ``pandas.DataFrame``
+  with the fitted column order is built, strings as ``object`` columns and numbers as ``float64``.
+- **text**: a pipeline that starts with a text vectorizer; its input is one string per row.
+
+A column's type comes from what first reads it: a string column is one whose imputer statistics
+or encoder categories are strings, or that a text vectorizer reads. ``null`` is a missing value
+everywhere: NaN in a number column, NaN in a string column (what pandas gives scikit-learn for a
+missing string, and what its imputers and encoders treat as missing).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from aprender.serve._http import HTTPError
+
+__all__ = ["Column", "Inputs", "describe_inputs", "rows_of"]
+
+#: The v2 datatype of each column kind.
+BYTES, FP64 = "BYTES", "FP64"
+_TEXT_VECTORIZERS = ("CountVectorizer", "TfidfVectorizer", "HashingVectorizer")
+_ENCODERS = ("OneHotEncoder", "OrdinalEncoder", "TargetEncoder")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One named input column and its v2 datatype (``BYTES`` for strings, ``FP64`` for numbers)."""
+
+    name: str
+    datatype: str
+
+
+def rows_of(X: Any) -> int:
+    """The number of rows of a model input (array, DataFrame or 1-D documents)."""
+    return len(X)
+
+
+def _is_number(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The input a served model takes, and the conversions of request values into it.
+
+    Parameters
+    ----------
+    kind : {"matrix", "frame", "text"}
+        See the module docstring.
+    n_features : int
+        Columns of the matrix or frame (1 for text).
+    columns : tuple of Column
+        The named columns, in fitted order (empty for an unnamed matrix; one ``BYTES`` column
+        named ``text`` for a text model).
+    """
+
+    kind: str
+    n_features: int
+    columns: tuple[Column, ...] = ()
+
+    # -- what the protocols report -------------------------------------------------------
+
+    def metadata(self) -> list[dict[str, Any]]:
+        """The v2 ``inputs`` of the model metadata."""
+        if self.kind == "matrix" and not self.columns:
+            return [{"name": "input-0", "datatype": FP64, "shape": [-1, self.n_features]}]
+        return [{"name": c.name, "datatype": c.datatype, "shape": [-1]} for c in self.columns]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The column names, in fitted order."""
+        return tuple(c.name for c in self.columns)
+
+    # -- requests into model inputs ------------------------------------------------------
+
+    def one_row(self, value: Any) -> bool:
+        """Whether a JSON value that :meth:`rows` accepted is one row (answered with one prediction)."""
+        if self.kind == "text":
+            return isinstance(value, str)
+        return isinstance(value, dict) or (isinstance(value, list) and bool(value)
+                                           and not isinstance(value[0], (list, dict)))
+
+    def rows(self, value: Any, what: str = "features") -> Any:
+        """JSON rows: one row or a list of rows, each a list in column order or an object by column name."""
+        if isinstance(value, dict):
+            value = [value]
+        if self.kind == "text":
+            docs = [value] if isinstance(value, str) else value
+            return self.from_columns({"text": docs}, what)
+        if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
+            return self.records(value, what)
+        if self.kind == "matrix":
+            return matrix(value, self.n_features, what)
+        if not isinstance(value, list) or not value:
+            raise HTTPError(400, f"{what} must be a row or a non-empty list of rows")
+        table = [value] if not isinstance(value[0], list) else value
+        for i, row in enumerate(table):
+            if not isinstance(row, list) or len(row) != self.n_features:
+                raise HTTPError(400, f"{what} row {i} must be a list of {self.n_features} values in the order "
+                                     f"{', '.join(self.names)} (or an object keyed by column name)")
+        return self.from_columns({c.name: [row[j] for row in table] for j, c in enumerate(self.columns)}, what)
+
+    def records(self, records: Sequence[Any], what: str = "records") -> Any:
+        """A list of objects keyed by column name."""
+        if not records:
+            raise HTTPError(400, f"{what} has no rows")
+        if self.kind == "matrix" and not self.columns:
+            raise HTTPError(400, f"{what}: this model's columns have no names (it was not fitted on a DataFrame); "
+                                 f"send rows of {self.n_features} numbers")
+        names = set(self.names)
+        for i, record in enumerate(records):
+            if not isinstance(record, dict):
+                raise HTTPError(400, f"{what} row {i} must be an object keyed by column name")
+            unknown = set(record) - names
+            if unknown:
+                raise HTTPError(400, f"{what} row {i} has unknown column {sorted(unknown)[0]!r}; "
+                                     f"the model's columns are {', '.join(self.names)}")
+        return self.from_columns({c.name: [r.get(c.name) for r in records] for c in self.columns}, what)
+
+    def from_columns(self, values: Mapping[str, Sequence[Any] | np.ndarray], what: str = "inputs") -> Any:
+        """Columns by name (each a list or a 1-D array, equally long): the model's input.
+
+        A missing column is refused, except a string column, which is then all missing.
+        """
+        unknown = set(values) - set(self.names)
+        if unknown:
+            raise HTTPError(400, f"{what}: unknown column {sorted(unknown)[0]!r}; the model's columns are "
+                                 f"{', '.join(self.names)}")
+        lengths = {len(v) for v in values.values()}
+        if len(lengths) != 1:
+            raise HTTPError(400, f"{what}: columns of different lengths {sorted(lengths)}")
+        n = lengths.pop()
+        if n == 0:
+            raise HTTPError(400, f"{what} has no rows")
+        arrays = {}
+        for column in self.columns:
+            raw = values.get(column.name)
+            if raw is None:
+                if column.datatype != BYTES:
+                    raise HTTPError(400, f"{what}: column {column.name!r} is missing")
+                raw = [None] * n
+            arrays[column.name] = _column(raw, column, what)
+        if self.kind == "text":
+            return arrays["text"]
+        if self.kind == "matrix":
+            return np.column_stack([arrays[c.name] for c in self.columns])
+        import pandas as pd
+
+        return pd.DataFrame(arrays, columns=list(self.names))
+
+    def warm(self) -> Any:
+        """One row of valid input (zeros, empty strings) to warm the model up with."""
+        if self.kind == "matrix":
+            return np.zeros((1, self.n_features))
+        return self.from_columns({c.name: [0.0 if c.datatype != BYTES else ""] for c in self.columns}, "warm-up")
+
+
+def _column(raw: Sequence[Any] | np.ndarray, column: Column, what: str) -> np.ndarray:
+    if isinstance(raw, np.ndarray) and raw.dtype.kind in "biuf":
+        if column.datatype == BYTES:
+            raise HTTPError(400, f"{what}: column {column.name!r} holds strings, got {raw.dtype} numbers")
+        return raw.astype(np.float64).ravel()
+    values = list(raw.ravel()) if isinstance(raw, np.ndarray) else raw
+    if column.datatype == BYTES:
+        out = np.empty(len(values), dtype=object)
+        for i, v in enumerate(values):
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                out[i] = np.nan
+            elif isinstance(v, str):
+                out[i] = v
+            elif isinstance(v, bytes):
+                out[i] = v.decode("utf-8", "replace")
+            else:
+                raise HTTPError(400, f"{what}: column {column.name!r} holds strings (or null), got {v!r}")
+        return out
+    if not all(_is_number(v) for v in values):
+        bad = next(v for v in values if not _is_number(v))
+        raise HTTPError(400, f"{what}: column {column.name!r} holds numbers (or null), got {str(bad)[:40]!r}")
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def matrix(value: Any, n_features: int, what: str = "features") -> np.ndarray:
+    """A JSON value (one row or a list of rows of numbers) as a 2-D float64 array; 400 otherwise.
+
+    ``null`` is read as NaN (a missing value). Strings, booleans, ragged rows and a wrong number
+    of features are refused.
+
+    Examples
+    --------
+    >>> matrix([1, 2.5, None], 3).tolist()
+    [[1.0, 2.5, nan]]
+    """
+    try:
+        raw = np.asarray(value)
+    except (ValueError, TypeError) as exc:
+        raise HTTPError(400, f"{what} must be a list of numbers or of equal-length rows: {exc}") from None
+    if raw.dtype.kind == "O":
+        if not all(_is_number(v) for v in raw.flat):
+            raise HTTPError(400, f"{what} must hold only numbers (or null for a missing value)")
+    elif raw.dtype.kind not in "biuf":
+        raise HTTPError(400, f"{what} must hold numbers, got {'strings' if raw.dtype.kind == 'U' else raw.dtype}")
+    return check_rows(np.asarray(raw, dtype=np.float64), n_features, what)
+
+
+def check_rows(X: np.ndarray, n_features: int, what: str = "features") -> np.ndarray:
+    """``X`` as 2-D rows of ``n_features`` (one row may come 1-D); 400 otherwise."""
+    if X.ndim not in (1, 2):
+        raise HTTPError(400, f"{what} must be one row or a list of rows, got {X.ndim} dimensions")
+    if X.shape[0] == 0:
+        raise HTTPError(400, f"{what} has no rows")
+    if X.ndim == 1:
+        X = X.reshape(1, -1)
+    if X.shape[1] != n_features:
+        raise HTTPError(400, f"{what} has {X.shape[1]} features per row; the model expects {n_features}")
+    return X
+
+
+# -- deriving the inputs from the fitted model ---------------------------------------------
+
+
+def _first_step(estimator: Any) -> Any:
+    while hasattr(estimator, "steps") and estimator.steps:
+        estimator = estimator.steps[0][1]
+    return estimator
+
+
+def _string_columns(transformer: Any, n: int) -> list[bool]:
+    """Which of the ``n`` columns ``transformer`` (or the first steps of its pipeline) reads as strings."""
+    steps = [s for _, s in transformer.steps] if hasattr(transformer, "steps") else [transformer]
+    for step in steps:
+        name = type(step).__name__
+        if name in _TEXT_VECTORIZERS:
+            return [True] * n
+        if name in _ENCODERS and hasattr(step, "categories_"):
+            return [np.asarray(c).dtype.kind in "OUS" for c in step.categories_]
+        stats = getattr(step, "statistics_", None)
+        if name == "SimpleImputer" and isinstance(stats, np.ndarray):
+            return [stats.dtype.kind in "OUS"] * n
+        if name not in ("FunctionTransformer", "MissingIndicator"):
+            break  # a numeric step: what it reads are numbers
+    return [False] * n
+
+
+def _column_transformer(estimator: Any) -> Any:
+    first = _first_step(estimator)
+    if hasattr(first, "_transformer_to_input_indices") and hasattr(first, "transformers_"):
+        return first
+    preprocessor = getattr(first, "_preprocessor", None)  # HistGradientBoosting's categorical encoder
+    if preprocessor is not None and hasattr(preprocessor, "_transformer_to_input_indices"):
+        return preprocessor
+    return None
+
+
+def describe_inputs(estimator: Any) -> Inputs | None:
+    """The :class:`Inputs` of a fitted estimator, or None when it takes none of them.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LinearRegression
+    >>> describe_inputs(LinearRegression().fit([[0.0, 1.0], [1.0, 0.0]], [1.0, 2.0]))
+    Inputs(kind='matrix', n_features=2, columns=())
+    """
+    first = _first_step(estimator)
+    if type(first).__name__ in _TEXT_VECTORIZERS and getattr(first, "input", "content") == "content":
+        return Inputs("text", 1, (Column("text", BYTES),))
+    n = getattr(estimator, "n_features_in_", None)
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        return None
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None or len(names) != n or not all(isinstance(s, str) for s in names):
+        return Inputs("matrix", int(n))
+    strings = [False] * int(n)
+    by_name = False
+    transformer = _column_transformer(estimator)
+    if transformer is not None:
+        by_name = any(isinstance(c, str) or callable(c) or (isinstance(c, list) and c and isinstance(c[0], str))
+                      for _, _, c in getattr(transformer, "transformers", ()))
+        fitted = dict((name, t) for name, t, _ in transformer.transformers_)
+        for name, indices in transformer._transformer_to_input_indices.items():
+            part = fitted.get(name)
+            if part is None or isinstance(part, str) or not len(indices):
+                continue
+            for i, is_string in zip(indices, _string_columns(part, len(indices)), strict=True):
+                strings[int(i)] = is_string
+    columns = tuple(Column(str(s), BYTES if strings[i] else FP64) for i, s in enumerate(names))
+    return Inputs("frame" if any(strings) or by_name else "matrix", int(n), columns)

@@ -1,0 +1,210 @@
+"""Serving what users fit on DataFrames and text, through every protocol's real client or payload.
+
+Each answer must equal the in-process ``predict`` / ``predict_proba`` of the loaded model on the
+same DataFrame, exactly: strings, categories, nullable integers and missing values included.
+"""
+
+from __future__ import annotations
+
+import io
+
+import httpx
+import numpy as np
+import pandas as pd
+import pytest
+import tritonclient.http as triton
+from serve_helpers import serving
+
+import aprender
+from aprender.compose import ColumnTransformer
+from aprender.ensemble import HistGradientBoostingClassifier
+from aprender.feature_extraction.text import TfidfVectorizer
+from aprender.impute import SimpleImputer
+from aprender.linear_model import LogisticRegression
+from aprender.pipeline import make_pipeline
+from aprender.preprocessing import OneHotEncoder, StandardScaler
+from aprender.serve import ServeConfig
+
+_RNG = np.random.RandomState(0)
+_N = 240
+FRAME = pd.DataFrame({
+    "age": _RNG.randint(18, 80, _N),
+    "income.k": np.where(_RNG.rand(_N) < 0.1, np.nan, _RNG.normal(50, 10, _N)),  # a dot in the name
+    "home city": _RNG.choice(["Lyon", "Paris", "Nice", "Besançon", None], _N),  # a space, non-ASCII, missing
+    "kind": pd.Categorical(_RNG.choice(["a", "b", "c"], _N)),
+    "visits": pd.array(_RNG.choice([1, 2, 3, None], _N), dtype="Int64"),
+})
+LABELS = np.where(FRAME["age"] + _RNG.normal(0, 10, _N) > 50, "churn", "stay")
+TEXTS = ["great value, works well", "très bien, je recommande", "broken on arrival", "terrible support",
+         "großartig und schnell", "would buy again", "waste of money", "excellent quality"] * 5
+SENTIMENT = np.array(["pos", "pos", "neg", "neg", "pos", "pos", "neg", "pos"] * 5)
+ROWS = FRAME.iloc[:6]
+
+
+def _pipeline() -> object:
+    numbers = make_pipeline(SimpleImputer(), StandardScaler())
+    strings = make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore"))
+    columns = ColumnTransformer([("num", numbers, ["age", "income.k", "visits"]),
+                                 ("cat", strings, ["home city", "kind"])])
+    return make_pipeline(columns, LogisticRegression(max_iter=500)).fit(FRAME, LABELS)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tabular")
+    hgb_frame = FRAME[["age", "kind", "home city"]].astype({"home city": "category"})
+    fitted = {
+        "churn": _pipeline(),
+        "hgb": HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(hgb_frame, LABELS),
+        "reviews": make_pipeline(TfidfVectorizer(), LogisticRegression()).fit(TEXTS, SENTIMENT),
+    }
+    for name, model in fitted.items():
+        aprender.save(model, root / f"{name}.apr")
+    loaded = {name: aprender.load(root / f"{name}.apr") for name in fitted}
+    with serving(ServeConfig(tuple(str(root / f"{name}.apr") for name in fitted))) as url:
+        yield url, loaded, hgb_frame
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    """JSON records as a client writes them: missing values as null, categories as their strings."""
+    out = frame.astype(object).where(frame.notna(), None)
+    return [{k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+            for row in out.to_dict(orient="records")]
+
+
+def test_metadata_lists_the_columns_with_their_types(served):
+    url, _, _ = served
+    meta = httpx.get(f"{url}/v2/models/churn").json()
+    assert meta["inputs"] == [
+        {"name": "age", "datatype": "FP64", "shape": [-1]},
+        {"name": "income.k", "datatype": "FP64", "shape": [-1]},
+        {"name": "home city", "datatype": "BYTES", "shape": [-1]},
+        {"name": "kind", "datatype": "BYTES", "shape": [-1]},
+        {"name": "visits", "datatype": "FP64", "shape": [-1]},
+    ]
+    assert {o["name"]: o["datatype"] for o in meta["outputs"]}["predict"] == "BYTES"
+    assert httpx.get(f"{url}/v2/models/reviews").json()["inputs"] == [
+        {"name": "text", "datatype": "BYTES", "shape": [-1]}]
+    hgb = {i["name"]: i["datatype"] for i in httpx.get(f"{url}/v2/models/hgb").json()["inputs"]}
+    assert hgb == {"age": "FP64", "kind": "BYTES", "home city": "BYTES"}
+
+
+def test_tritonclient_sends_one_bytes_or_number_tensor_per_column(served):
+    url, loaded, _ = served
+    client = triton.InferenceServerClient(url.removeprefix("http://"))
+    inputs = []
+    for column in FRAME.columns:
+        values = ROWS[column]
+        if values.dtype.kind in "iuf" or isinstance(values.dtype, pd.Int64Dtype):
+            tensor = triton.InferInput(column, [len(ROWS)], "FP64")
+            tensor.set_data_from_numpy(values.astype("float64").to_numpy(na_value=np.nan))
+        else:  # BYTES, sent in the binary extension's length-prefixed layout; a missing string as ""
+            tensor = triton.InferInput(column, [len(ROWS)], "BYTES")
+            tensor.set_data_from_numpy(values.astype(object).where(values.notna(), "").to_numpy(dtype=object))
+        inputs.append(tensor)
+    wanted = [triton.InferRequestedOutput("predict"), triton.InferRequestedOutput("predict_proba")]
+    result = client.infer("churn", inputs, outputs=wanted)
+    expected = ROWS.astype({"home city": object}).copy()
+    expected["home city"] = expected["home city"].fillna("")  # what was sent
+    model = loaded["churn"]
+    assert [v.decode() for v in result.as_numpy("predict")] == model.predict(expected).tolist()
+    assert np.array_equal(result.as_numpy("predict_proba"), model.predict_proba(expected))
+
+
+def test_mlserver_pandas_codec_request_with_nulls(served):
+    url, loaded, _ = served
+    inputs = []
+    for column in FRAME.columns:
+        values = [r[column] for r in _records(ROWS)]
+        is_text = not pd.api.types.is_numeric_dtype(ROWS[column])
+        inputs.append({"name": column, "shape": [len(ROWS)], "datatype": "BYTES" if is_text else "FP64",
+                       "data": values})
+    body = {"parameters": {"content_type": "pd"}, "inputs": inputs, "outputs": [{"name": "predict_proba"}]}
+    reply = httpx.post(f"{url}/v2/models/churn/infer", json=body)
+    assert reply.status_code == 200, reply.text
+    out = reply.json()["outputs"][0]
+    assert np.array_equal(np.reshape(out["data"], out["shape"]), loaded["churn"].predict_proba(ROWS))
+    assert ROWS["home city"].isna().any() or ROWS["income.k"].isna().any() or ROWS["visits"].isna().any()
+
+
+def test_realizar_rows_as_objects_and_records(served):
+    url, loaded, _ = served
+    model = loaded["churn"]
+    records = _records(ROWS)
+    one = httpx.post(f"{url}/predict", json={"model_id": "churn", "features": records[0],
+                                             "options": {"return_probabilities": True}}).json()
+    assert one["prediction"] == model.predict(ROWS.iloc[:1])[0]
+    assert one["probabilities"] == model.predict_proba(ROWS.iloc[:1])[0].tolist()
+    many = httpx.post(f"{url}/predict", json={"model_id": "churn", "features": records}).json()
+    assert many["prediction"] == model.predict(ROWS).tolist()
+    batch = httpx.post(f"{url}/predict/batch", json={"model_id": "churn",
+                                                     "instances": [{"features": r} for r in records]}).json()
+    assert [p["prediction"] for p in batch["predictions"]] == model.predict(ROWS).tolist()
+    bad = httpx.post(f"{url}/predict", json={"model_id": "churn", "features": {**records[0], "agee": 3}})
+    assert bad.status_code == 400 and "unknown column 'agee'" in bad.json()["error"]
+    wrong = httpx.post(f"{url}/predict", json={"model_id": "churn", "features": {**records[0], "age": "old"}})
+    assert wrong.status_code == 400 and "'age' holds numbers" in wrong.json()["error"]
+
+
+@pytest.mark.parametrize("payload", ["dataframe_split", "dataframe_records", "instances", "inputs", "csv"])
+def test_mlflow_scoring_protocol(served, payload):
+    url, loaded, _ = served
+    records = _records(ROWS)
+    columns = list(FRAME.columns)
+    if payload == "csv":
+        content, kind = ROWS.to_csv(index=False).encode(), "text/csv"
+    else:
+        body = {"dataframe_split": {"columns": columns, "data": [[r[c] for c in columns] for r in records]},
+                "dataframe_records": records,
+                "instances": records,
+                "inputs": {c: [r[c] for r in records] for c in columns}}[payload]
+        content, kind = pd.io.json.ujson_dumps({payload: body}).encode(), "application/json"
+    reply = httpx.post(f"{url}/invocations?model=churn", content=content, headers={"Content-Type": kind})
+    assert reply.status_code == 200, reply.text
+    assert reply.json() == {"predictions": loaded["churn"].predict(ROWS).tolist()}
+
+
+def test_mlflow_needs_a_model_name_when_several_are_served(served):
+    url, _, _ = served
+    reply = httpx.post(f"{url}/invocations", json={"instances": [[1.0]]})
+    assert reply.status_code == 400 and "several models are served" in reply.json()["error"]
+    assert httpx.get(f"{url}/ping").status_code == 200
+
+
+def test_hgb_with_category_columns(served):
+    url, loaded, hgb_frame = served
+    rows = hgb_frame.iloc[:8]
+    records = _records(rows)
+    reply = httpx.post(f"{url}/predict", json={"model_id": "hgb", "features": records,
+                                               "options": {"return_probabilities": True}}).json()
+    model = loaded["hgb"]
+    assert reply["prediction"] == model.predict(rows).tolist()
+    assert reply["probabilities"] == model.predict_proba(rows).tolist()
+
+
+def test_text_model_takes_strings_in_every_protocol(served):
+    url, loaded, _ = served
+    model = loaded["reviews"]
+    docs = ["très bien", "broken and terrible", "großartig"]
+    client = triton.InferenceServerClient(url.removeprefix("http://"))
+    tensor = triton.InferInput("text", [len(docs)], "BYTES")
+    tensor.set_data_from_numpy(np.array(docs, dtype=object))
+    result = client.infer("reviews", [tensor], outputs=[triton.InferRequestedOutput("predict_proba")])
+    assert np.array_equal(result.as_numpy("predict_proba"), model.predict_proba(docs))
+    one = httpx.post(f"{url}/predict", json={"model_id": "reviews", "features": docs[0]}).json()
+    assert one["prediction"] == model.predict(docs[:1])[0]
+    many = httpx.post(f"{url}/predict", json={"model_id": "reviews", "features": docs}).json()
+    assert many["prediction"] == model.predict(docs).tolist()
+    generated = httpx.post(f"{url}/api/generate", json={"model": "reviews", "prompt": docs[1], "stream": False})
+    assert generated.json()["response"] == f'"{model.predict(docs[1:2])[0]}"'
+    mlflow = httpx.post(f"{url}/invocations?model=reviews", json={"inputs": docs})
+    assert mlflow.json() == {"predictions": model.predict(docs).tolist()}
+
+
+def test_csv_with_a_missing_string():
+    from aprender.serve._inputs import BYTES, FP64, Column, Inputs
+
+    inputs = Inputs("frame", 2, (Column("x", FP64), Column("c", BYTES)))
+    frame = inputs.from_columns(pd.read_csv(io.StringIO("x,c\n1.5,\n,b\n")).to_dict(orient="list"))
+    assert frame["x"].tolist()[0] == 1.5 and np.isnan(frame["x"].tolist()[1])
+    assert frame["c"].isna().tolist() == [True, False] and frame["c"][1] == "b"
