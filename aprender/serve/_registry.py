@@ -126,6 +126,10 @@ def check_rows(X: np.ndarray, n_features: int, what: str = "features") -> np.nda
 
 
 def _load(version: Version) -> Any:
+    if version.signer is not None:
+        # Verified again, against the key the scan found, from the bytes the model is built from:
+        # the file may have been replaced since the scan, and a signed file is never mapped.
+        return apr.load(version.path, verifying_key=bytes.fromhex(version.signer))
     if version.mmap:
         return apr.load(version.path, mmap=True)
     return aprender.load(version.path)

@@ -230,7 +230,7 @@ def describe(path: Path, name: str, version: int, settings: Settings, policy: Po
     return Version(name=name, version=version, path=path, format=info.format, sha256=_sha256(path),
                    size=stat.st_size, mtime=stat.st_mtime, class_key=info.class_key,
                    versions=versions if isinstance(versions, dict) else {}, signature=status, signer=signer,
-                   mmap=info.format == "apr" and not info.compressed, settings=settings)
+                   mmap=info.format == "apr" and not info.compressed and not info.signed, settings=settings)
 
 
 def _settings(folder: Path) -> Settings:
