@@ -23,6 +23,7 @@ __all__ = [
     "InferenceOnlyError",
     "KeyRequired",
     "ModelTypeMismatch",
+    "ReadOnlyModelError",
     "SignatureInvalid",
     "UnsupportedExportError",
     "UnsupportedTypeError",
@@ -143,6 +144,21 @@ class InferenceOnlyError(AprenderError, AttributeError):
     --------
     >>> from aprender.exceptions import InferenceOnlyError, AprenderError
     >>> issubclass(InferenceOnlyError, AprenderError)
+    True
+    """
+
+
+class ReadOnlyModelError(AprenderError, ValueError):
+    """Training would write into fitted arrays that are read-only views of a memory-mapped file.
+
+    A model loaded with ``mmap=True`` serves predictions from the file's pages; a
+    ``partial_fit`` that updates its arrays in place cannot. Load the file without
+    ``mmap=True`` to continue training.
+
+    Examples
+    --------
+    >>> from aprender.exceptions import ReadOnlyModelError, AprenderError
+    >>> issubclass(ReadOnlyModelError, AprenderError) and issubclass(ReadOnlyModelError, ValueError)
     True
     """
 

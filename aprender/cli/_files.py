@@ -100,7 +100,7 @@ def read(path: Path, secrets: Secrets, info: ModelInfo | None = None) -> Loaded:
                            "convert from the .apr, .safetensors or .gguf file instead")
     keys = secrets.keys_for(info, required=True) if info.format == "apr" else {}
     if info.format == "apr":
-        state = apr.read_state(path, **keys)
+        state = apr.read_state(path, **keys, **secrets.limits(info))
     elif info.format == "safetensors" and is_foreign(info):
         source = {"format": "safetensors", "metadata": info.extra.get("other_metadata", {})}
         state = custom_state(safetensors.load_tensors(path), source)

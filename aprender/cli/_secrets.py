@@ -68,11 +68,16 @@ def read_password(file: Path | None, env: str | None, *, prompt: bool, confirm: 
 
 @dataclass(frozen=True)
 class Secrets:
-    """How the user offered to open an encrypted input."""
+    """How the user offered to open an input: keys for an encrypted one, and ``--allow-large``."""
 
     password_file: Path | None = None
     password_env: str | None = None
     secret_key_file: Path | None = None
+    allow_large: bool = False
+
+    def limits(self, info: ModelInfo) -> dict[str, Any]:
+        """``max_decompressed_ratio=None`` for an .apr when ``--allow-large`` was given ({} otherwise)."""
+        return {"max_decompressed_ratio": None} if self.allow_large and info.format == "apr" else {}
 
     @property
     def given(self) -> bool:
@@ -106,14 +111,18 @@ _PASSWORD_ENV = click.option("--password-env", metavar="VAR", help="Read the pas
 
 
 def secret_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Add --password-file/--password-env/--secret-key (to open an encrypted input) as ``secrets=``."""
+    """Add --password-file/--password-env/--secret-key (to open an encrypted input) and --allow-large as
+    ``secrets=``."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, password_file: Path | None, password_env: str | None, secret_key: Path | None,
-                **kwargs: Any) -> Any:
-        return f(*args, secrets=Secrets(password_file, password_env, secret_key), **kwargs)
+                allow_large: bool, **kwargs: Any) -> Any:
+        return f(*args, secrets=Secrets(password_file, password_env, secret_key, allow_large), **kwargs)
 
     for option in (
+        click.option("--allow-large", is_flag=True,
+                     help="Expand a compressed .apr however far its index says (by default at most 256x "
+                          "its compressed bytes + 32 MiB); only for a file you trust."),
         click.option("--secret-key", type=INPUT, metavar="PRIV",
                      help="X25519 private key (PEM) of a file encrypted for a recipient."),
         _PASSWORD_ENV,

@@ -22,10 +22,10 @@ from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
 from aprender.codec._checks import check_attr_name, fail
 from aprender.codec._migrations import Plan
-from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join
+from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
 from aprender.codec._registry import entry_for_key
 from aprender.codec.handlers._base import ANY, NULL, TENSOR, Fields
-from aprender.exceptions import AprenderError, FormatError, InferenceOnlyError
+from aprender.exceptions import AprenderError, FormatError, InferenceOnlyError, ReadOnlyModelError
 
 __all__ = ["BUILTIN_FIELDS", "Decoder", "check_fields"]
 
@@ -72,7 +72,7 @@ def check_fields(node: Mapping[str, Any], tag: str, fields: Fields, path: str) -
         if kinds is None:
             if name == "__t__":
                 continue
-            raise fail(path, f"'{tag}' node has an unknown field {str(name)[:40]!r}")
+            raise fail(path, f"'{tag}' node has an unknown field {preview(name, 40)}")
         present += 1
         if kinds is not ANY and type(value) not in kinds:
             wanted = " or ".join("null" if k is NULL else k.__name__ for k in kinds)
@@ -132,13 +132,13 @@ class Decoder:
         original = node.get("dtype")
         if original is not None:
             if original not in _WIDEN_TO or array.dtype.itemsize >= np.dtype(original).itemsize:
-                raise fail(path, f"tensor '{name}' cannot be restored to dtype {original!r}")
+                raise fail(path, f"tensor '{name}' cannot be restored to dtype {preview(original)}")
             array = array.astype(original)
         order = node.get("order")
         if order == "F":
             array = np.asfortranarray(array)
         elif order is not None:
-            raise fail(path, f"unknown memory order {order!r}")
+            raise fail(path, f"unknown memory order {preview(order)}")
         scalar = node.get("scalar")
         if scalar is None:
             return array
@@ -148,7 +148,7 @@ class Decoder:
             return array[0]
         if scalar in _PY_SCALARS:
             return _PY_SCALARS[scalar](array[0].item())
-        raise fail(path, f"unknown scalar kind {scalar!r}")
+        raise fail(path, f"unknown scalar kind {preview(scalar)}")
 
     def value(self, node: Any, path: str, depth: int) -> Any:
         """Decode any node found at ``path``."""
@@ -171,7 +171,7 @@ class Decoder:
             return method(self, node, path, depth)
         handler = _handlers.for_tag(tag) if isinstance(tag, str) else None
         if handler is None:
-            raise fail(path, f"unknown value tag {str(tag)[:80]!r}")
+            raise fail(path, f"unknown value tag {preview(tag, 80)}")
         check_fields(node, tag, handler.fields, path)
         return handler.decode(node, self, path)
 
@@ -206,27 +206,27 @@ class Decoder:
     def _float(self, node: Mapping[str, Any], path: str, depth: int) -> float:
         v = node["v"]
         if v not in _NON_FINITE:
-            raise fail(path, f"invalid non-finite float {v!r}")
+            raise fail(path, f"invalid non-finite float {preview(v)}")
         return _NON_FINITE[v]
 
     def _scalar(self, node: Mapping[str, Any], path: str, depth: int) -> np.generic:
         dtype, v = node["dtype"], node["v"]
         if dtype not in _SCALAR_DTYPES:
-            raise fail(path, f"unsupported scalar dtype {dtype!r}")
+            raise fail(path, f"unsupported scalar dtype {preview(dtype)}")
         if isinstance(v, str) and v in _NON_FINITE and dtype.startswith("float"):
             v = _NON_FINITE[v]
         if type(v) not in (bool, int, float):
-            raise fail(path, f"scalar value {v!r} is not a number")
+            raise fail(path, f"scalar value {preview(v)} is not a number")
         try:
             return np.dtype(dtype).type(v)
         except (OverflowError, ValueError, TypeError) as exc:
-            raise fail(path, f"scalar {v!r} does not fit {dtype}: {exc}") from None
+            raise fail(path, f"scalar {preview(v)} does not fit {dtype}: {exc}") from None
 
     def _strarray(self, node: Mapping[str, Any], path: str, depth: int) -> np.ndarray:
         shape, values, dtype = _shape(node, path), node["v"], node["dtype"]
         match = _STR_DTYPE.match(dtype)
         if match is None:
-            raise fail(path, f"invalid string dtype {dtype!r}")
+            raise fail(path, f"invalid string dtype {preview(dtype)}")
         if _count(shape) != len(values) or not all(type(s) is str for s in values):
             raise fail(path, f"string array of shape {list(shape)} needs {_count(shape)} strings")
         longest = max((len(s) for s in values), default=0)
@@ -249,7 +249,7 @@ class Decoder:
             return PY_TYPES[v]
         if isinstance(v, str) and v.startswith("numpy.") and v[6:] in _SCALAR_DTYPES:
             return np.dtype(v[6:]).type
-        raise fail(path, f"type {str(v)[:80]!r} is not allowed")
+        raise fail(path, f"type {preview(v, 80)} is not allowed")
 
     def _n_threads(self, node: Mapping[str, Any], path: str, depth: int) -> int:
         from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
@@ -316,6 +316,9 @@ class Decoder:
         if dropped and hasattr(built, "partial_fit"):
             # An instance attribute shadows the method: the training state it would continue is gone.
             built.partial_fit = functools.partial(_refuse_partial_fit, type(built).__name__, dropped)
+        elif hasattr(built, "partial_fit") and _holds_read_only(attrs):
+            # Views of a memory-mapped file: a partial_fit that updates them in place fails in NumPy.
+            built.partial_fit = functools.partial(_read_only_partial_fit, built.partial_fit)
         return built
 
 
@@ -358,6 +361,27 @@ def _refuse_partial_fit(name: str, dropped: list[str], *args: Any, **kwargs: Any
     raise InferenceOnlyError(
         f"this {name} was loaded from an inference-only file, which left out what training continues from "
         f"({', '.join(dropped)}): fit it anew, or save with inference_only=False to keep partial_fit")
+
+
+def _holds_read_only(attrs: Mapping[str, Any]) -> bool:
+    """Whether a fitted array (or one in a list of them, MLP's ``coefs_``) is read-only."""
+    for value in attrs.values():
+        items = value if type(value) in (list, tuple) else (value,)
+        if any(type(a) is np.ndarray and not a.flags.writeable for a in items):
+            return True
+    return False
+
+
+def _read_only_partial_fit(partial_fit: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return partial_fit(*args, **kwargs)
+    except ValueError as exc:
+        if "read-only" not in str(exc):
+            raise
+        owner = type(partial_fit.__self__).__name__
+        raise ReadOnlyModelError(
+            f"{owner}.partial_fit would write into fitted arrays that are read-only views of the file the model "
+            f"was memory-mapped from (mmap=True): load it without mmap=True to continue training ({exc})") from None
 
 
 # Hyperparameter validation is a pure function of (class, parameters) and costs far

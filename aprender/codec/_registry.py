@@ -26,6 +26,7 @@ from typing import Any
 
 from aprender.codec import _table
 from aprender.codec._model_type import ModelType
+from aprender.codec._nodes import preview
 from aprender.exceptions import UnsupportedTypeError, UntrustedTypeError
 
 __all__ = ["Entry", "Spec", "entry_for_class", "entry_for_key", "is_builtin_key", "register_estimator",
@@ -248,7 +249,7 @@ def entry_for_key(key: object, path: str = "") -> Entry:
     """The entry for a key read from a file; :class:`UntrustedTypeError` if unknown."""
     entry = _lookup(key) if isinstance(key, str) else None
     if entry is None:
-        raise UntrustedTypeError(str(key)[:200], path)
+        raise UntrustedTypeError(key[:200] if isinstance(key, str) else preview(key), path)
     return entry
 
 

@@ -20,6 +20,7 @@ from aprender.codec._decode import Decoder
 from aprender.codec._encode import Encoder, float_dtype
 from aprender.codec._migrations import Plan
 from aprender.codec._model_type import ModelType
+from aprender.codec._nodes import MAX_JSON_DEPTH, preview
 from aprender.codec._registry import entry_for_class, entry_for_key, same_schema
 from aprender.exceptions import FormatError, ModelTypeMismatch, UnsupportedVersion
 
@@ -125,20 +126,41 @@ def parse_json(text: str | bytes, where: str) -> Any:
 
     Accepts exactly what ``json.loads`` accepts (bytes in UTF-8, -16 or -32, no BOM
     in a str), with NaN and Infinity refused, and gives the same values; orjson does
-    the parsing where that is known to hold (see :func:`_parse_fast`).
+    the parsing where that is known to hold (see :func:`_parse_fast`). JSON nested
+    deeper than ``MAX_JSON_DEPTH`` is refused too: every later repr, comparison or
+    recursive walk of the value then stays far from Python's recursion limit.
     """
-    if _orjson is not None:
-        value = _parse_fast(text)
-        if value is not _SLOW:
-            return value
-    try:
-        if not isinstance(text, str):
-            text = text.decode(json.detect_encoding(text), "surrogatepass")
-        elif text.startswith("\ufeff"):
-            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-        return _DECODER.decode(text)
-    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
-        raise FormatError(f"{where} is not valid JSON: {exc}") from None
+    value = _parse_fast(text) if _orjson is not None else _SLOW
+    if value is _SLOW:
+        try:
+            if not isinstance(text, str):
+                text = text.decode(json.detect_encoding(text), "surrogatepass")
+            elif text.startswith("\ufeff"):
+                raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+            value = _DECODER.decode(text)
+        except RecursionError:
+            raise FormatError(f"{where} is not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels") from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise FormatError(f"{where} is not valid JSON: {exc}") from None
+    # Nesting needs an opening bracket per level: most metadata has too few to need the walk.
+    opening = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
+    if text.count(opening[0]) + text.count(opening[1]) > MAX_JSON_DEPTH:
+        _check_depth(value, where)
+    return value
+
+
+def _check_depth(value: Any, where: str) -> None:
+    """Refuse containers nested deeper than ``MAX_JSON_DEPTH``, walking with a stack, not recursion."""
+    stack = [(value, 1)] if type(value) in _CONTAINERS else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise FormatError(f"{where} is not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
+        children = node.values() if type(node) is dict else node
+        stack.extend((child, depth + 1) for child in children if type(child) in _CONTAINERS)
+
+
+_CONTAINERS = (dict, list)
 
 
 @functools.cache
@@ -284,7 +306,7 @@ def from_state(state: ModelState, expected: type | ModelType | int | str | None 
     if schema != SCHEMA_VERSION:
         if isinstance(schema, int) and schema > SCHEMA_VERSION:
             raise UnsupportedVersion(f"schema {schema}", f"schema {SCHEMA_VERSION}")
-        raise FormatError(f"metadata 'schema' must be {SCHEMA_VERSION}, found {schema!r}")
+        raise FormatError(f"metadata 'schema' must be {SCHEMA_VERSION}, found {preview(schema)}")
     model = meta.get("model")
     if not isinstance(model, dict):
         raise FormatError("metadata has no 'model' object: this is not an aprender model file")

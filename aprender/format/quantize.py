@@ -38,6 +38,7 @@ from gguf import quants as ggml_quants
 from aprender._limits import checked_shape
 from aprender._warn import warn
 from aprender.codec import ModelState
+from aprender.codec._nodes import preview
 from aprender.codec._registry import entry_for_key
 from aprender.exceptions import FormatError
 
@@ -254,7 +255,7 @@ def _record(meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         raise FormatError("'quantization' metadata must be an object with a 'tensors' object")
     qtype = quant.get("type")
     if not isinstance(qtype, str) or qtype not in _GGML_TYPES:
-        raise FormatError(f"unknown quantization type {str(qtype)[:40]!r}; supported: {', '.join(QTYPES)}")
+        raise FormatError(f"unknown quantization type {preview(qtype, 40)}; supported: {', '.join(QTYPES)}")
     return qtype, quant["tensors"]
 
 
@@ -265,7 +266,7 @@ def true_shape(info: Any, name: str) -> tuple[tuple[int, ...], str]:
     shape = checked_shape(info.get("shape"), f"quantized tensor '{name}'", min_ndim=1, min_dim=1)
     dtype = info.get("dtype")
     if not isinstance(dtype, str) or dtype not in _FLOAT_DTYPES:
-        raise FormatError(f"quantized tensor '{name}': invalid original dtype {str(dtype)[:40]!r}")
+        raise FormatError(f"quantized tensor '{name}': invalid original dtype {preview(dtype, 40)}")
     return shape, dtype
 
 
@@ -310,7 +311,7 @@ def dequantize(state: ModelState) -> ModelState:
     targets = {}
     for name, info in record.items():
         if name not in tensors:  # JSON object keys are strings
-            raise FormatError(f"quantized tensor '{str(name)[:80]}' is missing")
+            raise FormatError(f"quantized tensor {preview(name, 80)} is missing")
         shape, stored = true_shape(info, name)
         tensors[name] = _dequantize_one(tensors[name], qtype, shape, name)
         targets[name] = stored
@@ -323,7 +324,7 @@ def dequantize(state: ModelState) -> ModelState:
         # The estimator wants the node's original dtype if the codec cast it, else the stored one.
         final = node.get("dtype") or targets[name]
         if not isinstance(final, str) or final not in _FLOAT_DTYPES:
-            raise FormatError(f"tensor '{name}' has invalid original dtype {str(final)[:40]!r}")
+            raise FormatError(f"tensor '{name}' has invalid original dtype {preview(final, 40)}")
         if _FLOAT_DTYPES[final].itemsize > 4:
             node["dtype"] = final
         else:

@@ -37,6 +37,7 @@ from safetensors import SafetensorError, TensorSpec, safe_open, serialize, seria
 
 from aprender._limits import checked_shape
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, parse_json, to_state
+from aprender.codec._nodes import preview
 from aprender.exceptions import FormatError
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import existing_file, fill, open_model_file, write_atomic, write_path_atomic
@@ -234,10 +235,10 @@ def _check_entry(name: str, info: Any, data_len: int, where: str) -> _Span:
     dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
     numpy_dtype = DTYPES.get(dtype) if type(dtype) is str else None
     if numpy_dtype is None:
-        raise FormatError(f"{where}: tensor '{name[:80]}' has unsupported dtype {str(dtype)[:40]!r}")
+        raise FormatError(f"{where}: tensor '{name[:80]}' has unsupported dtype {preview(dtype, 40)}")
     shape = checked_shape(shape, f"{where}: tensor '{name[:80]}'")
     if not (type(offsets) is list and len(offsets) == 2 and type(offsets[0]) is int and type(offsets[1]) is int):
-        raise FormatError(f"{where}: tensor '{name[:80]}' has invalid data_offsets {str(offsets)[:80]}")
+        raise FormatError(f"{where}: tensor '{name[:80]}' has invalid data_offsets {preview(offsets, 80)}")
     begin, end = offsets
     if not 0 <= begin <= end <= data_len:
         raise FormatError(

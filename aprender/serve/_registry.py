@@ -105,6 +105,8 @@ class LoadedModel:
 
 def _load(copy: Path, served: Version) -> Any:
     """Load the private copy of a model file (an uncompressed .apr maps the sealed copy: zero-copy)."""
+    if served.signer is not None:  # built through the verifying load, against the key the copy verified with
+        return apr.load(copy, verifying_key=bytes.fromhex(served.signer))
     if served.mmap:
         return apr.load(copy, mmap=True)
     return aprender.load(copy)

@@ -258,7 +258,8 @@ def describe_copy(copy: Path, path: Path, name: str, version: int, settings: Set
     return Version(name=name, version=version, path=path, format=info.format, sha256=_sha256(copy),
                    size=stat.st_size, mtime=path.stat().st_mtime, class_key=info.class_key,
                    versions=versions if isinstance(versions, dict) else {}, signature=status, signer=signer,
-                   mmap=info.format == "apr" and not info.compressed, settings=settings, root=root)
+                   mmap=info.format == "apr" and not info.compressed and not info.signed, settings=settings,
+                   root=root)
 
 
 def _settings(folder: Path) -> Settings:

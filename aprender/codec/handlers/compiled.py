@@ -24,6 +24,7 @@ from sklearn.metrics._dist_metrics import METRIC_MAPPING64
 from sklearn.neighbors import BallTree, KDTree
 
 from aprender.codec._checks import fail
+from aprender.codec._nodes import preview
 from aprender.codec.handlers._base import ANY, NULL, TENSOR, Handler, register_handler, sub, tensor_field
 from aprender.exceptions import UnsupportedTypeError
 
@@ -70,10 +71,10 @@ def _encode_tree(tree: Any, enc: Encoder, path: str) -> dict[str, Any]:
 def _decode_tree(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
     cls = _TREES.get(node.get("kind")) if isinstance(node.get("kind"), str) else None
     if cls is None:
-        raise fail(path, f"unknown neighbors tree {str(node.get('kind'))[:40]!r}")
+        raise fail(path, f"unknown neighbors tree {preview(node.get('kind'), 40)}")
     leaf_size, metric = node.get("leaf_size"), node.get("metric")
     if type(leaf_size) is not int or not 1 <= leaf_size <= _MAX_LEAF_SIZE:
-        raise fail(path, f"leaf_size must be an int in [1, {_MAX_LEAF_SIZE}], found {str(leaf_size)[:40]}")
+        raise fail(path, f"leaf_size must be an int in [1, {_MAX_LEAF_SIZE}], found {preview(leaf_size, 40)}")
     data = tensor_field(dec, node, "data", path, "f")
     if data.ndim != 2 or data.shape[0] == 0 or not np.all(np.isfinite(data)):
         raise fail(path, f"tree data must be a non-empty 2-d array of finite floats, found shape {data.shape}")
@@ -81,14 +82,14 @@ def _decode_tree(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
     if metric == "minkowski":
         p = node.get("p")
         if not _finite_number(p) or p < 1:
-            raise fail(path, f"Minkowski p must be a finite number >= 1, found {str(p)[:40]}")
+            raise fail(path, f"Minkowski p must be a finite number >= 1, found {preview(p, 40)}")
         kwargs["p"] = float(p)
         if "w" in node:
             kwargs["w"] = tensor_field(dec, node, "w", path, "f")
             if kwargs["w"].shape != (data.shape[1],):
                 raise fail(path, f"Minkowski weights need shape ({data.shape[1]},), found {kwargs['w'].shape}")
     elif metric not in _PLAIN_METRICS.values():
-        raise fail(path, f"metric {str(metric)[:40]!r} is not allowed")
+        raise fail(path, f"metric {preview(metric, 40)} is not allowed")
     if "sample_weight" in node:
         weights = tensor_field(dec, node, "sample_weight", path, "f")
         if weights.shape != (data.shape[0],):
@@ -126,7 +127,7 @@ def _decode_interp1d(node: Mapping[str, Any], dec: Decoder, path: str) -> interp
             or node.get("assume_sorted") is not True:
         raise fail(path, "invalid interp1d options")
     if not (fill is None or type(fill) is float or fill == "extrapolate"):
-        raise fail(path, f"invalid interp1d fill_value {str(fill)[:40]}")
+        raise fail(path, f"invalid interp1d fill_value {preview(fill, 40)}")
     x, y = tensor_field(dec, node, "x", path, "f"), tensor_field(dec, node, "y", path, "f")
     if x.ndim != 1 or y.ndim < 1 or not -y.ndim <= axis < y.ndim or x.shape[0] != y.shape[axis] \
             or np.any(np.diff(x) < 0):
@@ -141,7 +142,7 @@ def _decode_interp1d(node: Mapping[str, Any], dec: Decoder, path: str) -> interp
 def _encode_bspline(b: BSpline, enc: Encoder, path: str) -> dict[str, Any]:
     extrapolate = b.extrapolate
     if extrapolate not in (True, False, "periodic"):
-        raise UnsupportedTypeError(path, "BSpline", f"extrapolate={extrapolate!r}")
+        raise UnsupportedTypeError(path, "BSpline", f"extrapolate={preview(extrapolate)}")
     return {"k": int(b.k), "axis": int(b.axis), "extrapolate": extrapolate if type(extrapolate) is str
             else bool(extrapolate), "t": enc.tensor(np.asarray(b.t), sub(path, "t")),
             "c": enc.tensor(np.asarray(b.c), sub(path, "c"))}

@@ -23,7 +23,7 @@ import sklearn.linear_model._sgd_fast as sgd_fast
 from sklearn.utils import Bunch
 
 from aprender.codec._checks import fail
-from aprender.codec._nodes import join
+from aprender.codec._nodes import join, preview
 from aprender.codec.handlers._base import ANY, Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
@@ -75,7 +75,7 @@ def _encode_defaultdict(value: defaultdict, enc: Encoder, path: str) -> dict[str
 def _decode_defaultdict(node: Mapping[str, Any], dec: Decoder, path: str) -> defaultdict:
     factory = node.get("factory")
     if factory not in _FACTORIES:
-        raise fail(path, f"defaultdict factory {str(factory)[:40]!r} is not allowed")
+        raise fail(path, f"defaultdict factory {preview(factory, 40)} is not allowed")
     return _decode_items(node, dec, path, defaultdict(_FACTORIES[factory]))
 
 
@@ -99,11 +99,11 @@ def _decode_sgd_loss(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
     name, args = node.get("loss"), node.get("args")
     entry = SGD_LOSSES.get(name) if isinstance(name, str) else None
     if entry is None:
-        raise fail(path, f"SGD loss {str(name)[:40]!r} is not allowed")
+        raise fail(path, f"SGD loss {preview(name, 40)} is not allowed")
     cls, n_args = entry
     if not isinstance(args, list) or len(args) != n_args \
             or not all(type(a) in (int, float) and math.isfinite(a) for a in args):
-        raise fail(path, f"SGD loss {name} takes {n_args} finite number(s), found {str(args)[:80]}")
+        raise fail(path, f"SGD loss {name} takes {n_args} finite number(s), found {preview(args, 80)}")
     return cls(*map(float, args))
 
 

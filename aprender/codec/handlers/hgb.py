@@ -22,6 +22,7 @@ from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
 from sklearn.preprocessing import OrdinalEncoder
 
 from aprender.codec._checks import fail
+from aprender.codec._nodes import preview
 from aprender.codec.handlers.tree_structure import Layout, check_children, check_offsets, node_depths
 from aprender.exceptions import UnsupportedTypeError
 
@@ -90,7 +91,7 @@ def pack_predictors(predictors: list, per_iteration: int, path: str) -> dict[str
 
 def _shape(value: object, path: str) -> tuple[int, int]:
     if not (isinstance(value, list) and len(value) == 2 and all(type(d) is int and d >= 0 for d in value)):
-        raise fail(path, f"'shape' must be [n_iter, n_trees_per_iteration], found {value!r}")
+        raise fail(path, f"'shape' must be [n_iter, n_trees_per_iteration], found {preview(value)}")
     return value[0], value[1]
 
 
@@ -253,13 +254,13 @@ def check_bin_mapper(packed: object, path: str) -> BinInfo:
         raise fail(path, f"bin mapper 'params' must hold exactly {list(_BIN_MAPPER_PARAMS)}")
     n_bins = params["n_bins"]
     if type(n_bins) is not int or not 3 <= n_bins <= 256:
-        raise fail(path, f"n_bins must be an int in [3, 256], found {n_bins!r}")
+        raise fail(path, f"n_bins must be an int in [3, 256], found {preview(n_bins)}")
     threads, subsample = params["n_threads"], params["subsample"]
     # OpenMP would try to start that many threads when a warm start re-bins data.
     if threads is not None and (type(threads) is not int or not 1 <= threads <= _MAX_THREADS):
-        raise fail(path, f"n_threads must be null or an int in [1, {_MAX_THREADS}], found {threads!r}")
+        raise fail(path, f"n_threads must be null or an int in [1, {_MAX_THREADS}], found {preview(threads)}")
     if subsample is not None and (type(subsample) is not int or subsample < 1):
-        raise fail(path, f"subsample must be null or a positive int, found {subsample!r}")
+        raise fail(path, f"subsample must be null or a positive int, found {preview(subsample)}")
     if packed["missing_values_bin_idx_"] != n_bins - 1:
         raise fail(path, f"missing_values_bin_idx_ must be n_bins - 1 = {n_bins - 1}")
     is_cat = packed["is_categorical_"]

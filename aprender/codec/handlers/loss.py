@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sklearn._loss import loss as _loss
 
 from aprender.codec._checks import fail
+from aprender.codec._nodes import preview
 from aprender.codec.handlers._base import Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
@@ -60,7 +61,7 @@ def _encode_loss(loss: Any, enc: Encoder, path: str) -> dict[str, Any]:
 def _decode_loss(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
     name, options, constant = node["class"], node["options"], node["constant_hessian"]
     if name not in LOSS_CLASSES:
-        raise fail(path, f"unknown loss {str(name)[:80]!r}")
+        raise fail(path, f"unknown loss {preview(name, 80)}")
     cls, readers = LOSS_CLASSES[name]
     if options.keys() != readers.keys():
         raise fail(path, f"{name} needs exactly the options {sorted(readers)} and a bool 'constant_hessian'")
@@ -68,7 +69,7 @@ def _decode_loss(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
         valid = type(value) is int and value >= 2 if option == "n_classes" else (
             type(value) is float and math.isfinite(value))
         if not valid:
-            raise fail(path, f"{name} option '{option}' has an invalid value {value!r}")
+            raise fail(path, f"{name} option '{option}' has an invalid value {preview(value)}")
     try:
         loss = cls(sample_weight=None, **options)
     except (TypeError, ValueError) as exc:

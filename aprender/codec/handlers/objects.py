@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aprender.codec._checks import check_attr_name, fail
-from aprender.codec._nodes import join
+from aprender.codec._nodes import join, preview
 from aprender.codec.handlers._base import Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
@@ -69,7 +69,7 @@ def object_class(key: object, path: str) -> type:
     """The class an ``object`` node names, from :data:`OBJECTS` only."""
     where = OBJECTS.get(key) if isinstance(key, str) else None
     if where is None:
-        raise fail(path, f"object class {str(key)[:120]!r} is not allow-listed")
+        raise fail(path, f"object class {preview(key, 120)} is not allow-listed")
     module, name = where
     return getattr(importlib.import_module(module), name)
 

@@ -29,7 +29,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.tree import BaseDecisionTree
 
 from aprender.codec._checks import check_attr_name, fail, require
-from aprender.codec._nodes import join
+from aprender.codec._nodes import join, preview
 from aprender.codec._registry import entry_for_class, entry_for_key
 from aprender.codec.handlers.tree import (
     TREE_CLASSIFIER_FITTED,
@@ -143,7 +143,7 @@ def read_packed(node: object, owner: Mapping[str, Any], path: str, ndim: int) ->
         raise fail(path, f"packed estimators must be decision trees, found {entry.key}")
     shape = node["shape"]
     if not (isinstance(shape, list) and len(shape) == ndim and all(type(d) is int and d >= 1 for d in shape)):
-        raise fail(path, f"'shape' must list {ndim} positive ints, found {shape!r}")
+        raise fail(path, f"'shape' must list {ndim} positive ints, found {preview(shape)}")
     params, per_tree, shared, attrs = node["params"], node["per_tree"], node["shared"], node["attrs"]
     if not all(isinstance(d, dict) for d in (params, per_tree, shared, attrs, node["tree_"])):
         raise fail(path, "'params', 'per_tree', 'shared', 'attrs' and 'tree_' must be objects")
@@ -151,13 +151,14 @@ def read_packed(node: object, owner: Mapping[str, Any], path: str, ndim: int) ->
     n_trees = math.prod(shape)
     for name, values in per_tree.items():
         if name not in names or name in params or name in shared:
-            raise fail(path, f"per-tree hyperparameter {name!r} is not a separate {entry.cls.__name__} parameter")
+            raise fail(path, f"per-tree hyperparameter {preview(name)} is not a separate {entry.cls.__name__} "
+                             "parameter")
         if not isinstance(values, np.ndarray) or values.dtype != np.int64 or values.shape != (n_trees,):
             raise fail(path, f"per-tree '{name}' must be int64 of shape ({n_trees},)")
     resolved = {}
     for name, source in shared.items():
         if name not in names or name in params or not isinstance(source, str) or source not in owner:
-            raise fail(path, f"shared hyperparameter {name!r} must name an attribute of the ensemble")
+            raise fail(path, f"shared hyperparameter {preview(name)} must name an attribute of the ensemble")
         resolved[name] = owner[source]
     for name in attrs:
         check_attr_name(entry.cls, name, params, path)

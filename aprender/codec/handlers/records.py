@@ -15,7 +15,7 @@ import numpy as np
 
 from aprender._limits import checked_shape
 from aprender.codec._checks import fail
-from aprender.codec._nodes import TENSOR_KINDS
+from aprender.codec._nodes import TENSOR_KINDS, preview
 from aprender.codec.handlers._base import Handler, register_handler, sub, tensor_field
 from aprender.exceptions import UnsupportedTypeError
 
@@ -56,7 +56,7 @@ def _decode(node: Mapping[str, Any], dec: Decoder, path: str) -> np.ndarray:
     for field in fields:
         if not (isinstance(field, list) and len(field) == 2 and all(type(x) is str for x in field)
                 and 0 < len(field[0]) <= _MAX_NAME and field[1] in _DTYPES):
-            raise fail(path, f"invalid record field {str(field)[:80]}")
+            raise fail(path, f"invalid record field {preview(field, 80)}")
         names.append(field[0])
     if len(set(names)) != len(names):
         raise fail(path, "record field names must be unique")

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from aprender._limits import MAX_ELEMENTS
 from aprender.codec._checks import fail
+from aprender.codec._nodes import preview
 from aprender.codec.handlers._base import TENSOR, Handler, register_handler, sub, tensor_field
 from aprender.exceptions import UnsupportedTypeError
 
@@ -59,7 +60,7 @@ def _decode_sparse(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
     shape = node["shape"]
     valid_shape = len(shape) == 2 and all(type(d) is int and 0 <= d <= MAX_ELEMENTS for d in shape)
     if cls is None or not valid_shape:
-        raise fail(path, f"invalid sparse matrix description {key!r} shape={shape!r}")
+        raise fail(path, f"invalid sparse matrix description {preview(key)} shape={preview(shape)}")
     data = tensor_field(dec, node, "data", path, "biuf")
     indices = tensor_field(dec, node, "indices", path, "iu")
     indptr = tensor_field(dec, node, "indptr", path, "iu")

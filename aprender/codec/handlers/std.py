@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aprender.codec._checks import fail
+from aprender.codec._nodes import preview
 from aprender.codec.handlers._base import NULL, Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
@@ -43,7 +44,7 @@ def _encode_slice(value: slice, enc: Encoder, path: str) -> dict[str, Any]:
 def _decode_slice(node: Mapping[str, Any], dec: Decoder, path: str) -> slice:
     bounds = [node.get(name) for name in _BOUNDS]
     if not _valid_bounds(*bounds) or bounds[2] == 0:
-        raise fail(path, f"invalid slice bounds {str(bounds)[:120]}")
+        raise fail(path, f"invalid slice bounds {preview(bounds, 120)}")
     return slice(*bounds)
 
 
@@ -60,7 +61,7 @@ def _encode_dtype(value: np.dtype, enc: Encoder, path: str) -> dict[str, Any]:
 def _decode_dtype(node: Mapping[str, Any], dec: Decoder, path: str) -> np.dtype:
     v = node["v"]
     if not _DTYPE_STR.match(v):
-        raise fail(path, f"dtype {str(v)[:40]!r} is not allowed")
+        raise fail(path, f"dtype {preview(v, 40)} is not allowed")
     return np.dtype(v)
 
 

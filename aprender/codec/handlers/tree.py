@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.tree._tree import NODE_DTYPE, Tree
 
 from aprender.codec._checks import fail, n_features
+from aprender.codec._nodes import preview
 from aprender.codec.handlers._base import TENSOR, Handler, register_handler, tensor_field
 from aprender.codec.handlers.tree_structure import Layout, check_children, check_offsets, max_per_tree, node_depths
 from aprender.exceptions import UnsupportedTypeError
@@ -70,7 +71,7 @@ def _columns(nodes: np.ndarray) -> dict[str, np.ndarray]:
 
 def _positive_int(value: object, name: str, path: str) -> int:
     if type(value) is not int or not 1 <= value < 2**31:
-        raise fail(path, f"'{name}' must be a positive int below 2**31, found {str(value)[:40]}")
+        raise fail(path, f"'{name}' must be a positive int below 2**31, found {preview(value, 40)}")
     return value
 
 
@@ -106,7 +107,7 @@ def _check_layout(packed: Mapping[str, Any], path: str) -> tuple[int, int]:
     outputs = _positive_int(packed.get("n_outputs"), "n_outputs", path)
     classes = packed.get("n_classes")
     if not isinstance(classes, list) or len(classes) != outputs:
-        raise fail(path, f"'n_classes' must list one class count per output ({outputs}), found {classes!r}")
+        raise fail(path, f"'n_classes' must list one class count per output ({outputs}), found {preview(classes)}")
     for k, c in enumerate(classes):
         _positive_int(c, f"n_classes[{k}]", path)
     n_nodes = None
@@ -210,14 +211,14 @@ def check_tree_attrs(
         raise fail(path, f"n_features_in_ is {n} but the trees were built for {features} features")
     n_outputs = attrs.get("n_outputs_", outputs)
     if n_outputs != outputs:
-        raise fail(path, f"n_outputs_ is {n_outputs!r} but the trees have {outputs} outputs")
+        raise fail(path, f"n_outputs_ is {preview(n_outputs)} but the trees have {outputs} outputs")
     if not classifier:
         if any(c != 1 for c in classes):
             raise fail(path, f"a regressor's trees need one value per output, found n_classes {list(classes)}")
         return
     counts = _int_list(attrs.get("n_classes_"))
     if counts != list(classes):
-        raise fail(path, f"n_classes_ is {attrs.get('n_classes_')!r} but the trees have {list(classes)} classes")
+        raise fail(path, f"n_classes_ is {preview(attrs.get('n_classes_'))} but the trees have {list(classes)} classes")
     labels = attrs.get("classes_")
     per_output = [labels] if outputs == 1 else labels
     if not isinstance(per_output, list) or len(per_output) != outputs:
@@ -249,7 +250,7 @@ def _decode_tree(node: Mapping[str, Any], dec: Decoder, path: str) -> Tree:
         packed[name] = tensor_field(dec, node, name, path, "biuf")
     depth = node["max_depth"]
     if not 0 <= depth < 2**31:
-        raise fail(path, f"'max_depth' must be an int from 0 to 2**31, found {str(depth)[:40]}")
+        raise fail(path, f"'max_depth' must be an int from 0 to 2**31, found {preview(depth, 40)}")
     # The offsets and depth of one tree are made here, not read: only its node arrays need checks.
     features, n_nodes = _check_layout(packed, path)
     packed["node_offsets"] = offsets = np.array([0, n_nodes], dtype=np.int64)

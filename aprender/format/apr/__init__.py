@@ -14,7 +14,9 @@ Two load paths, explicitly:
 - ``load(path, mmap=True)`` maps an uncompressed, unencrypted file and verifies the
   header CRC, metadata, index and every offset against the file length, but never
   reads the tensor data: tensors are read-only views into the map and load time does
-  not grow with the model. :func:`validate_file` checks the full CRC when wanted.
+  not grow with the model. :func:`validate_file` checks the full CRC when wanted. A
+  signed file is read into private memory instead and verified there, so that no later
+  write to the file changes what the signature vouched for.
 
 Examples
 --------
@@ -44,6 +46,7 @@ from aprender.exceptions import FormatError, ModelTypeMismatch
 from aprender.format._crc import crc32
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import write_atomic
+from aprender.format.apr._compress import MAX_DECOMPRESSED_RATIO, check_ratio_option
 from aprender.format.apr._crypto import kdf_limits
 from aprender.format.apr._layout import FLAG_SIGNED, Entry, Flags
 from aprender.format.apr._options import Compression, SaveOptions
@@ -51,6 +54,8 @@ from aprender.format.apr._read import Keys, Parsed, check, map_file, read_file, 
 from aprender.format.apr._write import encode
 
 __all__ = [
+    "MAX_DECOMPRESSED_RATIO",
+    "MMAP_MIN_BYTES",
     "Compression",
     "SaveOptions",
     "inspect_file",
@@ -323,18 +328,32 @@ def save_for_recipient(model: Any, path: PathLike, recipient_public_key: Any,
 MMAP_MIN_BYTES = 1 << 20
 
 
+def _keys(password: Any, secret_key: Any, verifying_key: Any, max_decompressed_ratio: float | None) -> Keys:
+    check_ratio_option(max_decompressed_ratio)
+    return Keys(password, secret_key, verifying_key, max_decompressed_ratio)
+
+
 def _read(path: PathLike, keys: Keys, *, mmap: bool = False, verify: bool = False) -> ModelState:
-    if mmap and os.path.getsize(path) >= MMAP_MIN_BYTES:
+    # A signature checked over a map would vouch for bytes that a later write to the file
+    # changes under the returned arrays: a signed file is read, verified and used in
+    # private memory whatever ``mmap`` says (the signature reads every byte anyway).
+    if mmap and not verify and os.path.getsize(path) >= MMAP_MIN_BYTES:
         buffer, where = map_file(path)
-        parsed = check(buffer, buffer.shape[0], where, crc=None, verify=verify, verifying_key=keys.verifying_key,
-                       mapped=True)
-    else:
-        buffer, crc, where = read_file(path)
-        parsed = check(buffer, buffer.shape[0], where, crc=crc, verify=verify, verifying_key=keys.verifying_key,
-                       mapped=mmap)
-        if mmap:
-            buffer.flags.writeable = False
+        if not _signed(buffer):
+            parsed = check(buffer, buffer.shape[0], where, crc=None, mapped=True)
+            if not parsed.header.flags & FLAG_SIGNED:  # the header check() parsed, not the peek, decides
+                return state_of(parsed, buffer, keys)
+    buffer, crc, where = read_file(path)
+    parsed = check(buffer, buffer.shape[0], where, crc=crc, verify=verify, verifying_key=keys.verifying_key,
+                   mapped=mmap)
+    if mmap:
+        buffer.flags.writeable = False
     return state_of(parsed, buffer, keys)
+
+
+def _signed(buffer: np.ndarray) -> bool:
+    """Whether the flags field of a (not yet checked) header says SIGNED."""
+    return buffer.shape[0] >= 8 and bool(int.from_bytes(bytes(buffer[6:8]), "little") & FLAG_SIGNED)
 
 
 def _from_bytes(data: bytes | bytearray | memoryview, keys: Keys, verify: bool) -> tuple[Parsed, np.ndarray]:
@@ -352,13 +371,15 @@ def read_state(
     password: str | bytes | None = None,
     secret_key: Any = None,
     verifying_key: Any = None,
+    max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
 ) -> ModelState:
     """Read and verify the :class:`~aprender.format.ModelState` stored in an .apr file.
 
-    Quantized tensors stay GGML blocks (see :mod:`aprender.format.quantize`). Keys as
-    for :func:`load`.
+    Quantized tensors stay GGML blocks (see :mod:`aprender.format.quantize`). Keys and
+    ``max_decompressed_ratio`` as for :func:`load`.
     """
-    return _read(path, Keys(password, secret_key, verifying_key), mmap=mmap, verify=verifying_key is not None)
+    keys = _keys(password, secret_key, verifying_key, max_decompressed_ratio)
+    return _read(path, keys, mmap=mmap, verify=verifying_key is not None)
 
 
 def state_from_bytes(
@@ -367,9 +388,10 @@ def state_from_bytes(
     password: str | bytes | None = None,
     secret_key: Any = None,
     verifying_key: Any = None,
+    max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
 ) -> ModelState:
     """Parse and verify .apr bytes into a :class:`~aprender.format.ModelState` (arrays are copies)."""
-    keys = Keys(password, secret_key, verifying_key)
+    keys = _keys(password, secret_key, verifying_key, max_decompressed_ratio)
     parsed, buffer = _from_bytes(data, keys, verifying_key is not None)
     state = state_of(parsed, buffer, keys)
     if parsed.compression is None and not parsed.encrypted:
@@ -394,6 +416,7 @@ def load(
     password: str | bytes | None = None,
     secret_key: Any = None,
     verifying_key: Any = None,
+    max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
 ) -> Any:
     """Load a model from an .apr file.
 
@@ -407,10 +430,14 @@ def load(
     mmap : bool, default=False
         Memory-map an uncompressed, unencrypted file: O(1) in the model size,
         tensors are read-only views, and the data is neither read nor checksummed
-        (see the module docstring), except that a signed file's signature is
-        verified. Files under 1 MiB (``MMAP_MIN_BYTES``) are read and fully
-        checksummed instead, which is faster than mapping them; their tensors are
-        read-only too. By default the whole file is read and verified.
+        (see the module docstring). The tensors then reflect any later write to
+        the file (replace model files atomically, never in place). A signed file
+        is never mapped: its signature covers every byte, so it is read into
+        private memory, verified there and fully checksummed, and later writes to
+        the file cannot change the verified tensors. Files under 1 MiB
+        (``MMAP_MIN_BYTES``) are read and fully checksummed too, which is faster
+        than mapping them. The tensors are read-only either way. By default the
+        whole file is read and verified.
     password : str or bytes, optional
         For a file saved with :func:`save_encrypted`.
     secret_key : X25519PrivateKey or bytes, optional
@@ -418,6 +445,12 @@ def load(
     verifying_key : Ed25519PublicKey or bytes, optional
         Require a valid signature by this key (see :func:`load_verified`). Without
         it, a signed file is still verified against the public key it embeds.
+    max_decompressed_ratio : float or None, default=MAX_DECOMPRESSED_RATIO (256)
+        How far a compressed data section may expand: a file whose index declares
+        more than this many times its compressed bytes, plus 32 MiB, is refused with
+        a :class:`~aprender.exceptions.FormatError` before anything is allocated.
+        Real models compress far less; raise it, or pass None (only what the
+        compression format can produce), for a file you trust.
 
     Raises
     ------
@@ -438,7 +471,8 @@ def load(
     >>> model.coef_.flags.writeable
     False
     """
-    state = _read(path, Keys(password, secret_key, verifying_key), mmap=mmap, verify=verifying_key is not None)
+    keys = _keys(password, secret_key, verifying_key, max_decompressed_ratio)
+    state = _read(path, keys, mmap=mmap, verify=verifying_key is not None)
     return _build(state, model_type)
 
 
@@ -453,8 +487,9 @@ def load_from_bytes(
     password: str | bytes | None = None,
     secret_key: Any = None,
     verifying_key: Any = None,
+    max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
 ) -> Any:
-    """Load a model from .apr bytes, verifying them fully; keys as for :func:`load`.
+    """Load a model from .apr bytes, verifying them fully; keys and options as for :func:`load`.
 
     Examples
     --------
@@ -464,7 +499,8 @@ def load_from_bytes(
     >>> apr.load_from_bytes(data, StandardScaler).mean_
     array([2.])
     """
-    state = state_from_bytes(data, password=password, secret_key=secret_key, verifying_key=verifying_key)
+    state = state_from_bytes(data, password=password, secret_key=secret_key, verifying_key=verifying_key,
+                             max_decompressed_ratio=max_decompressed_ratio)
     return _build(state, model_type)
 
 
@@ -475,6 +511,7 @@ def load_verified(
     *,
     password: str | bytes | None = None,
     secret_key: Any = None,
+    max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
 ) -> Any:
     """Load a signed file, raising :class:`~aprender.exceptions.SignatureInvalid` on any change.
 
@@ -497,7 +534,7 @@ def load_verified(
     ...     print("refused")
     refused
     """
-    state = _read(path, Keys(password, secret_key, verifying_key), verify=True)
+    state = _read(path, _keys(password, secret_key, verifying_key, max_decompressed_ratio), verify=True)
     return _build(state, model_type)
 
 
@@ -641,6 +678,7 @@ def validate_file(
     password: str | bytes | None = None,
     secret_key: Any = None,
     verifying_key: Any = None,
+    max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
 ) -> ValidationReport:
     """Verify an .apr file completely: every check of :func:`load`, and more.
 
@@ -664,8 +702,8 @@ def validate_file(
     >>> apr.validate_file(path).checks[:2]
     ('header CRC32, layout, metadata and tensor index', 'footer CRC32 over the whole file')
     """
+    keys = _keys(password, secret_key, verifying_key, max_decompressed_ratio)
     buffer, crc, where = read_file(path)
-    keys = Keys(password, secret_key, verifying_key)
     parsed = check(buffer, buffer.shape[0], where, crc=crc, verifying_key=verifying_key)
     checks = ["header CRC32, layout, metadata and tensor index", "footer CRC32 over the whole file"]
     if parsed.header.flags & FLAG_SIGNED:

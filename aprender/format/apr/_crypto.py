@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from aprender.codec._nodes import preview
 from aprender.exceptions import DecryptionFailed, FormatError, KeyRequired, SignatureInvalid
 from aprender.format.apr._keys import coerce_key
 
@@ -192,13 +193,13 @@ def check_params(params: object, where: str) -> dict[str, Any]:
         for name, limit in _ARGON2_LIMITS.items():
             value = params.get(name)
             if type(value) is not int or not 1 <= value <= limit:
-                raise FormatError(f"{where}: Argon2id {name} must be an int in [1, {limit}], found {value!r}")
+                raise FormatError(f"{where}: Argon2id {name} must be an int in [1, {limit}], found {preview(value)}")
         if params["memory_cost"] < 8 * params["lanes"]:
             raise FormatError(f"{where}: Argon2id memory_cost must be at least 8 KiB per lane")
     elif kdf == "x25519-hkdf-sha256":
         _hex(params, "ephemeral_public_key", 32, where)
     else:
-        raise FormatError(f"{where}: unknown key derivation {str(kdf)[:40]!r}")
+        raise FormatError(f"{where}: unknown key derivation {preview(kdf, 40)}")
     return params
 
 

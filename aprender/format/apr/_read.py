@@ -20,7 +20,7 @@ from aprender.codec import ModelState, parse_json
 from aprender.exceptions import ChecksumMismatch, FormatError, SignatureInvalid
 from aprender.format._crc import crc32, crc32_combine
 from aprender.format._io import existing_file, fill, open_model_file
-from aprender.format.apr._compress import decompress
+from aprender.format.apr._compress import MAX_DECOMPRESSED_RATIO, check_expansion, decompress
 from aprender.format.apr._layout import (
     FLAG_ENCRYPTED,
     FLAG_LZ4,
@@ -46,11 +46,12 @@ _CHUNK = 1 << 23
 
 
 class Keys(NamedTuple):
-    """What the caller passed to open a file."""
+    """What the caller passed to open a file, and how far its data section may expand."""
 
     password: object = None
     secret_key: object = None
     verifying_key: object = None
+    max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO
 
 
 class Parsed(NamedTuple):
@@ -291,12 +292,15 @@ def _data(p: Parsed, buffer: np.ndarray, keys: Keys) -> np.ndarray:
         from aprender.format.apr._crypto import decrypt, derive_key, plaintext_size
 
         params = p.meta["encryption"]
+        size = plaintext_size(params, data.shape[0], p.where)
+        if p.compression is not None:  # refused before the key derivation and decryption it would waste
+            check_expansion(size, p.compression, p.data_size, p.where, keys.max_decompressed_ratio)
         key = derive_key(params, keys.password, keys.secret_key, p.where)
-        plain = np.empty(plaintext_size(params, data.shape[0], p.where), dtype=np.uint8)
+        plain = np.empty(size, dtype=np.uint8)
         decrypt(key, params, memoryview(data), bytes(buffer[: p.header.data_offset]), memoryview(plain), p.where)
         data = plain
     if p.compression is not None:
-        data = decompress(memoryview(data), p.compression, p.data_size, p.where)
+        data = decompress(memoryview(data), p.compression, p.data_size, p.where, keys.max_decompressed_ratio)
     return data
 
 

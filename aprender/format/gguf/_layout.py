@@ -19,6 +19,7 @@ from gguf import GGMLQuantizationType
 from gguf.quants import quant_shape_to_byte_shape
 
 from aprender._limits import checked_shape
+from aprender.codec._nodes import preview
 from aprender.exceptions import FormatError, UnsupportedTypeError
 
 __all__ = [
@@ -155,7 +156,7 @@ def check_entry(gguf_name: str, dtype: np.dtype, shape: tuple[int, ...], entry: 
     if true_dtype is not None:
         true = _TRUE_DTYPES.get(true_dtype) if isinstance(true_dtype, str) else None
         if true is None or _STORED_AS[true] != dtype:
-            raise _fail(gguf_name, where, f"cannot be restored to dtype {str(true_dtype)[:40]!r} from {dtype}")
+            raise _fail(gguf_name, where, f"cannot be restored to dtype {preview(true_dtype, 40)} from {dtype}")
         dtype = true
     if true_shape is not None:
         true_shape = checked_shape(true_shape, f"{where}: tensor '{gguf_name[:80]}': mapped shape")

@@ -19,6 +19,7 @@ from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType
 from gguf.gguf_reader import READER_SUPPORTED_VERSIONS
 
 from aprender.codec import ModelState, parse_json
+from aprender.codec._nodes import preview
 from aprender.exceptions import FormatError, UnsupportedVersion
 from aprender.format.gguf import _layout as layout
 
@@ -171,13 +172,13 @@ def read_tensors(reader: BoundedReader, meta: dict[str, Any], tensor_map: dict[s
     """Copy every tensor out of the memory map, restoring aprender names, shapes and dtypes."""
     qtype = quantized_type(meta)
     if "quantization" in meta and qtype not in _QUANTIZED.values():
-        raise FormatError(f"{where}: unknown quantization type {str(qtype)[:40]!r}; "
+        raise FormatError(f"{where}: unknown quantization type {preview(qtype, 40)}; "
                           f"supported: {', '.join(_QUANTIZED.values())}")
     tensors: dict[str, np.ndarray] = {}
     for tensor in reader.tensors:
         block = _QUANTIZED.get(tensor.tensor_type)
         if block is not None and block != qtype:
-            declared = f"quantization {qtype!r}" if qtype else "no quantization"
+            declared = f"quantization {preview(qtype)}" if qtype else "no quantization"
             raise FormatError(f"{where}: tensor '{tensor.name[:80]}' is {block.upper()} but the metadata "
                               f"declares {declared}")
         name, array = layout.restore(tensor.name, np.array(tensor.data), tensor.tensor_type,
