@@ -178,7 +178,19 @@ def _tensor(tensor: Any, binary: memoryview, offset: int) -> tuple[str, tuple[in
         return name, tuple(shape), np.frombuffer(blob, dtype=_DTYPES[kind]), size
     if "data" not in tensor:
         raise HTTPError(400, f"input '{name}': no 'data' and no binary_data_size")
-    values = _flat(tensor["data"], name)
+    data = tensor["data"]
+    if kind != "BYTES":
+        try:  # the usual request: a (nested) list of numbers, converted in C
+            raw = np.asarray(data)
+        except ValueError:  # ragged
+            raw = None
+        if raw is not None and raw.dtype.kind in "biuf":
+            if (raw.dtype.kind == "b") != (kind == "BOOL"):
+                raise HTTPError(400, f"input '{name}': 'data' does not hold {kind} values")
+            if raw.size != count:
+                raise HTTPError(400, f"input '{name}': {raw.size} values do not fill shape {shape}")
+            return name, tuple(shape), raw.astype(_DTYPES[kind]).ravel(), 0
+    values = _flat(data, name)  # strings, or numbers with null (a missing value) among them
     if len(values) != count:
         raise HTTPError(400, f"input '{name}': {len(values)} values do not fill shape {shape}")
     if kind == "BYTES":
@@ -189,9 +201,7 @@ def _tensor(tensor: Any, binary: memoryview, offset: int) -> tuple[str, tuple[in
     if not all(v is None or (isinstance(v, bool) if boolean else isinstance(v, (int, float)) and not
                              isinstance(v, bool)) for v in values):
         raise HTTPError(400, f"input '{name}': 'data' does not hold {kind} values (or null)")
-    if any(v is None for v in values):  # null is a missing value: NaN
-        return name, tuple(shape), np.array([np.nan if v is None else v for v in values], dtype=np.float64), 0
-    return name, tuple(shape), np.asarray(values, dtype=_DTYPES[kind]), 0
+    return name, tuple(shape), np.array([np.nan if v is None else v for v in values], dtype=np.float64), 0
 
 
 def _model_input(request_json: Any, binary: memoryview, inputs: Inputs) -> Any:
