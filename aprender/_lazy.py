@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["lazy_attributes"]
+__all__ = ["LazyValues", "bfloat16", "lazy_attributes"]
 
 
 def lazy_attributes(
@@ -47,3 +47,34 @@ def lazy_attributes(
         return sorted(set(vars(sys.modules[package])) | set(homes))
 
     return __getattr__, __dir__
+
+
+def bfloat16() -> Any:
+    """ml_dtypes' ``bfloat16`` numpy dtype, imported on first use.
+
+    ml_dtypes costs about 11 ms and 3 MiB to import, which only a file or array that
+    holds bfloat16 values needs.
+    """
+    import ml_dtypes
+    import numpy as np
+
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+class LazyValues(dict):
+    """A dict whose ``lazy`` keys get their value on first lookup with ``[]``.
+
+    ``table[key]`` builds a lazy key's value once (``lazy[key]()``) and stores it;
+    ``get``, ``in`` and iteration see only the values built so far.
+    """
+
+    def __init__(self, values: Mapping[Any, Any], lazy: Mapping[Any, Callable[[], Any]]) -> None:
+        super().__init__(values)
+        self._lazy = dict(lazy)
+
+    def __missing__(self, key: Any) -> Any:
+        build = self._lazy.get(key)
+        if build is None:
+            raise KeyError(key)
+        value = self[key] = build()
+        return value

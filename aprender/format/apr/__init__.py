@@ -44,7 +44,6 @@ from aprender.exceptions import FormatError, ModelTypeMismatch
 from aprender.format._crc import crc32
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import write_atomic
-from aprender.format.apr._crypto import kdf_limits
 from aprender.format.apr._layout import FLAG_SIGNED, Entry, Flags
 from aprender.format.apr._options import Compression, SaveOptions
 from aprender.format.apr._read import Keys, Parsed, check, map_file, read_file, read_prefix, state_of, verify_signature
@@ -85,6 +84,15 @@ Expected = type | ModelType | None
 #: The options of a save that names none: frozen, so every such save shares them (building
 #: SaveOptions checks that its records are JSON, which a small model's save notices).
 _DEFAULT_OPTIONS = SaveOptions()
+
+
+def __getattr__(name: str) -> Any:
+    # kdf_limits lives with the cryptography it configures, imported with the first encrypted file
+    if name == "kdf_limits":
+        from aprender.format.apr._crypto import kdf_limits
+
+        return kdf_limits
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _options(options: SaveOptions | None, compression: Compression | str | None, fields: dict[str, Any]) -> SaveOptions:

@@ -20,7 +20,6 @@ from aprender.codec import ModelState, parse_json
 from aprender.exceptions import ChecksumMismatch, FormatError, SignatureInvalid
 from aprender.format._crc import crc32, crc32_combine
 from aprender.format._io import existing_file, fill, open_model_file
-from aprender.format.apr._compress import decompress
 from aprender.format.apr._layout import (
     FLAG_ENCRYPTED,
     FLAG_LZ4,
@@ -296,6 +295,8 @@ def _data(p: Parsed, buffer: np.ndarray, keys: Keys) -> np.ndarray:
         decrypt(key, params, memoryview(data), bytes(buffer[: p.header.data_offset]), memoryview(plain), p.where)
         data = plain
     if p.compression is not None:
+        from aprender.format.apr._compress import decompress  # zstandard and lz4 load with the first such file
+
         data = decompress(memoryview(data), p.compression, p.data_size, p.where)
     return data
 
