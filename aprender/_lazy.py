@@ -17,13 +17,15 @@ __all__ = ["LazyValues", "bfloat16", "lazy_attributes"]
 
 
 def lazy_attributes(
-    package: str, modules: Mapping[str, Iterable[str]]
+    package: str, modules: Mapping[str, Iterable[str]], submodules: Iterable[str] = ()
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """A package's ``__getattr__`` and ``__dir__`` for names that live in its submodules.
 
-    ``modules`` maps a submodule's name (``"_generated"``) to the names it provides. The
+    ``modules`` maps a submodule's name (``"_generated"``, or a full name from
+    ``aprender.``) to the names it provides. The
     first access to a name imports its submodule; the name is then set on the package,
-    so later accesses are plain attribute reads.
+    so later accesses are plain attribute reads. ``submodules`` are public submodules
+    that ``package.name`` imports on first access, as when the package imported them.
 
     Examples
     --------
@@ -34,17 +36,21 @@ def lazy_attributes(
     True
     """
     homes = {name: module for module, names in modules.items() for name in names}
+    children = frozenset(submodules)
 
     def __getattr__(name: str) -> Any:
+        if name in children:
+            return importlib.import_module(f"{package}.{name}")  # the import binds it on the package
         module = homes.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        home = module if module.startswith("aprender.") else f"{package}.{module}"
+        value = getattr(importlib.import_module(home), name)
         setattr(sys.modules[package], name, value)
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(vars(sys.modules[package])) | set(homes))
+        return sorted(set(vars(sys.modules[package])) | set(homes) | children)
 
     return __getattr__, __dir__
 

@@ -169,3 +169,56 @@ def test_loading_a_logistic_regression_imports_nothing_joblib_would_not(tmp_path
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.apr")], capture_output=True, text=True,
                           check=True)
     assert set(json.loads(done.stdout.replace("'", '"'))) <= {"aprender", "orjson", "isal"}, done.stdout
+
+
+# -- the command line -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cli_files(tmp_path_factory) -> dict[str, str]:
+    """A small model in every format, a signed copy and an Ed25519 key pair."""
+    from aprender.cli import main
+
+    folder = tmp_path_factory.mktemp("cli")
+    X, y = load_iris(return_X_y=True)
+    model = LogisticRegression(max_iter=500).fit(X, y)
+    files = {suffix: str(folder / f"m.{suffix}") for suffix in ("apr", "safetensors", "gguf")}
+    for path in files.values():
+        aprender.save(model, path)
+    files["key"] = str(folder / "k")
+    files["signed"] = str(folder / "signed.apr")
+    assert main(["keygen", "--type", "ed25519", "-o", files["key"]]) == 0
+    assert main(["sign", files["apr"], "--key", files["key"], "-o", files["signed"]]) == 0
+    return files
+
+
+def _cli_imports(*argv: str) -> list[str]:
+    code = ("import sys\nfrom aprender.cli import main\ncode = main(sys.argv[1:])\n"
+            "assert code == 0, code\n")
+    return _imported(code, *argv)
+
+
+@pytest.mark.parametrize("command", [
+    ["--help"],
+    ["inspect", "{apr}"],
+    ["inspect", "{safetensors}"],
+    ["inspect", "{gguf}"],
+    ["inspect", "--json", "{signed}"],
+    ["verify", "{signed}", "--key", "{key}.pub"],
+    ["sign", "{apr}", "--key", "{key}", "-o", "{out}", "--force"],
+    ["keygen", "--type", "x25519", "-o", "{out}", "--force"],
+], ids=lambda c: " ".join(c[:2]))
+def test_header_commands_import_no_estimator_library(command: list[str], cli_files, tmp_path) -> None:
+    """Commands that read bytes answer without scikit-learn, scipy or pandas (each costs a second to import)."""
+    argv = [part.format(**cli_files, out=tmp_path / "out.apr") for part in command]
+    loaded = _cli_imports(*argv)
+    assert not [m for m in loaded if m in HEAVY], loaded
+
+
+def test_validate_imports_what_its_model_needs_and_no_other_family(cli_files) -> None:
+    """validate rebuilds the model: scikit-learn's linear models come in, no other family's schema or handler."""
+    loaded = _cli_imports("validate", cli_files["apr"])
+    assert "aprender.codec.schemas.linear" in loaded
+    schemas = [m for m in loaded if m.startswith("aprender.codec.schemas.")]
+    assert schemas == ["aprender.codec.schemas.linear"], schemas
+    assert "aprender.codec.handlers.compiled" not in loaded and "aprender.distill" not in loaded
