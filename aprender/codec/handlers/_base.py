@@ -37,13 +37,6 @@ _PACKAGE = "aprender.codec.handlers"
 #: Tag -> the handler module (under aprender.codec.handlers) that registers it, in the
 #: order the encoder tries the handlers.
 TAG_MODULES: dict[str, str] = {
-    "sparse": "sparse",
-    "random_state": "random_state",
-    "numpy_generator": "rng",
-    "sklearn_tree": "tree",
-    "sklearn_loss": "loss",
-    "slice": "std",
-    "dtype": "std",
     "binary_tree": "compiled",
     "interp1d": "compiled",
     "bspline": "compiled",
@@ -51,28 +44,36 @@ TAG_MODULES: dict[str, str] = {
     "bunch": "containers",
     "defaultdict": "containers",
     "ordereddict": "containers",
-    "sgd_loss": "containers",
-    "records": "records",
+    "sgd_loss": "sgd_loss",
     "partial": "functions",
     "function": "functions",
+    "sklearn_loss": "loss",
     "object": "objects",
+    "random_state": "random_state",
+    "records": "records",
+    "numpy_generator": "rng",
+    "sparse": "sparse",
+    "slice": "std",
+    "dtype": "std",
+    "sklearn_tree": "tree",
 }
 
 #: Handler module -> the modules its handlers' types are defined under (a prefix covers
 #: its submodules). A value can be an instance of such a type only when a class of its
 #: MRO comes from one of them, and that module is then imported already.
 TYPE_ROOTS: dict[str, tuple[str, ...]] = {
-    "sparse": ("scipy.sparse",),
-    "random_state": ("numpy.random",),
-    "rng": ("numpy.random",),
-    "tree": ("sklearn.tree",),
-    "loss": ("sklearn._loss",),
-    "std": ("builtins", "numpy"),
     "compiled": ("sklearn.neighbors", "scipy.interpolate"),
-    "containers": ("numpy.ma", "collections", "sklearn.utils", "sklearn.linear_model"),
-    "records": (),
+    "containers": ("numpy.ma", "collections", "sklearn.utils"),
     "functions": ("builtins", "functools", "numpy"),
+    "loss": ("sklearn._loss",),
     "objects": ("sklearn",),
+    "random_state": ("numpy.random",),
+    "records": (),
+    "rng": ("numpy.random",),
+    "sgd_loss": ("sklearn.linear_model",),
+    "sparse": ("scipy.sparse",),
+    "std": ("builtins", "numpy"),
+    "tree": ("sklearn.tree",),
 }
 _ORDER = {tag: i for i, tag in enumerate(TAG_MODULES)}
 
