@@ -187,7 +187,7 @@ def _row(name: str, s: list[Sample], anchor: list[Sample] | None) -> str:
             f"| {_ms(statistics.median(x.wall for x in s))} | {_mib(_rss(s))} | {ratio} |")
 
 
-def report(samples: dict[str, list[Sample]], rounds: int) -> str:
+def report(samples: dict[str, list[Sample]], rounds: int, where: str) -> str:
     head = ["| Process | CPU (median) | CPU min-max | Wall (median) | Peak RSS (median) | CPU ratio |",
             "|---|---:|---|---:|---:|---:|"]
     cli = [name for name in samples if name.startswith("apr ")]
@@ -210,7 +210,7 @@ def report(samples: dict[str, list[Sample]], rounds: int) -> str:
         "time (user + system, from `os.wait4`) and peak RSS (`VmHWM` as it exits). The model is iris; `apr` is "
         "this checkout's command line and `gguf-dump` the `gguf` package's script, both started as `python -c` "
         "of their entry point (no shell wrapper).\n\n"
-        f"Machine: {machine()}.\n\n"
+        f"Machine: {where}.\n\n"
         "### The command line, against gguf-dump on the same file (CPU ratio to gguf-dump)\n\n"
         + "\n".join(lines)
         + "\n\n### A fresh process: import, load, predict one row (.apr against joblib's pickle of the "
@@ -240,7 +240,7 @@ def main() -> None:
     parser.add_argument("--make-files", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.make_files:
-        print(json.dumps(_models(Path(args.make_files))))
+        print(json.dumps({"files": _models(Path(args.make_files)), "machine": machine()}))
         return
     rounds = 3 if args.quick else args.rounds
     # This checkout first on the path; its bytecode written by the untimed round, as an install has it.
@@ -248,12 +248,13 @@ def main() -> None:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        # Fitted in a child: this process stays small and imports no library it measures.
+        # Fitted in a child (which also describes the machine as the run starts): this process stays small
+        # and imports no library it measures.
         made = subprocess.run([sys.executable, __file__, "--make-files", tmp], env=env, capture_output=True,
                               text=True, check=True)
-        files = json.loads(made.stdout.splitlines()[-1])
-        samples = measure(contenders(files, folder), rounds, env, folder)
-    text = report(samples, rounds)
+        setup = json.loads(made.stdout.splitlines()[-1])
+        samples = measure(contenders(setup["files"], folder), rounds, env, folder)
+    text = report(samples, rounds, setup["machine"])
     print(text)
     write_section("coldstart", text)
 
