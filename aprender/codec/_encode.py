@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from typing import Any
 
 import numpy as np
 
 from aprender.codec import handlers as _handlers
-from aprender.codec._migrations import legacy_lists
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, TENSOR_KINDS, join
 from aprender.codec._registry import Spec, entry_for_class
 from aprender.codec.handlers.records import RECORDS
@@ -24,6 +24,18 @@ from aprender.exceptions import UnsupportedTypeError
 __all__ = ["Encoder", "float_dtype"]
 
 _CAST_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def legacy_lists() -> tuple[type, ...]:
+    """List types of older scikit-learn versions, saved as the plain lists they hold.
+
+    1.6's ColumnTransformer lists its remainder's columns in a ``_RemainderColsList`` (a
+    list of column indices that warns when read, gone in 1.9): the indices select the same
+    columns under every version. A value can be one only once its module is imported, so
+    this imports nothing.
+    """
+    legacy = getattr(sys.modules.get("sklearn.compose._column_transformer"), "_RemainderColsList", None)
+    return () if legacy is None else (legacy,)
 
 @functools.lru_cache(maxsize=1024)
 def _init_param_names(cls: type) -> tuple[str, ...]:

@@ -33,19 +33,8 @@ import numpy as np
 
 from aprender.exceptions import IncompatibleVersion, UntrustedTypeError
 
-__all__ = ["MIGRATIONS", "Migration", "Node", "Plan", "legacy_lists", "minor_version", "running_at_least"]
+__all__ = ["MIGRATIONS", "Migration", "Node", "Plan", "minor_version", "running_at_least"]
 
-
-def legacy_lists() -> tuple[type, ...]:
-    """List types of older scikit-learn versions, saved as the plain lists they hold.
-
-    1.6's ColumnTransformer lists its remainder's columns in a ``_RemainderColsList`` (a
-    list of column indices that warns when read, gone in 1.9): the indices select the same
-    columns under every version. A value can be one only once its module is imported, so
-    this imports nothing.
-    """
-    legacy = getattr(sys.modules.get("sklearn.compose._column_transformer"), "_RemainderColsList", None)
-    return () if legacy is None else (legacy,)
 
 _VERSION = re.compile(r"^(\d{1,4})\.(\d{1,4})")
 
