@@ -146,6 +146,33 @@ def test_a_file_imports_the_handler_modules_of_the_tags_it_names(tmp_path) -> No
     assert "aprender.codec.handlers.compiled" in _imported(code, str(tmp_path / "tree.apr"), str(tmp_path / "iso.apr"))
 
 
+def test_threads_that_first_need_a_handler_module_together_all_load(tmp_path) -> None:
+    """A handler module imported by one thread is waited for by the others (never an 'unknown value tag')."""
+    import numpy as np
+
+    from aprender.isotonic import IsotonicRegression
+    from aprender.preprocessing import OneHotEncoder
+
+    x = np.arange(30.0)
+    aprender.save(IsotonicRegression().fit(x, x**2), tmp_path / "iso.apr")  # interp1d: the compiled handler
+    aprender.save(OneHotEncoder().fit([["a"], ["b"]]), tmp_path / "ohe.apr")  # dtype nodes: the std handler
+    code = ("import sys, threading, aprender\n"
+            "aprender.load(sys.argv[1])  # the codec and the families, not the handlers\n"
+            "gate, out = threading.Barrier(8), []\n"
+            "def one(i):\n"
+            "    gate.wait()\n"
+            "    out.append(aprender.load(sys.argv[2 + i % 2]))\n"
+            "threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]\n"
+            "[t.start() for t in threads]; [t.join() for t in threads]\n"
+            "assert len(out) == 8, out\n"
+            "assert all(m.predict([3.0]).tolist() == [9.0] for m in out if hasattr(m, 'f_'))\n")
+    from sklearn.datasets import load_iris as iris
+
+    aprender.save(LogisticRegression(max_iter=500).fit(*iris(return_X_y=True)), tmp_path / "lr.apr")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "lr.apr"), str(tmp_path / "iso.apr"),
+                    str(tmp_path / "ohe.apr")], check=True)
+
+
 def test_a_save_imports_the_handler_modules_its_values_need(tmp_path) -> None:
     """Encoding finds a handler whose module nobody imported yet (interp1d -> compiled), and no other."""
     code = ("import sys, numpy as np, aprender\n"

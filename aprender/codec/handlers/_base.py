@@ -16,7 +16,7 @@ registrations by tests/test_lazy_imports.py.
 from __future__ import annotations
 
 import importlib
-import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -105,32 +105,32 @@ class Handler:
     fields: Fields
 
 
+#: Tag -> handler. Replaced whole, never changed in place: a load in another thread reads
+#: one consistent table while a handler module registers.
 _HANDLERS: dict[str, Handler] = {}
+_LOCK = threading.Lock()
 
 
 def register_handler(handler: Handler) -> Handler:
     """Add a handler; a tag can be registered once, with a declaration of its node fields."""
-    if handler.tag in _HANDLERS:
-        raise ValueError(f"handler tag '{handler.tag}' is already registered")
-    if not isinstance(handler.fields, Mapping) or not handler.fields or "__t__" in handler.fields or not all(
-        isinstance(kinds, tuple) and kinds and set(kinds) <= _JSON_TYPES for kinds in handler.fields.values()
-    ):
-        raise ValueError(f"handler '{handler.tag}' must declare its node fields as {{name: (JSON types...)}}")
-    _HANDLERS[handler.tag] = handler
-    # The encoder tries handlers in one order, whichever modules happened to be imported first.
-    ordered = sorted(_HANDLERS.values(), key=lambda h: _ORDER.get(h.tag, len(_ORDER)))
-    _HANDLERS.clear()
-    _HANDLERS.update((h.tag, h) for h in ordered)
+    global _HANDLERS
+    with _LOCK:
+        if handler.tag in _HANDLERS:
+            raise ValueError(f"handler tag '{handler.tag}' is already registered")
+        if not isinstance(handler.fields, Mapping) or not handler.fields or "__t__" in handler.fields or not all(
+            isinstance(kinds, tuple) and kinds and set(kinds) <= _JSON_TYPES for kinds in handler.fields.values()
+        ):
+            raise ValueError(f"handler '{handler.tag}' must declare its node fields as {{name: (JSON types...)}}")
+        # The encoder tries handlers in one order, whichever modules happened to be imported first.
+        ordered = sorted([*_HANDLERS.values(), handler], key=lambda h: _ORDER.get(h.tag, len(_ORDER)))
+        _HANDLERS = {h.tag: h for h in ordered}
     return handler
 
 
-def _import(module: str) -> bool:
-    """Import a handler module; True when it was not imported before."""
-    name = f"{_PACKAGE}.{module}"
-    if name in sys.modules:
-        return False
-    importlib.import_module(name)
-    return True
+def _import(module: str) -> None:
+    # import_module, not a look in sys.modules: while another thread runs a handler module,
+    # the module is in sys.modules before its handlers are registered, and import_module waits.
+    importlib.import_module(f"{_PACKAGE}.{module}")
 
 
 def _matching(handlers: Any, value: Any) -> Handler | None:
@@ -146,17 +146,18 @@ def for_value(value: Any) -> Handler | None:
     if handler is not None:
         return handler
     homes = {c.__module__ for c in type(value).__mro__}
-    loaded = False
-    for module, roots in TYPE_ROOTS.items():
-        if any(home == root or home.startswith(root + ".") for home in homes for root in roots):
-            loaded |= _import(module)
-    return _matching(_HANDLERS.values(), value) if loaded else None
+    candidates = [module for module, roots in TYPE_ROOTS.items()
+                  if any(home == root or home.startswith(root + ".") for home in homes for root in roots)]
+    for module in candidates:
+        _import(module)
+    return _matching(_HANDLERS.values(), value) if candidates else None
 
 
 def for_tag(tag: str) -> Handler | None:
     """The handler that owns ``tag``, if any; its module is imported on the first file that names it."""
     handler = _HANDLERS.get(tag)
-    if handler is None and tag in TAG_MODULES and _import(TAG_MODULES[tag]):
+    if handler is None and tag in TAG_MODULES:
+        _import(TAG_MODULES[tag])
         handler = _HANDLERS.get(tag)
     return handler
 
