@@ -113,9 +113,9 @@ class Migration:
         """Those of :attr:`classes` whose package is imported: a class can derive from no other."""
         out = []
         for package, name in (n.rsplit(".", 1) for n in self.names):
-            module = sys.modules.get(f"sklearn.{package}")
-            if module is not None:
-                out.append(getattr(module, name))
+            if f"sklearn.{package}" in sys.modules:
+                # import_module waits for a package another thread is still running
+                out.append(getattr(importlib.import_module(f"sklearn.{package}"), name))
         return tuple(out)
 
 
