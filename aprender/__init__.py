@@ -1,5 +1,9 @@
 """aprender: scikit-learn estimators that save and load without pickle.
 
+The names below are imported on first use (PEP 562): ``import aprender`` alone imports
+neither scikit-learn nor the codec, so a command that only reads file headers, or a
+load of one model, pays for what it uses.
+
 Examples
 --------
 >>> import aprender
@@ -7,12 +11,21 @@ Examples
 True
 """
 
+from __future__ import annotations
+
+import sys
+import types
+from typing import TYPE_CHECKING
+
+from aprender._lazy import lazy_attributes
+
 __version__ = "0.1.0"
 
-from aprender._pretrained import from_pretrained, save_pretrained
-from aprender.codec.handlers.functions import register_function
-from aprender.distill import distill
-from aprender.format import ModelType, inspect, load, register_estimator, save, validate
+if TYPE_CHECKING:
+    from aprender._pretrained import from_pretrained, save_pretrained
+    from aprender.codec.handlers.functions import register_function
+    from aprender.distill import distill
+    from aprender.format import ModelType, inspect, load, register_estimator, save, validate
 
 __all__ = [
     "ModelType",
@@ -27,3 +40,27 @@ __all__ = [
     "save_pretrained",
     "validate",
 ]
+
+
+
+class _Package(types.ModuleType):
+    """The package's module type: ``aprender.distill`` stays the function once its module is imported.
+
+    The import system binds a submodule to its name in the package when the submodule
+    is first imported; ``aprender.distill`` names the function the module defines.
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "distill" and isinstance(value, types.ModuleType):
+            value = value.distill
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+__getattr__, __dir__ = lazy_attributes("aprender", {
+    "_pretrained": ["from_pretrained", "save_pretrained"],
+    "codec.handlers.functions": ["register_function"],
+    "distill": ["distill"],
+    "format": ["ModelType", "inspect", "load", "register_estimator", "save", "validate"],
+})

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import warnings
 from pathlib import Path
-
-import sklearn
 
 __all__ = ["warn"]
 
 #: Frames in these folders are skipped: aprender's own, and scikit-learn's (its fit
 #: wrappers stand between a user's ``fit`` call and aprender's estimator code).
-_SKIPPED = (str(Path(__file__).resolve().parent), str(Path(sklearn.__file__).resolve().parent))
+#: scikit-learn's folder is found without importing it (quantizing a GGUF file needs no estimator).
+_SKIPPED = (str(Path(__file__).resolve().parent),
+            str(Path(importlib.util.find_spec("sklearn").submodule_search_locations[0]).resolve()))
 
 
 def warn(message: str, category: type[Warning] = UserWarning) -> None:

@@ -31,12 +31,11 @@ from sklearn.utils.validation import check_array, check_is_fitted, has_fit_param
 from aprender import _distill_data as data
 from aprender import _distill_progressive as progressive
 from aprender import _distill_students as students
+from aprender._distill_methods import METHODS
 from aprender.exceptions import DistillationError
 
 __all__ = ["METHODS", "distill"]
 
-#: The distillation methods.
-METHODS = ("standard", "ensemble", "progressive")
 #: ``transfer_size="auto"``: this many transfer rows per training row ...
 AUTO_PER_ROW = 10
 #: ... and at least / at most this many in all.

@@ -175,6 +175,15 @@ def test_inspect_human_output_is_a_table(cli, files) -> None:
     assert "│ coefficients │ float64 │ 3x4   │    96 │" in run.out
 
 
+def test_inspect_shows_metadata_text_verbatim(cli, model, tmp_path: Path) -> None:
+    """A file's text is printed as written: ':warning:' stays that, not rich's emoji."""
+    path = tmp_path / "emoji.apr"
+    aprender.save(model, path, metadata={"name": ":warning: [bold]x[/bold]"})
+    run = cli("inspect", path)
+    assert run.code == 0
+    assert ":warning: [bold]x[/bold]" in run.out
+
+
 def test_inspect_tensor_statistics(cli, files, model) -> None:
     report = cli("inspect", files["gguf"], "--tensors", "--json").json
     stats = {t["name"]: t["stats"] for t in report["tensors"]}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from sklearn.datasets import load_iris
@@ -59,3 +60,195 @@ def test_loading_a_forest_defines_no_mixture_of_experts(tmp_path) -> None:
             "from aprender.ensemble import SoftmaxGating; print(SoftmaxGating.__module__)")
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["[]", "aprender.ensemble._gating"]
+
+
+# -- import aprender, and the codec's handler tables ------------------------------------------
+
+#: Packages no header-reading command and no bare ``import aprender`` may import.
+HEAVY = ("sklearn", "scipy", "pandas")
+
+
+def _imported(code: str, *args: str) -> list[str]:
+    """The top-level packages and aprender modules a fresh interpreter holds after ``code``."""
+    probe = (f"{code}\nimport json, sys\n"
+             "print(json.dumps(sorted(m for m in sys.modules if '.' not in m or m.startswith('aprender.'))))")
+    done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_import_aprender_imports_no_estimator_family_nor_the_codec() -> None:
+    loaded = _imported("import aprender")
+    assert not [m for m in loaded if m in (*HEAVY, "ml_dtypes", "cryptography", "gguf")], loaded
+    assert [m for m in loaded if m.startswith("aprender.")] == ["aprender._lazy"], loaded
+
+
+def test_the_top_level_names_come_on_first_use() -> None:
+    code = ("import aprender, aprender.distill as d\n"
+            "import sys\n"
+            "names = [n for n in aprender.__all__ if n != '__version__']\n"
+            "assert all(callable(getattr(aprender, n)) for n in names), names\n"
+            "assert set(names) <= set(dir(aprender))\n"
+            "assert aprender.distill is d is sys.modules['aprender.distill'].distill\n"
+            "from aprender import load, register_function, save\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _registered() -> dict[str, Any]:
+    import importlib
+    import pkgutil
+
+    from aprender.codec import handlers
+    from aprender.codec.handlers import _base
+
+    for info in pkgutil.iter_modules(handlers.__path__):
+        importlib.import_module(f"{handlers.__name__}.{info.name}")
+    return {tag: h for tag, h in _base._HANDLERS.items() if h.encode.__module__.startswith(handlers.__name__ + ".")}
+
+
+def test_the_tag_table_names_the_module_that_registers_each_tag() -> None:
+    from aprender.codec.handlers import TAG_MODULES
+
+    registered = _registered()
+    assert {tag: h.encode.__module__.rsplit(".", 1)[1] for tag, h in registered.items()} == TAG_MODULES
+
+
+def test_every_handler_type_lives_under_its_modules_type_roots() -> None:
+    """The encoder imports a handler module when a value's class comes from one of its roots."""
+    from aprender.codec.handlers import TAG_MODULES
+    from aprender.codec.handlers._base import TYPE_ROOTS
+    from aprender.codec.handlers.objects import OBJECTS, object_class
+
+    assert set(TYPE_ROOTS) == set(TAG_MODULES.values())
+    for tag, handler in _registered().items():
+        module = handler.encode.__module__.rsplit(".", 1)[1]
+        types = [object_class(key, "") for key in OBJECTS] if tag == "object" else list(handler.types)
+        assert types or tag == "records", tag  # records are found by dtype, not by type
+        for cls in types:
+            home = cls.__module__
+            assert any(home == root or home.startswith(root + ".") for root in TYPE_ROOTS[module]), (tag, cls)
+
+
+def test_a_file_imports_the_handler_modules_of_the_tags_it_names(tmp_path) -> None:
+    """A tree's file brings the tree handler and not the spline one (scipy.interpolate); an isotonic file brings it."""
+    import numpy as np
+
+    from aprender.isotonic import IsotonicRegression
+    from aprender.tree import DecisionTreeRegressor
+
+    X = np.arange(30.0).reshape(-1, 1)
+    aprender.save(DecisionTreeRegressor(max_depth=2).fit(X, X[:, 0]), tmp_path / "tree.apr")
+    aprender.save(IsotonicRegression().fit(X[:, 0], X[:, 0] ** 2), tmp_path / "iso.apr")
+    code = ("import sys, aprender\n"
+            "aprender.load(sys.argv[1])\n"
+            "assert 'aprender.codec.handlers.tree' in sys.modules\n"
+            "assert 'aprender.codec.handlers.compiled' not in sys.modules\n"
+            "assert aprender.load(sys.argv[2]).predict([3.0]).tolist() == [9.0]\n")
+    assert "aprender.codec.handlers.compiled" in _imported(code, str(tmp_path / "tree.apr"), str(tmp_path / "iso.apr"))
+
+
+def test_threads_that_first_need_a_handler_module_together_all_load(tmp_path) -> None:
+    """A handler module imported by one thread is waited for by the others (never an 'unknown value tag')."""
+    import numpy as np
+
+    from aprender.isotonic import IsotonicRegression
+    from aprender.preprocessing import OneHotEncoder
+
+    x = np.arange(30.0)
+    aprender.save(IsotonicRegression().fit(x, x**2), tmp_path / "iso.apr")  # interp1d: the compiled handler
+    aprender.save(OneHotEncoder().fit([["a"], ["b"]]), tmp_path / "ohe.apr")  # dtype nodes: the std handler
+    code = ("import sys, threading, aprender\n"
+            "aprender.load(sys.argv[1])  # the codec and the families, not the handlers\n"
+            "gate, out = threading.Barrier(8), []\n"
+            "def one(i):\n"
+            "    gate.wait()\n"
+            "    out.append(aprender.load(sys.argv[2 + i % 2]))\n"
+            "threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]\n"
+            "[t.start() for t in threads]; [t.join() for t in threads]\n"
+            "assert len(out) == 8, out\n"
+            "assert all(m.predict([3.0]).tolist() == [9.0] for m in out if hasattr(m, 'f_'))\n")
+    from sklearn.datasets import load_iris as iris
+
+    aprender.save(LogisticRegression(max_iter=500).fit(*iris(return_X_y=True)), tmp_path / "lr.apr")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "lr.apr"), str(tmp_path / "iso.apr"),
+                    str(tmp_path / "ohe.apr")], check=True)
+
+
+def test_a_save_imports_the_handler_modules_its_values_need(tmp_path) -> None:
+    """Encoding finds a handler whose module nobody imported yet (interp1d -> compiled), and no other."""
+    code = ("import sys, numpy as np, aprender\n"
+            "from aprender.isotonic import IsotonicRegression\n"
+            "from aprender.linear_model import LinearRegression\n"
+            "X = np.arange(30.0)\n"
+            "aprender.save(LinearRegression().fit(X[:, None], X), sys.argv[1] + '/lr.apr')\n"
+            "assert 'aprender.codec.handlers.compiled' not in sys.modules\n"
+            "aprender.save(IsotonicRegression().fit(X, X ** 2), sys.argv[1] + '/iso.apr')\n"
+            "assert aprender.load(sys.argv[1] + '/iso.apr').predict([3.0]).tolist() == [9.0]\n")
+    assert "aprender.codec.handlers.compiled" in _imported(code, str(tmp_path))
+
+
+def test_loading_a_logistic_regression_imports_nothing_joblib_would_not(tmp_path) -> None:
+    """Past what unpickling the same model imports (scikit-learn's linear models), only aprender and its readers."""
+    X, y = load_iris(return_X_y=True)
+    aprender.save(LogisticRegression(max_iter=500).fit(X, y), tmp_path / "m.apr")
+    code = ("import sys, sklearn.linear_model; before = set(sys.modules)\n"
+            "import aprender; aprender.load(sys.argv[1]).predict([[1.0, 2.0, 3.0, 4.0]])\n"
+            "print(sorted({m.split('.')[0] for m in set(sys.modules) - before}))\n"
+            "print('aprender.codec._migrations' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.apr")], capture_output=True, text=True,
+                          check=True)
+    packages, migrations = done.stdout.splitlines()
+    assert set(json.loads(packages.replace("'", '"'))) <= {"aprender", "orjson", "isal"}, done.stdout
+    assert migrations == "False"  # the version table comes in only for a file from another scikit-learn
+
+
+# -- the command line -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cli_files(tmp_path_factory) -> dict[str, str]:
+    """A small model in every format, a signed copy and an Ed25519 key pair."""
+    from aprender.cli import main
+
+    folder = tmp_path_factory.mktemp("cli")
+    X, y = load_iris(return_X_y=True)
+    model = LogisticRegression(max_iter=500).fit(X, y)
+    files = {suffix: str(folder / f"m.{suffix}") for suffix in ("apr", "safetensors", "gguf")}
+    for path in files.values():
+        aprender.save(model, path)
+    files["key"] = str(folder / "k")
+    files["signed"] = str(folder / "signed.apr")
+    assert main(["keygen", "--type", "ed25519", "-o", files["key"]]) == 0
+    assert main(["sign", files["apr"], "--key", files["key"], "-o", files["signed"]]) == 0
+    return files
+
+
+def _cli_imports(*argv: str) -> list[str]:
+    code = ("import sys\nfrom aprender.cli import main\ncode = main(sys.argv[1:])\n"
+            "assert code == 0, code\n")
+    return _imported(code, *argv)
+
+
+@pytest.mark.parametrize("command", [
+    ["--help"],
+    ["inspect", "{apr}"],
+    ["inspect", "{safetensors}"],
+    ["inspect", "{gguf}"],
+    ["inspect", "--json", "{signed}"],
+    ["verify", "{signed}", "--key", "{key}.pub"],
+    ["sign", "{apr}", "--key", "{key}", "-o", "{out}", "--force"],
+    ["keygen", "--type", "x25519", "-o", "{out}", "--force"],
+], ids=lambda c: " ".join(c[:2]))
+def test_header_commands_import_no_estimator_library(command: list[str], cli_files, tmp_path) -> None:
+    """Commands that read bytes answer without scikit-learn, scipy or pandas (each costs a second to import)."""
+    argv = [part.format(**cli_files, out=tmp_path / "out.apr") for part in command]
+    loaded = _cli_imports(*argv)
+    assert not [m for m in loaded if m in HEAVY], loaded
+
+
+def test_validate_imports_what_its_model_needs_and_no_other_family(cli_files) -> None:
+    """validate rebuilds the model: scikit-learn's linear models come in, no other family's schema or handler."""
+    loaded = _cli_imports("validate", cli_files["apr"])
+    assert "aprender.codec.schemas.linear" in loaded
+    schemas = [m for m in loaded if m.startswith("aprender.codec.schemas.")]
+    assert schemas == ["aprender.codec.schemas.linear"], schemas
+    assert "aprender.codec.handlers.compiled" not in loaded and "aprender.distill" not in loaded

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import importlib
 import sys
 import traceback
 import warnings
@@ -12,16 +13,8 @@ from typing import Any
 import click
 
 from aprender import __version__
-from aprender.cli._card import card
-from aprender.cli._convert import convert, import_, quantize_cmd
-from aprender.cli._crypto import decrypt, encrypt, keygen, sign, verify
-from aprender.cli._diff import diff
-from aprender.cli._distill import distill_cmd
-from aprender.cli._inspect import inspect
 from aprender.cli._options import Invalid, debug_option
 from aprender.cli._render import emit_json
-from aprender.cli._serve import serve
-from aprender.cli._validate import validate
 
 __all__ = ["cli", "main"]
 
@@ -31,7 +24,48 @@ _NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())
 _INTERRUPTED = 130
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+#: Command name -> (module under aprender.cli, attribute), in the order ``--help`` lists them.
+#: A command's module is imported when the command runs (or ``--help`` lists it): ``apr
+#: inspect`` never imports what ``apr distill`` or ``apr serve`` need.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "inspect": ("_inspect", "inspect"),
+    "validate": ("_validate", "validate"),
+    "convert": ("_convert", "convert"),
+    "export": ("_convert", "convert"),
+    "import": ("_convert", "import_"),
+    "quantize": ("_convert", "quantize_cmd"),
+    "keygen": ("_crypto", "keygen"),
+    "sign": ("_crypto", "sign"),
+    "verify": ("_crypto", "verify"),
+    "encrypt": ("_crypto", "encrypt"),
+    "decrypt": ("_crypto", "decrypt"),
+    "diff": ("_diff", "diff"),
+    "card": ("_card", "card"),
+    "distill": ("_distill", "distill_cmd"),
+    "serve": ("_serve", "serve"),
+}
+
+
+class _LazyGroup(click.Group):
+    """A group whose commands are imported on first use, from :data:`COMMANDS`."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = self.commands.get(cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            module, attribute = COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(f"aprender.cli.{module}"), attribute)
+            if cmd_name == "export":
+                command = copy.copy(command)
+                command.short_help = "Alias of convert."
+            command.name = cmd_name
+            self.commands[cmd_name] = command
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", "-V", prog_name="aprender")
 @debug_option
 def cli() -> None:
@@ -43,14 +77,6 @@ def cli() -> None:
     different, 2 usage error. Errors are one line on stderr; --debug shows the
     traceback.
     """
-
-
-export = copy.copy(convert)
-export.name = "export"
-export.short_help = "Alias of convert."
-for command in (inspect, validate, convert, export, import_, quantize_cmd, keygen, sign, verify, encrypt, decrypt,
-                diff, card, distill_cmd, serve):
-    cli.add_command(command)
 
 
 def _one_line(text: str) -> str:

@@ -18,6 +18,7 @@ import click
 import numpy as np
 
 import aprender
+from aprender._distill_methods import METHODS
 from aprender.cli._options import (
     INPUT,
     check_output,
@@ -29,7 +30,6 @@ from aprender.cli._options import (
 )
 from aprender.cli._progress import phases
 from aprender.cli._render import emit_json, say, size
-from aprender.distill import METHODS
 
 __all__ = ["distill_cmd", "load_data", "parse_student", "student_classes"]
 

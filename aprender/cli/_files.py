@@ -13,20 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import click
-import ml_dtypes
 import numpy as np
 
 import aprender
+from aprender._lazy import bfloat16
 from aprender.cli._foreign import custom_state, gguf_source, is_raw
 from aprender.cli._options import FORMATS, CommandError
 from aprender.cli._secrets import Secrets
 from aprender.exceptions import UnsupportedExportError
-from aprender.format import ModelInfo, ModelState, apr, from_state, gguf, safetensors, to_state
+from aprender.format import ModelInfo, ModelState, from_state, to_state
 from aprender.format._api import sniff
-from aprender.format.quantize import dequantize, is_quantized
 
 __all__ = [
     "DTYPES",
+    "ITEMSIZES",
     "Loaded",
     "cast",
     "file_format",
@@ -39,14 +39,10 @@ __all__ = [
     "write",
 ]
 
-#: --dtype choices -> numpy dtype.
-DTYPES = {
-    "f64": np.dtype(np.float64),
-    "f32": np.dtype(np.float32),
-    "f16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
-}
-_FLOATS = frozenset(DTYPES.values())
+#: --dtype choices -> numpy dtype name (bfloat16 is ml_dtypes', imported by the command that casts to it).
+DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+#: Bytes per value of each of them.
+ITEMSIZES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 _SUFFIXES = {"." + name: name for name in FORMATS}
 
 
@@ -94,6 +90,8 @@ def read(path: Path, secrets: Secrets, info: ModelInfo | None = None) -> Loaded:
 
     An encrypted .apr is opened with ``secrets`` (asking for a password on a terminal).
     """
+    from aprender.format import apr, gguf, safetensors
+
     info = info if info is not None else info_of(path)
     if info.format == "onnx":
         raise CommandError(f"'{path}' is ONNX, which aprender exports but cannot read back into a model; "
@@ -115,6 +113,8 @@ def read(path: Path, secrets: Secrets, info: ModelInfo | None = None) -> Loaded:
 
 def plain(state: ModelState) -> ModelState:
     """The state with GGML blocks dequantized (unchanged if not quantized)."""
+    from aprender.format.quantize import dequantize, is_quantized
+
     return dequantize(state) if is_quantized(state) else state
 
 
@@ -133,9 +133,9 @@ def cast(state: ModelState, dtype: str) -> ModelState:
     dtype and loading restores it; raw tensors are simply cast. User metadata and
     .apr records (name, license, ...) are kept.
     """
-    target = DTYPES[dtype]
+    target = bfloat16() if dtype == "bf16" else np.dtype(DTYPES[dtype])
     if is_raw(state):
-        tensors = {k: v.astype(target) if v.dtype in _FLOATS else v for k, v in state.tensors.items()}
+        tensors = {k: v.astype(target) if v.dtype.name in ITEMSIZES else v for k, v in state.tensors.items()}
         return ModelState(tensors, state.meta)
     fresh = to_state(rebuild(state), dtype=None if target == np.float64 else target.name,
                      metadata=state.user_metadata)
@@ -190,6 +190,8 @@ def write(state: ModelState, path: Path, fmt: str, *, compression: str | None = 
     ``compression`` apply to .apr only; ``onnx_dtype`` and ``onnx_sample`` (a CSV or
     Parquet file of input rows) to ONNX.
     """
+    from aprender.format import apr, gguf, safetensors
+
     if fmt == "apr":
         apr.write_state(state, path, compression=compression, **apr_keys)
     elif fmt == "safetensors":

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from aprender.codec import SCHEMA_VERSION
 from aprender.format import ModelInfo, ModelState, ModelType
@@ -43,6 +42,8 @@ def gguf_source(info: ModelInfo) -> dict[str, Any]:
 
 def block_bits(qtype: str) -> float | None:
     """Bits per weight of a GGML block format (``q4_0`` -> 4.5), None if unknown."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
     try:
         block, size = GGML_QUANT_SIZES[GGMLQuantizationType[qtype.upper()]]
     except KeyError:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 import numpy as np
 
-from aprender.cli._files import DTYPES, Loaded, info_of, plain, read
+from aprender.cli._files import ITEMSIZES, Loaded, info_of, plain, read
 from aprender.cli._foreign import block_bits
 from aprender.cli._options import INPUT, debug_option, json_option
 from aprender.cli._render import console, emit_json, kv_table, number, short, size, table
@@ -21,7 +21,6 @@ __all__ = ["inspect", "inspect_report"]
 #: Codec and container keys shown in their own sections rather than as metadata.
 _STRUCTURE = frozenset({"schema", "model_type", "model", "versions", "quantization", "compression", "encryption",
                         "class", "params"})
-_ORIGINAL_DTYPES = {d.name: d for d in DTYPES.values()}
 
 
 def _hyperparameters(info: ModelInfo) -> dict[str, Any]:
@@ -70,7 +69,7 @@ def _quantization(info: ModelInfo) -> dict[str, Any]:
         if not t.quantization:
             continue
         dtype = originals.get(t.name)
-        nbytes = math.prod(t.shape) * _ORIGINAL_DTYPES[dtype].itemsize if dtype in _ORIGINAL_DTYPES else None
+        nbytes = math.prod(t.shape) * ITEMSIZES[dtype] if dtype in ITEMSIZES else None
         rows.append({"name": t.name, "type": t.quantization, "shape": list(t.shape), "original_dtype": dtype,
                      "nbytes": t.nbytes, "original_nbytes": nbytes,
                      "ratio": nbytes / t.nbytes if nbytes and t.nbytes else None})

@@ -28,7 +28,7 @@ _PIPE_WIDTH = 120
 def console() -> Console:
     """A console on the current stdout (tests swap it), without syntax highlighting guesses."""
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
-    return Console(highlight=False, width=None if wide else _PIPE_WIDTH)
+    return Console(highlight=False, emoji=False, width=None if wide else _PIPE_WIDTH)
 
 
 def say(text: str) -> None:

@@ -17,13 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 from aprender.cli._options import INPUT, check_output
 from aprender.format import ModelInfo
-from aprender.format.apr._keys import key_from_pem
 
 __all__ = [
     "KEY_TYPES",
@@ -37,8 +33,16 @@ __all__ = [
     "write_keypair",
 ]
 
-#: keygen --type -> private key class.
-KEY_TYPES = {"ed25519": Ed25519PrivateKey, "x25519": X25519PrivateKey}
+#: keygen --type values. cryptography is imported by the commands that handle keys, not by
+#: every command that offers a key option (``inspect`` of a plain file needs none).
+KEY_TYPES = ("ed25519", "x25519")
+
+
+def _private_key_class(kind: str) -> type:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+    return {"ed25519": Ed25519PrivateKey, "x25519": X25519PrivateKey}[kind]
 
 
 def stdin_is_tty() -> bool:
@@ -94,7 +98,8 @@ class Secrets:
         kdf = (info.metadata.get("encryption") or {}).get("kdf")
         if kdf == "x25519-hkdf-sha256":
             if self.secret_key_file is not None:
-                return {"secret_key": load_private_key(self.secret_key_file, X25519PrivateKey, "--secret-key")}
+                return {"secret_key": load_private_key(self.secret_key_file, _private_key_class("x25519"),
+                                                       "--secret-key")}
             if required:
                 raise click.UsageError(f"'{info.path}' is encrypted for an X25519 recipient; "
                                        "pass --secret-key with the recipient's private key")
@@ -144,6 +149,8 @@ def encryption_options(f: Callable[..., Any]) -> Callable[..., Any]:
         if recipient is not None:
             if password_file is not None or password_env is not None:
                 raise click.UsageError("give either a password option or --recipient, not both")
+            from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
+
             return f(*args, password=None, recipient=load_public_key(recipient, X25519PublicKey, "--recipient"),
                      **kwargs)
         password = read_password(password_file, password_env, prompt=True, confirm=True)
@@ -166,6 +173,8 @@ def encryption_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _key_file(path: Path, cls: type, hint: str) -> Any:
+    from aprender.format.apr._keys import key_from_pem
+
     try:
         return key_from_pem(path.read_bytes(), cls, f"'{path}'")
     except (ValueError, TypeError) as exc:
@@ -184,6 +193,8 @@ def load_public_key(path: Path, cls: type, hint: str) -> Any:
 
 def public_hex(key: Any) -> str:
     """The raw 32 bytes of a public key, as hex (how ``inspect`` shows an embedded key)."""
+    from cryptography.hazmat.primitives import serialization
+
     return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw).hex()
 
 
@@ -198,10 +209,12 @@ def _write_new(path: Path, data: bytes, mode: int, force: bool) -> None:
 
 def write_keypair(kind: str, name: Path, force: bool) -> tuple[Path, Path, Any]:
     """Generate a key pair; write NAME (private, 0600) and NAME.pub. Returns both paths and the public key."""
+    from cryptography.hazmat.primitives import serialization
+
     public_path = name.with_name(name.name + ".pub")
     check_output(name, force)
     check_output(public_path, force)
-    key = KEY_TYPES[kind].generate()
+    key = _private_key_class(kind).generate()
     private_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                     serialization.NoEncryption())
     public_pem = key.public_key().public_bytes(serialization.Encoding.PEM,

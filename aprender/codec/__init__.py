@@ -15,9 +15,14 @@ Examples
 array([5.])
 """
 
-from aprender.codec._model_type import ModelType
-from aprender.codec._registry import Entry, Spec, register_estimator, registered
-from aprender.codec._state import SCHEMA_VERSION, ModelState, canonical_json, from_state, parse_json, to_state
+from typing import TYPE_CHECKING
+
+from aprender._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from aprender.codec._model_type import ModelType
+    from aprender.codec._registry import Entry, Spec, register_estimator, registered
+    from aprender.codec._state import SCHEMA_VERSION, ModelState, canonical_json, from_state, parse_json, to_state
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -32,3 +37,11 @@ __all__ = [
     "registered",
     "to_state",
 ]
+
+# Imported on first use: ``aprender.codec._model_type`` (what a file header names) comes
+# without the encoder and decoder.
+__getattr__, __dir__ = lazy_attributes("aprender.codec", {
+    "_model_type": ["ModelType"],
+    "_registry": ["Entry", "Spec", "register_estimator", "registered"],
+    "_state": ["SCHEMA_VERSION", "ModelState", "canonical_json", "from_state", "parse_json", "to_state"],
+}, ["handlers", "schemas"])

@@ -14,18 +14,20 @@ import functools
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
 from aprender.codec._checks import check_attr_name, fail
-from aprender.codec._migrations import Plan
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
 from aprender.codec._registry import entry_for_key
 from aprender.codec.handlers._base import ANY, NULL, TENSOR, Fields
 from aprender.exceptions import AprenderError, FormatError, InferenceOnlyError, ReadOnlyModelError
+
+if TYPE_CHECKING:
+    from aprender.codec._migrations import Plan
 
 __all__ = ["BUILTIN_FIELDS", "Decoder", "check_fields"]
 

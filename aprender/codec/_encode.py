@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from aprender.codec import handlers as _handlers
-from aprender.codec._migrations import LEGACY_LISTS
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, TENSOR_KINDS, join
 from aprender.codec._registry import Spec, entry_for_class
 from aprender.codec.handlers.records import RECORDS
@@ -24,11 +23,19 @@ from aprender.exceptions import UnsupportedTypeError
 
 __all__ = ["Encoder", "float_dtype"]
 
-_CAST_DTYPES = {
-    "float32": np.dtype(np.float32),
-    "float16": np.dtype(np.float16),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
-}
+_CAST_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def legacy_lists() -> tuple[type, ...]:
+    """List types of older scikit-learn versions, saved as the plain lists they hold.
+
+    1.6's ColumnTransformer lists its remainder's columns in a ``_RemainderColsList`` (a
+    list of column indices that warns when read, gone in 1.9): the indices select the same
+    columns under every version. A value can be one only once its module is imported, so
+    this imports nothing.
+    """
+    legacy = getattr(sys.modules.get("sklearn.compose._column_transformer"), "_RemainderColsList", None)
+    return () if legacy is None else (legacy,)
 
 @functools.lru_cache(maxsize=1024)
 def _init_param_names(cls: type) -> tuple[str, ...]:
@@ -70,7 +77,11 @@ def float_dtype(dtype: str | np.dtype) -> np.dtype:
     key = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
     if key not in _CAST_DTYPES:
         raise ValueError(f"dtype must be one of {sorted(_CAST_DTYPES)}, got {dtype!r}")
-    return _CAST_DTYPES[key]
+    if key == "bfloat16":
+        import ml_dtypes  # 40 ms and 3 MiB that no other save needs
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(key)
 
 
 def _column_major(array: np.ndarray) -> bool:
@@ -126,6 +137,7 @@ class Encoder:
         self.tensors: dict[str, np.ndarray] = {}
         self.cast = cast
         self.inference_only = inference_only
+        self._legacy_lists = legacy_lists()
 
     def tensor(self, array: np.ndarray, name: str, *, scalar: type | None = None) -> dict[str, Any]:
         """Store ``array`` as tensor ``name`` and return the node that refers to it."""
@@ -202,7 +214,7 @@ class Encoder:
             return self._array(value, path, depth)
         if isinstance(value, np.generic):
             return self._numpy_scalar(value, path)
-        if type(value) in LEGACY_LISTS:  # read its items without the warning it gives on access
+        if type(value) in self._legacy_lists:  # read its items without the warning it gives on access
             value = list(value.data)
         if type(value) is list:
             return [self.value(v, join(path, i), depth + 1) for i, v in enumerate(value)]

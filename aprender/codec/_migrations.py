@@ -22,39 +22,19 @@ raw ``TypeError``. docs/compatibility.md lists the table.
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import sklearn
-from sklearn import (
-    cluster,
-    compose,
-    discriminant_analysis,
-    ensemble,
-    impute,
-    linear_model,
-    manifold,
-    multioutput,
-    neural_network,
-    preprocessing,
-    semi_supervised,
-    svm,
-)
 
 from aprender.exceptions import IncompatibleVersion, UntrustedTypeError
 
-__all__ = ["LEGACY_LISTS", "MIGRATIONS", "Migration", "Node", "Plan", "minor_version", "running_at_least"]
+__all__ = ["MIGRATIONS", "Migration", "Node", "Plan", "minor_version", "running_at_least"]
 
-#: List types of older scikit-learn versions, saved as the plain lists they hold. 1.6's
-#: ColumnTransformer lists its remainder's columns in a ``_RemainderColsList`` (a list of
-#: column indices that warns when read, gone in 1.9): the indices select the same columns
-#: under every version.
-LEGACY_LISTS: tuple[type, ...] = tuple(
-    t for t in [getattr(compose._column_transformer, "_RemainderColsList", None)] if t is not None
-)
 
 _VERSION = re.compile(r"^(\d{1,4})\.(\d{1,4})")
 
@@ -67,6 +47,8 @@ def minor_version(text: object) -> tuple[int, int] | None:
 
 def running_at_least(version: str) -> bool:
     """The running scikit-learn is ``version`` or newer: schemas require what it reads."""
+    import sklearn
+
     return minor_version(sklearn.__version__) >= minor_version(version)
 
 
@@ -96,8 +78,10 @@ class Migration:
 
     Parameters
     ----------
-    classes : tuple of type
-        The scikit-learn classes the change is about; their subclasses (aprender's) too.
+    names : tuple of str
+        The scikit-learn classes the change is about, as ``"package.Class"`` under
+        ``sklearn`` (``"linear_model.LogisticRegression"``); their subclasses (aprender's)
+        too. Names, so that the table imports no estimator family.
     version : str
         The scikit-learn minor version that made the change, ``"1.8"``.
     change : str
@@ -107,7 +91,7 @@ class Migration:
         step for the other direction. None: nothing to do in that direction.
     """
 
-    classes: tuple[type, ...]
+    names: tuple[str, ...]
     version: str
     change: str
     forward: Step | None = None
@@ -118,6 +102,21 @@ class Migration:
         minor = minor_version(self.version)
         assert minor is not None, self.version
         return minor
+
+    @property
+    def classes(self) -> tuple[type, ...]:
+        """The classes :attr:`names` names (imports their packages)."""
+        return tuple(getattr(importlib.import_module(f"sklearn.{package}"), name)
+                     for package, name in (n.rsplit(".", 1) for n in self.names))
+
+    def loaded_classes(self) -> tuple[type, ...]:
+        """Those of :attr:`classes` whose package is imported: a class can derive from no other."""
+        out = []
+        for package, name in (n.rsplit(".", 1) for n in self.names):
+            if f"sklearn.{package}" in sys.modules:
+                # import_module waits for a package another thread is still running
+                out.append(getattr(importlib.import_module(f"sklearn.{package}"), name))
+        return tuple(out)
 
 
 # -- step builders ------------------------------------------------------------------------
@@ -273,30 +272,30 @@ def _n_alphas(node: Node) -> None:
         raise node.refuse("n_alphas", "both 'n_alphas' and an explicit 'alphas' grid are set")
 
 
-_CV_PATHS = (linear_model.ElasticNetCV, linear_model.LassoCV, linear_model.MultiTaskElasticNetCV,
-             linear_model.MultiTaskLassoCV)
-_LOGISTIC = (linear_model.LogisticRegression, linear_model.LogisticRegressionCV)
+_CV_PATHS = ("linear_model.ElasticNetCV", "linear_model.LassoCV", "linear_model.MultiTaskElasticNetCV",
+             "linear_model.MultiTaskLassoCV")
+_LOGISTIC = ("linear_model.LogisticRegression", "linear_model.LogisticRegressionCV")
 
 #: Every scikit-learn change that aprender carries stored models across, oldest first.
 MIGRATIONS: tuple[Migration, ...] = (
     # 1.7
-    Migration((linear_model.LinearRegression,), "1.7",
+    Migration(("linear_model.LinearRegression",), "1.7",
               "LinearRegression gained `tol` (1e-6, the precision its sparse lsqr solve always used)",
               backward=drop_new_param("tol", (1e-6,))),
-    Migration((neural_network.MLPRegressor,), "1.7",
+    Migration(("neural_network.MLPRegressor",), "1.7",
               "MLPRegressor gained `loss`; 'squared_error' is the only loss before it",
               backward=drop_new_param("loss", ("squared_error",))),
-    Migration((linear_model.RidgeCV, linear_model.RidgeClassifierCV), "1.7",
+    Migration(("linear_model.RidgeCV", "linear_model.RidgeClassifierCV"), "1.7",
               "`store_cv_values` removed; renamed `store_cv_results` (1.6 defaults to 'deprecated')",
               forward=rename_param("store_cv_values", "store_cv_results")),
-    Migration((manifold.TSNE,), "1.7",
+    Migration(("manifold.TSNE",), "1.7",
               "TSNE's `n_iter` removed; renamed `max_iter`, whose None (1000 iterations) became 1000",
               forward=steps(rename_param("n_iter", "max_iter"), replace_value("max_iter", {None: 1000}, None))),
-    Migration((preprocessing.KBinsDiscretizer,), "1.7",
+    Migration(("preprocessing.KBinsDiscretizer",), "1.7",
               "KBinsDiscretizer gained `quantile_method`; before it, quantiles were numpy's 'linear'",
               forward=lambda node: node.params.setdefault("quantile_method", "linear"),
               backward=drop_new_param("quantile_method", ("linear", "warn"))),
-    Migration((compose.ColumnTransformer,), "1.7",
+    Migration(("compose.ColumnTransformer",), "1.7",
               "`force_int_remainder_cols` deprecated; its default became 'deprecated', which behaves as False",
               backward=replace_value("force_int_remainder_cols", {"deprecated": False})),
     # 1.8
@@ -306,51 +305,51 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(_LOGISTIC, "1.8",
               "`penalty` deprecated for `l1_ratio` (0: l2, 1: l1); its default became 'deprecated'",
               backward=replace_value("penalty", _penalty_from_l1_ratio)),
-    Migration((ensemble.AdaBoostClassifier,), "1.8",
+    Migration(("ensemble.AdaBoostClassifier",), "1.8",
               "`algorithm` removed; 'SAMME' is the only algorithm since 'SAMME.R' went in 1.6",
               forward=drop_param("algorithm", ("deprecated", "SAMME"))),
-    Migration((cluster.Birch,), "1.8", "Birch's `copy` removed (1.6 defaults to 'deprecated')",
+    Migration(("cluster.Birch",), "1.8", "Birch's `copy` removed (1.6 defaults to 'deprecated')",
               forward=drop_param("copy")),
-    Migration((linear_model.TheilSenRegressor,), "1.8", "TheilSenRegressor's `copy_X` removed (1.6 defaults to "
+    Migration(("linear_model.TheilSenRegressor",), "1.8", "TheilSenRegressor's `copy_X` removed (1.6 defaults to "
               "'deprecated')", forward=drop_param("copy_X")),
-    Migration((semi_supervised.SelfTrainingClassifier,), "1.8",
+    Migration(("semi_supervised.SelfTrainingClassifier",), "1.8",
               "`base_estimator` removed; renamed `estimator` (1.6 defaults to 'deprecated')",
               forward=rename_param("base_estimator", "estimator")),
-    Migration((linear_model.SGDClassifier, linear_model.SGDOneClassSVM), "1.8",
+    Migration(("linear_model.SGDClassifier", "linear_model.SGDOneClassSVM"), "1.8",
               "`eta0` must be > 0 and defaults to 0.01 (before: 0.0, unused by learning_rate='optimal')",
               forward=_eta0),
-    Migration((impute.SimpleImputer,), "1.8",
+    Migration(("impute.SimpleImputer",), "1.8",
               "SimpleImputer keeps `_fill_dtype`, the dtype of the data it was fitted on, and casts its "
               "statistics to it; that dtype is `_fit_dtype`",
               forward=_fill_dtype, backward=_drop_attribute("_fill_dtype")),
-    Migration((preprocessing.MaxAbsScaler,), "1.8", "MaxAbsScaler gained `clip` (False: no clipping)",
+    Migration(("preprocessing.MaxAbsScaler",), "1.8", "MaxAbsScaler gained `clip` (False: no clipping)",
               backward=drop_new_param("clip", (False,))),
-    Migration((preprocessing.SplineTransformer,), "1.8",
+    Migration(("preprocessing.SplineTransformer",), "1.8",
               "SplineTransformer gained `handle_missing` ('error' as before)",
               backward=drop_new_param("handle_missing", ("error",))),
-    Migration((discriminant_analysis.QuadraticDiscriminantAnalysis,), "1.8",
+    Migration(("discriminant_analysis.QuadraticDiscriminantAnalysis",), "1.8",
               "QuadraticDiscriminantAnalysis gained `solver`, `shrinkage`, `covariance_estimator`",
               backward=steps(drop_new_param("solver", ("svd",)), drop_new_param("shrinkage", (None,)),
                              drop_new_param("covariance_estimator", (None,)))),
     # 1.9
-    Migration((compose.ColumnTransformer,), "1.9",
+    Migration(("compose.ColumnTransformer",), "1.9",
               "`force_int_remainder_cols` removed (deprecated in 1.7); it only chose how the remainder's "
               "columns are listed in `transformers_`, never the output, so every value carries over",
               forward=drop_param("force_int_remainder_cols", (True, False, "deprecated"))),
-    Migration((ensemble.GradientBoostingClassifier, ensemble.GradientBoostingRegressor), "1.9",
+    Migration(("ensemble.GradientBoostingClassifier", "ensemble.GradientBoostingRegressor"), "1.9",
               "`criterion` deprecated, with no effect: trees always split on squared error; its default became "
               "'deprecated'",
               backward=replace_value("criterion", {"deprecated": "friedman_mse"})),
-    Migration((svm.SVC, svm.NuSVC, svm.SVR, svm.NuSVR, svm.OneClassSVM), "1.9",
+    Migration(("svm.SVC", "svm.NuSVC", "svm.SVR", "svm.NuSVR", "svm.OneClassSVM"), "1.9",
               "libsvm models keep `_effective_probability`, the Platt scaling they were fitted with, beside "
               "`probability`, deprecated with 'deprecated' as its default",
               forward=_effective_probability, backward=_drop_effective_probability),
     Migration(_CV_PATHS, "1.9", "`n_alphas` removed: an int `alphas` is the number of alphas (deprecated in 1.7)",
               forward=_n_alphas),
-    Migration((multioutput.ClassifierChain, multioutput.RegressorChain), "1.9",
+    Migration(("multioutput.ClassifierChain", "multioutput.RegressorChain"), "1.9",
               "`base_estimator` removed; renamed `estimator` in 1.7",
               forward=rename_param("base_estimator", "estimator")),
-    Migration((preprocessing.TargetEncoder,), "1.9",
+    Migration(("preprocessing.TargetEncoder",), "1.9",
               "TargetEncoder's `shuffle` and `random_state` deprecated, with 'deprecated' as default",
               backward=steps(replace_value("shuffle", {"deprecated": True}),
                              replace_value("random_state", {"deprecated": None}))),
@@ -375,14 +374,14 @@ class Plan:
         old, new = minor_version(saved), minor_version(running)
         self.newer_file = old is not None and new is not None and old > new
         self.crosses = old is not None and new is not None and old != new
-        self.steps: list[tuple[tuple[type, ...], Step]] = []
+        self.steps: list[tuple[Migration, Step]] = []
         if old is None or new is None or old == new:
             return
         for m in MIGRATIONS:
             if old < m.minor <= new and m.forward is not None:
-                self.steps.append((m.classes, m.forward))
+                self.steps.append((m, m.forward))
             elif new < m.minor <= old and m.backward is not None:
-                self.steps.append((m.classes, m.backward))
+                self.steps.append((m, m.backward))
         if self.newer_file:  # undo the newest change first
             self.steps.reverse()
 
@@ -390,8 +389,8 @@ class Plan:
         """Migrate one estimator node in place; True when a step applied to its class."""
         node = Node(cls, params, attrs, path, self.saved, self.running)
         applied = False
-        for classes, step in self.steps:
-            if issubclass(cls, classes):
+        for migration, step in self.steps:
+            if issubclass(cls, migration.loaded_classes()):
                 step(node)
                 applied = True
         return applied

@@ -12,17 +12,19 @@ import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from aprender.codec._decode import Decoder
 from aprender.codec._encode import Encoder, float_dtype
-from aprender.codec._migrations import Plan
 from aprender.codec._model_type import ModelType
 from aprender.codec._nodes import MAX_JSON_DEPTH, preview
 from aprender.codec._registry import entry_for_class, entry_for_key, same_schema
 from aprender.exceptions import FormatError, ModelTypeMismatch, UnsupportedVersion
+
+if TYPE_CHECKING:
+    from aprender.codec._migrations import Plan
 
 __all__ = ["SCHEMA_VERSION", "ModelState", "canonical_json", "from_state", "parse_json", "to_state"]
 
@@ -343,10 +345,17 @@ def _saved_sklearn(versions: object) -> str | None:
 
 
 def _migration_plan(saved: str | None) -> Plan | None:
-    """The scikit-learn migrations from the version ``saved`` (see :func:`_saved_sklearn`) to the running one."""
+    """The scikit-learn migrations from the version ``saved`` (see :func:`_saved_sklearn`) to the running one.
+
+    The table is imported only for a file from another version: most loads never need it.
+    """
+    if saved is None:
+        return None
     import sklearn
 
-    return None if saved is None else Plan(saved, sklearn.__version__)
+    from aprender.codec._migrations import Plan
+
+    return Plan(saved, sklearn.__version__)
 
 
 def _warn_on_version_skew(saved: str | None) -> None:

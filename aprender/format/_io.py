@@ -7,7 +7,6 @@ import ctypes
 import errno
 import fcntl
 import os
-import secrets
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -51,7 +50,7 @@ def _link_fd(fd: int, name: str) -> None:
 def _temporary_name(target: str) -> str:
     """``.{name}.{pid}.{random}.tmp`` beside ``target``: whose it is and for which destination."""
     folder, name = os.path.split(target)
-    return os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+    return os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
 
 
 def _pid_alive(pid: int) -> bool:

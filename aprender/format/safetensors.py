@@ -31,10 +31,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from safetensors import SafetensorError, TensorSpec, safe_open, serialize, serialize_file
 
+from aprender._lazy import LazyValues, bfloat16
 from aprender._limits import checked_shape
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, parse_json, to_state
 from aprender.codec._nodes import preview
@@ -63,12 +63,11 @@ METADATA_KEY = "aprender"
 #: Largest JSON header accepted (the limit of the reference implementation).
 MAX_HEADER_SIZE = 100_000_000
 
-#: SafeTensors dtype code -> numpy dtype.
-DTYPES: dict[str, np.dtype] = {
+#: SafeTensors dtype code -> numpy dtype; ``DTYPES["BF16"]`` imports ml_dtypes on first use.
+DTYPES: dict[str, np.dtype] = LazyValues({
     "F64": np.dtype(np.float64),
     "F32": np.dtype(np.float32),
     "F16": np.dtype(np.float16),
-    "BF16": np.dtype(ml_dtypes.bfloat16),
     "I64": np.dtype(np.int64),
     "I32": np.dtype(np.int32),
     "I16": np.dtype(np.int16),
@@ -78,11 +77,10 @@ DTYPES: dict[str, np.dtype] = {
     "U16": np.dtype(np.uint16),
     "U8": np.dtype(np.uint8),
     "BOOL": np.dtype(np.bool_),
-}
+}, {"BF16": bfloat16})
 #: numpy dtype -> the dtype name ``TensorSpec`` takes: numpy's own (``dtype.name`` is a slow
-#: property), or ``bfloat16``.
+#: property), or ``bfloat16`` (looked up by name: ml_dtypes is imported once an array has it).
 _SPEC_NAMES = {dtype: dtype.name for dtype in DTYPES.values()}
-_SPEC_NAMES[np.dtype(ml_dtypes.bfloat16)] = "bfloat16"
 
 
 # -- writing ---------------------------------------------------------------------
@@ -93,6 +91,8 @@ def _specs(tensors: Mapping[str, np.ndarray]) -> dict[str, TensorSpec]:
     specs = {}
     for name, array in tensors.items():
         spec_dtype = _SPEC_NAMES.get(array.dtype)
+        if spec_dtype is None and array.dtype.name == "bfloat16" and array.dtype == DTYPES["BF16"]:
+            spec_dtype = "bfloat16"
         if spec_dtype is None or not array.flags.c_contiguous:
             raise FormatError(f"tensor '{name}' has dtype {array.dtype}: SafeTensors cannot store it")
         specs[name] = TensorSpec(dtype=spec_dtype, shape=list(array.shape), data_ptr=_address(array),
@@ -234,6 +234,8 @@ def _check_entry(name: str, info: Any, data_len: int, where: str) -> _Span:
         raise FormatError(f"{where}: tensor '{name}' has no description object")
     dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
     numpy_dtype = DTYPES.get(dtype) if type(dtype) is str else None
+    if numpy_dtype is None and dtype == "BF16":
+        numpy_dtype = DTYPES[dtype]
     if numpy_dtype is None:
         raise FormatError(f"{where}: tensor '{name[:80]}' has unsupported dtype {preview(dtype, 40)}")
     shape = checked_shape(shape, f"{where}: tensor '{name[:80]}'")
@@ -363,8 +365,8 @@ def load_tensors(path: str | os.PathLike, *, as_float32: bool = False) -> dict[s
     except SafetensorError as exc:
         raise FormatError(f"'{p}': {exc}") from None
     if as_float32:
-        narrow = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
-        tensors = {k: v.astype(np.float32) if v.dtype in narrow else v for k, v in tensors.items()}
+        tensors = {k: v.astype(np.float32) if v.dtype.name in ("float16", "bfloat16") else v
+                   for k, v in tensors.items()}
     return tensors
 
 

@@ -3,10 +3,20 @@
 Each handler owns one tag in the metadata tree and knows how to split its values
 into tensors plus metadata and how to check and rebuild them. A value whose type has
 no handler is refused by the encoder; a tag with no handler is refused by the decoder.
+
+Handler modules are imported on first need, not with the codec: some of them import
+scipy.interpolate or scikit-learn's neighbors, which a file that holds no such value
+should not pay for. :data:`TAG_MODULES` says which module registers each tag (the
+decoder imports it when a file names the tag), :data:`TYPE_ROOTS` which modules a
+handler's types are defined under (the encoder imports a handler module when a value's
+class, or one of its bases, comes from one of them). Both are checked against the
+registrations by tests/test_lazy_imports.py.
 """
 
 from __future__ import annotations
 
+import importlib
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,8 +29,53 @@ if TYPE_CHECKING:
     from aprender.codec._decode import Decoder
     from aprender.codec._encode import Encoder
 
-__all__ = ["ANY", "NULL", "TENSOR", "Fields", "Handler", "for_tag", "for_value", "register_handler", "sub",
-           "tensor_field"]
+__all__ = ["ANY", "NULL", "TAG_MODULES", "TENSOR", "TYPE_ROOTS", "Fields", "Handler", "for_tag", "for_value",
+           "register_handler", "sub", "tensor_field"]
+
+_PACKAGE = "aprender.codec.handlers"
+
+#: Tag -> the handler module (under aprender.codec.handlers) that registers it, in the
+#: order the encoder tries the handlers.
+TAG_MODULES: dict[str, str] = {
+    "binary_tree": "compiled",
+    "interp1d": "compiled",
+    "bspline": "compiled",
+    "masked": "containers",
+    "bunch": "containers",
+    "defaultdict": "containers",
+    "ordereddict": "containers",
+    "sgd_loss": "sgd_loss",
+    "partial": "functions",
+    "function": "functions",
+    "sklearn_loss": "loss",
+    "object": "objects",
+    "random_state": "random_state",
+    "records": "records",
+    "numpy_generator": "rng",
+    "sparse": "sparse",
+    "slice": "std",
+    "dtype": "std",
+    "sklearn_tree": "tree",
+}
+
+#: Handler module -> the modules its handlers' types are defined under (a prefix covers
+#: its submodules). A value can be an instance of such a type only when a class of its
+#: MRO comes from one of them, and that module is then imported already.
+TYPE_ROOTS: dict[str, tuple[str, ...]] = {
+    "compiled": ("sklearn.neighbors", "scipy.interpolate"),
+    "containers": ("numpy.ma", "collections", "sklearn.utils"),
+    "functions": ("builtins", "functools", "numpy"),
+    "loss": ("sklearn._loss",),
+    "objects": ("sklearn",),
+    "random_state": ("numpy.random",),
+    "records": (),
+    "rng": ("numpy.random",),
+    "sgd_loss": ("sklearn.linear_model",),
+    "sparse": ("scipy.sparse",),
+    "std": ("builtins", "numpy"),
+    "tree": ("sklearn.tree",),
+}
+_ORDER = {tag: i for i, tag in enumerate(TAG_MODULES)}
 
 #: A field that may be absent or ``null`` lists ``NULL`` among its JSON types.
 NULL: type = type(None)
@@ -50,32 +105,61 @@ class Handler:
     fields: Fields
 
 
+#: Tag -> handler. Replaced whole, never changed in place: a load in another thread reads
+#: one consistent table while a handler module registers.
 _HANDLERS: dict[str, Handler] = {}
+_LOCK = threading.Lock()
 
 
 def register_handler(handler: Handler) -> Handler:
     """Add a handler; a tag can be registered once, with a declaration of its node fields."""
-    if handler.tag in _HANDLERS:
-        raise ValueError(f"handler tag '{handler.tag}' is already registered")
-    if not isinstance(handler.fields, Mapping) or not handler.fields or "__t__" in handler.fields or not all(
-        isinstance(kinds, tuple) and kinds and set(kinds) <= _JSON_TYPES for kinds in handler.fields.values()
-    ):
-        raise ValueError(f"handler '{handler.tag}' must declare its node fields as {{name: (JSON types...)}}")
-    _HANDLERS[handler.tag] = handler
+    global _HANDLERS
+    with _LOCK:
+        if handler.tag in _HANDLERS:
+            raise ValueError(f"handler tag '{handler.tag}' is already registered")
+        if not isinstance(handler.fields, Mapping) or not handler.fields or "__t__" in handler.fields or not all(
+            isinstance(kinds, tuple) and kinds and set(kinds) <= _JSON_TYPES for kinds in handler.fields.values()
+        ):
+            raise ValueError(f"handler '{handler.tag}' must declare its node fields as {{name: (JSON types...)}}")
+        # The encoder tries handlers in one order, whichever modules happened to be imported first.
+        ordered = sorted([*_HANDLERS.values(), handler], key=lambda h: _ORDER.get(h.tag, len(_ORDER)))
+        _HANDLERS = {h.tag: h for h in ordered}
     return handler
 
 
-def for_value(value: Any) -> Handler | None:
-    """The handler for ``value``'s type, if any."""
-    for handler in _HANDLERS.values():
+def _import(module: str) -> None:
+    # import_module, not a look in sys.modules: while another thread runs a handler module,
+    # the module is in sys.modules before its handlers are registered, and import_module waits.
+    importlib.import_module(f"{_PACKAGE}.{module}")
+
+
+def _matching(handlers: Any, value: Any) -> Handler | None:
+    for handler in handlers:
         if isinstance(value, handler.types):
             return handler
     return None
 
 
+def for_value(value: Any) -> Handler | None:
+    """The handler for ``value``'s type, if any, importing the handler modules its classes may need."""
+    handler = _matching(_HANDLERS.values(), value)
+    if handler is not None:
+        return handler
+    homes = {c.__module__ for c in type(value).__mro__}
+    candidates = [module for module, roots in TYPE_ROOTS.items()
+                  if any(home == root or home.startswith(root + ".") for home in homes for root in roots)]
+    for module in candidates:
+        _import(module)
+    return _matching(_HANDLERS.values(), value) if candidates else None
+
+
 def for_tag(tag: str) -> Handler | None:
-    """The handler that owns ``tag``, if any."""
-    return _HANDLERS.get(tag)
+    """The handler that owns ``tag``, if any; its module is imported on the first file that names it."""
+    handler = _HANDLERS.get(tag)
+    if handler is None and tag in TAG_MODULES:
+        _import(TAG_MODULES[tag])
+        handler = _HANDLERS.get(tag)
+    return handler
 
 
 def sub(path: str, name: str) -> str:

@@ -1,4 +1,4 @@
-"""Named handlers for container and small compiled values of fitted meta-estimators and SGD models.
+"""Named handlers for the container values of fitted meta-estimators.
 
 - ``bunch``: ``sklearn.utils.Bunch`` (``named_estimators_`` of Voting/Stacking), a dict
   whose items are encoded like a ``dict`` node's.
@@ -6,20 +6,18 @@
   factory must be ``list``, ``dict``, ``int``, ``float`` or ``None``.
 - ``masked``: ``numpy.ma.MaskedArray`` (a search's ``cv_results_["param_*"]``): its
   data (any array node) and its full boolean mask of the same shape.
-- ``sgd_loss``: the Cython loss objects of SGD models (``Hinge(threshold)``,
-  ``ModifiedHuber()``, ...), rebuilt by calling the class from :data:`SGD_LOSSES` with
-  at most one finite float argument.
+
+SGD models' loss objects have their own module, ``sgd_loss``: it imports scikit-learn's
+linear models, which a Voting model's ``Bunch`` does not need.
 """
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict, defaultdict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sklearn.linear_model._sgd_fast as sgd_fast
 from sklearn.utils import Bunch
 
 from aprender.codec._checks import fail
@@ -31,16 +29,8 @@ if TYPE_CHECKING:
     from aprender.codec._decode import Decoder
     from aprender.codec._encode import Encoder
 
-__all__ = ["BUNCH", "DEFAULTDICT", "MASKED", "ORDEREDDICT", "SGD_LOSS", "SGD_LOSSES"]
+__all__ = ["BUNCH", "DEFAULTDICT", "MASKED", "ORDEREDDICT"]
 
-#: The SGD loss classes that can be rebuilt, and how many float arguments each takes.
-SGD_LOSSES: dict[str, tuple[type, int]] = {
-    "Hinge": (sgd_fast.Hinge, 1),
-    "SquaredHinge": (sgd_fast.SquaredHinge, 1),
-    "ModifiedHuber": (sgd_fast.ModifiedHuber, 0),
-    "EpsilonInsensitive": (sgd_fast.EpsilonInsensitive, 1),
-    "SquaredEpsilonInsensitive": (sgd_fast.SquaredEpsilonInsensitive, 1),
-}
 _FACTORIES: dict[str, type | None] = {"list": list, "dict": dict, "int": int, "float": float, "None": None}
 
 
@@ -87,26 +77,6 @@ def _decode_ordereddict(node: Mapping[str, Any], dec: Decoder, path: str) -> Ord
     return _decode_items(node, dec, path, OrderedDict())
 
 
-def _encode_sgd_loss(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
-    name = type(value).__name__
-    if SGD_LOSSES.get(name, (None,))[0] is not type(value):
-        raise UnsupportedTypeError(path, f"sklearn.linear_model._sgd_fast.{name}")
-    _, args = value.__reduce__()
-    return {"loss": name, "args": [float(a) for a in args]}
-
-
-def _decode_sgd_loss(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
-    name, args = node.get("loss"), node.get("args")
-    entry = SGD_LOSSES.get(name) if isinstance(name, str) else None
-    if entry is None:
-        raise fail(path, f"SGD loss {preview(name, 40)} is not allowed")
-    cls, n_args = entry
-    if not isinstance(args, list) or len(args) != n_args \
-            or not all(type(a) in (int, float) and math.isfinite(a) for a in args):
-        raise fail(path, f"SGD loss {name} takes {n_args} finite number(s), found {preview(args, 80)}")
-    return cls(*map(float, args))
-
-
 def _encode_masked(value: np.ma.MaskedArray, enc: Encoder, path: str) -> dict[str, Any]:
     return {"data": enc.value(np.asarray(value.data), join(path, "data"), 1),
             "mask": enc.value(np.ma.getmaskarray(value), join(path, "mask"), 1)}
@@ -128,5 +98,3 @@ DEFAULTDICT = register_handler(Handler("defaultdict", (defaultdict,), _encode_de
                                        {"factory": (str,), "items": (list,)}))
 ORDEREDDICT = register_handler(Handler("ordereddict", (OrderedDict,), _encode_ordereddict, _decode_ordereddict,
                                        {"items": (list,)}))
-SGD_LOSS = register_handler(Handler("sgd_loss", tuple(c for c, _ in SGD_LOSSES.values()), _encode_sgd_loss,
-                                    _decode_sgd_loss, {"loss": (str,), "args": (list,)}))

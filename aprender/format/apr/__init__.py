@@ -47,7 +47,6 @@ from aprender.format._crc import crc32
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import write_atomic
 from aprender.format.apr._compress import MAX_DECOMPRESSED_RATIO, check_ratio_option
-from aprender.format.apr._crypto import kdf_limits
 from aprender.format.apr._layout import FLAG_SIGNED, Entry, Flags
 from aprender.format.apr._options import Compression, SaveOptions
 from aprender.format.apr._read import Keys, Parsed, check, map_file, read_file, read_prefix, state_of, verify_signature
@@ -90,6 +89,15 @@ Expected = type | ModelType | None
 #: The options of a save that names none: frozen, so every such save shares them (building
 #: SaveOptions checks that its records are JSON, which a small model's save notices).
 _DEFAULT_OPTIONS = SaveOptions()
+
+
+def __getattr__(name: str) -> Any:
+    # kdf_limits lives with the cryptography it configures, imported with the first encrypted file
+    if name == "kdf_limits":
+        from aprender.format.apr._crypto import kdf_limits
+
+        return kdf_limits
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _options(options: SaveOptions | None, compression: Compression | str | None, fields: dict[str, Any]) -> SaveOptions:
@@ -328,7 +336,7 @@ def save_for_recipient(model: Any, path: PathLike, recipient_public_key: Any,
 MMAP_MIN_BYTES = 1 << 20
 
 
-def _keys(password: Any, secret_key: Any, verifying_key: Any, max_decompressed_ratio: float | None) -> Keys:
+def _key_set(password: Any, secret_key: Any, verifying_key: Any, max_decompressed_ratio: float | None) -> Keys:
     check_ratio_option(max_decompressed_ratio)
     return Keys(password, secret_key, verifying_key, max_decompressed_ratio)
 
@@ -378,7 +386,7 @@ def read_state(
     Quantized tensors stay GGML blocks (see :mod:`aprender.format.quantize`). Keys and
     ``max_decompressed_ratio`` as for :func:`load`.
     """
-    keys = _keys(password, secret_key, verifying_key, max_decompressed_ratio)
+    keys = _key_set(password, secret_key, verifying_key, max_decompressed_ratio)
     return _read(path, keys, mmap=mmap, verify=verifying_key is not None)
 
 
@@ -391,7 +399,7 @@ def state_from_bytes(
     max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
 ) -> ModelState:
     """Parse and verify .apr bytes into a :class:`~aprender.format.ModelState` (arrays are copies)."""
-    keys = _keys(password, secret_key, verifying_key, max_decompressed_ratio)
+    keys = _key_set(password, secret_key, verifying_key, max_decompressed_ratio)
     parsed, buffer = _from_bytes(data, keys, verifying_key is not None)
     state = state_of(parsed, buffer, keys)
     if parsed.compression is None and not parsed.encrypted:
@@ -471,7 +479,7 @@ def load(
     >>> model.coef_.flags.writeable
     False
     """
-    keys = _keys(password, secret_key, verifying_key, max_decompressed_ratio)
+    keys = _key_set(password, secret_key, verifying_key, max_decompressed_ratio)
     state = _read(path, keys, mmap=mmap, verify=verifying_key is not None)
     return _build(state, model_type)
 
@@ -534,7 +542,7 @@ def load_verified(
     ...     print("refused")
     refused
     """
-    state = _read(path, _keys(password, secret_key, verifying_key, max_decompressed_ratio), verify=True)
+    state = _read(path, _key_set(password, secret_key, verifying_key, max_decompressed_ratio), verify=True)
     return _build(state, model_type)
 
 
@@ -702,7 +710,7 @@ def validate_file(
     >>> apr.validate_file(path).checks[:2]
     ('header CRC32, layout, metadata and tensor index', 'footer CRC32 over the whole file')
     """
-    keys = _keys(password, secret_key, verifying_key, max_decompressed_ratio)
+    keys = _key_set(password, secret_key, verifying_key, max_decompressed_ratio)
     buffer, crc, where = read_file(path)
     parsed = check(buffer, buffer.shape[0], where, crc=crc, verifying_key=verifying_key)
     checks = ["header CRC32, layout, metadata and tensor index", "footer CRC32 over the whole file"]

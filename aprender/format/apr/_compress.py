@@ -10,9 +10,7 @@ proportional to the file unless the caller opts in (``max_decompressed_ratio=Non
 
 from __future__ import annotations
 
-import lz4.frame
 import numpy as np
-import zstandard
 
 from aprender.exceptions import FormatError
 
@@ -43,6 +41,9 @@ DECOMPRESSED_ALLOWANCE = 32 << 20
 
 def compress(data: bytes | memoryview, algorithm: str, level: int) -> bytes:
     """One frame holding ``data`` (deterministic for a given level)."""
+    import lz4.frame  # zstandard and lz4 load with the first compressed file: plain loads skip them
+    import zstandard
+
     if algorithm == "zstd":
         return zstandard.ZstdCompressor(level=level).compress(data)
     return lz4.frame.compress(data, compression_level=level, store_size=True)
@@ -80,6 +81,8 @@ def decompress(stored: memoryview, algorithm: str, size: int, where: str,
     ``size`` is checked first (:func:`check_expansion`); the frame is then streamed
     into a buffer of that size, so a frame that expands further fails, never grows it.
     """
+    import zstandard
+
     check_expansion(len(stored), algorithm, size, where, max_ratio)
     try:
         out, extra = (_zstd if algorithm == "zstd" else _lz4)(stored, size)
@@ -92,6 +95,8 @@ def decompress(stored: memoryview, algorithm: str, size: int, where: str,
 
 
 def _zstd(stored: memoryview, size: int) -> tuple[np.ndarray, bool]:
+    import zstandard
+
     # Streams into a buffer of the checked size; read_across_frames makes trailing bytes
     # parse as frames too (or raise), so nothing after the frame goes unnoticed.
     out = np.empty(size, dtype=np.uint8)
@@ -108,6 +113,8 @@ def _zstd(stored: memoryview, size: int) -> tuple[np.ndarray, bool]:
 
 
 def _lz4(stored: memoryview, size: int) -> tuple[np.ndarray | None, bool]:
+    import lz4.frame
+
     # The one-shot decompressor allocates what the frame header declares: check it first.
     if lz4.frame.get_frame_info(stored)["content_size"] != size:
         return None, True

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from enum import IntFlag
 from typing import NamedTuple
 
-import ml_dtypes
 import numpy as np
 
+from aprender._lazy import LazyValues, bfloat16
 from aprender._limits import MAX_ELEMENTS, MAX_NDIM, checked_shape
 from aprender.exceptions import ChecksumMismatch, FormatError, UnsupportedVersion
 from aprender.format._crc import crc32
@@ -99,13 +99,14 @@ def _q(code: int, name: str, block: int) -> DType:
     return DType(code, name, np.dtype(np.uint8), block)
 
 
-#: Codes 0-7 are the seed's; 8 and 9 (the seed's generic Q4/Q8) are never reused.
-DTYPES: dict[int, DType] = {
+_BF16 = 2
+#: Codes 0-7 are the seed's; 8 and 9 (the seed's generic Q4/Q8) are never reused. bfloat16's
+#: entry comes in on first use (ml_dtypes): ``DTYPES[2]`` builds it.
+DTYPES: dict[int, DType] = LazyValues({
     d.code: d
     for d in (
         DType(0, "float32", np.dtype("<f4")),
         DType(1, "float16", np.dtype("<f2")),
-        DType(2, "bfloat16", np.dtype(ml_dtypes.bfloat16)),
         DType(3, "float64", np.dtype("<f8")),
         DType(4, "int32", np.dtype("<i4")),
         DType(5, "int64", np.dtype("<i8")),
@@ -121,10 +122,10 @@ DTYPES: dict[int, DType] = {
         _q(17, "q4_0", 18),
         _q(18, "q4_1", 20),
     )
-}
+}, {_BF16: lambda: DType(_BF16, "bfloat16", bfloat16())})
 _BY_NUMPY = {d.numpy: d.code for d in DTYPES.values() if not d.block}
 #: Code -> bytes per value, 0 for GGML blocks (what parse_index reads per entry).
-_ITEMSIZES = {d.code: 0 if d.block else d.numpy.itemsize for d in DTYPES.values()}
+_ITEMSIZES = {d.code: 0 if d.block else d.numpy.itemsize for d in DTYPES.values()} | {_BF16: 2}
 QUANTIZED_CODES = {d.name: d.code for d in DTYPES.values() if d.block}
 _BLOCK_VALUES = 32
 
@@ -136,7 +137,10 @@ def align(n: int) -> int:
 
 def dtype_code(dtype: np.dtype, name: str) -> int:
     """The code of a numpy dtype; ``FormatError`` if .apr cannot store it."""
-    code = _BY_NUMPY.get(np.dtype(dtype))
+    dtype = np.dtype(dtype)
+    code = _BY_NUMPY.get(dtype)
+    if code is None and dtype.name == "bfloat16" and dtype == DTYPES[_BF16].numpy:
+        code = _BF16
     if code is None:
         raise FormatError(f"tensor '{name}' has dtype {dtype}, which .apr cannot store")
     return code

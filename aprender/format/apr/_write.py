@@ -9,7 +9,6 @@ import numpy as np
 from aprender.codec import ModelState, canonical_json
 from aprender.exceptions import FormatError
 from aprender.format._crc import crc32
-from aprender.format.apr._compress import compress
 from aprender.format.apr._layout import (
     FLAG_ENCRYPTED,
     FLAG_LZ4,
@@ -89,6 +88,8 @@ def encode(
 
     data = _data_chunks(state, entries)
     if algorithm is not None:
+        from aprender.format.apr._compress import compress
+
         data = [compress(b"".join(data), algorithm, options.compression.level)]
     if key is not None:
         from aprender.format.apr._crypto import encrypt
