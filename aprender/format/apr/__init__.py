@@ -378,12 +378,12 @@ def state_from_bytes(
     return state
 
 
-def _build(state: ModelState, expected: Expected) -> Any:
+def _build(state: ModelState, expected: Expected, trusted: Any = None) -> Any:
     if "quantization" not in state.meta:  # the gguf package (about 0.1 s to import) is not needed
-        return from_state(state, expected)
+        return from_state(state, expected, trusted=trusted)
     from aprender.format.quantize import dequantize
 
-    return from_state(dequantize(state), expected)
+    return from_state(dequantize(state), expected, trusted=trusted)
 
 
 def load(
@@ -394,6 +394,7 @@ def load(
     password: str | bytes | None = None,
     secret_key: Any = None,
     verifying_key: Any = None,
+    trusted: Any = None,
 ) -> Any:
     """Load a model from an .apr file.
 
@@ -418,6 +419,9 @@ def load(
     verifying_key : Ed25519PublicKey or bytes, optional
         Require a valid signature by this key (see :func:`load_verified`). Without
         it, a signed file is still verified against the public key it embeds.
+    trusted : iterable, optional
+        Function objects the file may name beyond those trusted by default, and
+        hyperparameter names it may set freely (see :mod:`aprender.codec.trust`).
 
     Raises
     ------
@@ -439,7 +443,7 @@ def load(
     False
     """
     state = _read(path, Keys(password, secret_key, verifying_key), mmap=mmap, verify=verifying_key is not None)
-    return _build(state, model_type)
+    return _build(state, model_type, trusted)
 
 
 #: The backend verb :func:`aprender.load` calls.
@@ -453,8 +457,9 @@ def load_from_bytes(
     password: str | bytes | None = None,
     secret_key: Any = None,
     verifying_key: Any = None,
+    trusted: Any = None,
 ) -> Any:
-    """Load a model from .apr bytes, verifying them fully; keys as for :func:`load`.
+    """Load a model from .apr bytes, verifying them fully; keys and ``trusted`` as for :func:`load`.
 
     Examples
     --------
@@ -465,7 +470,7 @@ def load_from_bytes(
     array([2.])
     """
     state = state_from_bytes(data, password=password, secret_key=secret_key, verifying_key=verifying_key)
-    return _build(state, model_type)
+    return _build(state, model_type, trusted)
 
 
 def load_verified(
@@ -475,6 +480,7 @@ def load_verified(
     *,
     password: str | bytes | None = None,
     secret_key: Any = None,
+    trusted: Any = None,
 ) -> Any:
     """Load a signed file, raising :class:`~aprender.exceptions.SignatureInvalid` on any change.
 
@@ -498,7 +504,7 @@ def load_verified(
     refused
     """
     state = _read(path, Keys(password, secret_key, verifying_key), verify=True)
-    return _build(state, model_type)
+    return _build(state, model_type, trusted)
 
 
 def verify_file(path: PathLike, verifying_key: Any = None) -> bytes:
