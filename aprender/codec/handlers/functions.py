@@ -150,7 +150,7 @@ def check_literal(node: Any, path: str, depth: int = 0) -> str | None:
         return None
     else:
         what = tag if isinstance(tag, str) else kind.__name__
-        return f"a {str(what)[:40]} (only numbers, booleans, None, strings and small containers of those)"
+        return f"a {str(what)[:40]!r} node (only numbers, booleans, None, strings and small containers of those)"
     for _, value in pairs:
         why = check_literal(value, path, depth + 1)
         if why is not None:
@@ -185,11 +185,19 @@ def _encode_partial(value: functools.partial, enc: Encoder, path: str) -> dict[s
         "keywords": {k: enc.value(v, join(path, k), 1) for k, v in sorted(value.keywords.items())},
     }
     for key, arg in [*enumerate(node["args"]), *node["keywords"].items()]:
-        why = check_literal(arg, path)
+        why = check_literal(arg, path) or (_in_place(key, value.keywords[key]) if isinstance(key, str) else None)
         if why is not None:
             raise UnsupportedTypeError(join(path, key), "partial argument",
-                                       f"a stored partial's arguments are bounded literals, and this is {why}")
+                                       f"a stored partial's arguments are bounded literals that leave the "
+                                       f"caller's data alone, and this is {why}")
     return node
+
+
+def _in_place(key: str, value: Any) -> str | None:
+    """Why a partial's keyword would make the function write into the caller's array, or ``None``."""
+    if key in _IN_PLACE and bool(value) is _IN_PLACE[key]:
+        return f"{key}={value}, which changes the caller's data in place"
+    return None
 
 
 def _decode_partial(node: Mapping[str, Any], dec: Decoder, path: str) -> functools.partial:
@@ -198,19 +206,20 @@ def _decode_partial(node: Mapping[str, Any], dec: Decoder, path: str) -> functoo
         raise fail(path, "'partial' node needs a function 'func'")
     if not all(isinstance(k, str) and k.isidentifier() for k in keywords):
         raise fail(path, "'partial' node needs an object 'keywords' of identifiers")
+    func = dec.value(func_node, join(path, "func"), 1)  # an untrusted function is named first
     for key, arg in [*enumerate(args), *keywords.items()]:
         why = check_literal(arg, path)
         if why is not None:
             raise fail(join(path, key), f"a partial's arguments must be bounded literals, found {why}")
-    func = dec.value(func_node, join(path, "func"), 1)
     decoded_args = [dec.value(a, join(path, i), 1) for i, a in enumerate(args)]
     decoded = {k: dec.value(v, join(path, k), 1) for k, v in keywords.items()}
     for key, value in decoded.items():
-        if key in _IN_PLACE and bool(value) is _IN_PLACE[key]:
-            raise fail(join(path, key), f"a partial may not pass {key}={value}: it would change the caller's data")
+        why = _in_place(key, value)
+        if why is not None:
+            raise fail(join(path, key), f"a partial may not pass {why}")
         rule = _trust.PARAM_RULES.get(key)
         if rule is not None and key not in dec.trust.params and not rule[0](value):
-            raise UntrustedParameterError(key, join(path, "keywords"), rule[1], value)
+            raise UntrustedParameterError(key, path, rule[1], value)
     return functools.partial(func, *decoded_args, **decoded)
 
 
