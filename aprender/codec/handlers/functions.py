@@ -89,10 +89,9 @@ def register_function(func: Callable[..., Any], *, name: str | None = None) -> C
     if not callable(func):
         raise TypeError(f"{func!r} is not callable")
     if name is None:
-        qualname = getattr(func, "__qualname__", "")
-        if not qualname or "<" in qualname:
+        name = qualified_name(func)
+        if name is None:
             raise ValueError(f"{func!r} has no unique qualified name; pass name='...'")
-        name = f"{getattr(func, '__module__', None) or 'builtins'}.{qualname}"
     if not isinstance(name, str) or not name:
         raise ValueError("name must be a non-empty string")
     with _lock:
