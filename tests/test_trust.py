@@ -329,3 +329,21 @@ def test_a_partial_keyword_follows_the_hyperparameter_rules() -> None:
         safetensors.load(data)
     assert safetensors.load(data, trusted=["n_jobs"]).score_func.keywords["n_jobs"] == 100000
     np.testing.assert_array_equal(safetensors.load(safetensors.save(model)).transform(X), model.transform(X))
+
+
+def test_a_scorers_keyword_arguments_are_bounded_literals_too() -> None:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import f1_score, make_scorer
+
+    X, y = iris()
+    search = GridSearchCV(LogisticRegression(max_iter=300), {"C": [1.0]}, cv=2,
+                          scoring=make_scorer(f1_score, average="macro")).fit(X, y)
+    assert safetensors.load(safetensors.save(search)).scorer_._kwargs == {"average": "macro"}
+
+    def edit(meta):
+        meta["model"]["attrs"]["scorer_"]["state"]["_kwargs"]["items"].append(
+            ["sample_weight", {"__t__": "estimator", "class": "sklearn.preprocessing.StandardScaler",
+                               "params": {}, "attrs": {}}])
+
+    with pytest.raises(FormatError, match=r"scorer_\._kwargs.*bounded literals, found an? 'estimator' node"):
+        safetensors.load(_craft(search, edit))
