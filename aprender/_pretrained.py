@@ -165,7 +165,7 @@ def _read_config(path: Path) -> dict[str, Any]:
     return config
 
 
-def from_pretrained(folder: PathLike, model_type: Any = None) -> Any:
+def from_pretrained(folder: PathLike, model_type: Any = None, *, trusted: Any = None) -> Any:
     """Load a folder written by :func:`save_pretrained`, checking config.json against the tensors.
 
     Parameters
@@ -174,6 +174,9 @@ def from_pretrained(folder: PathLike, model_type: Any = None) -> Any:
         A model folder (``config.json`` and ``model.safetensors``).
     model_type : class or ModelType, optional
         Raise :class:`~aprender.exceptions.ModelTypeMismatch` if it holds another model.
+    trusted : iterable, optional
+        As for :func:`aprender.load`: function objects and hyperparameter names
+        trusted beyond the defaults.
 
     Raises
     ------
@@ -206,7 +209,7 @@ def from_pretrained(folder: PathLike, model_type: Any = None) -> Any:
         raise FormatError(f"'{root / CONFIG}' gives sha256 {config.get('sha256')!r} but {WEIGHTS} has {digest}: "
                           "the model file was changed or replaced after the folder was saved")
     state = safetensors.read_state(root / WEIGHTS)
-    model = from_state(state, model_type)
+    model = from_state(state, model_type, trusted=trusted)
     for key, actual in _config(state, model, digest).items():
         if key not in _PROVENANCE and config.get(key) != actual:
             raise FormatError(f"'{root / CONFIG}' disagrees with {WEIGHTS} on '{key}': config.json says "

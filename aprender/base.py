@@ -75,12 +75,14 @@ class SerializableMixin:
         safetensors.save_file(self, path, dtype=dtype, metadata=metadata, inference_only=inference_only)
 
     @classmethod
-    def load_safetensors(cls: type[T], path: PathLike) -> T:
+    def load_safetensors(cls: type[T], path: PathLike, *, trusted: Any = None) -> T:
         """Load a model of this class from a SafeTensors file.
 
         Raises :class:`~aprender.exceptions.ModelTypeMismatch` when the file holds
         another class, and :class:`~aprender.exceptions.FormatError` when it is
-        malformed.
+        malformed. ``trusted`` lists function objects the file may name beyond those
+        trusted by default, and hyperparameter names it may set freely (see
+        :mod:`aprender.codec.trust`).
 
         Examples
         --------
@@ -94,7 +96,7 @@ class SerializableMixin:
         """
         from aprender.format import safetensors
 
-        return safetensors.load_file(path, expected=cls)
+        return safetensors.load_file(path, expected=cls, trusted=trusted)
 
     def save_apr(self, path: PathLike, **options: Any) -> None:
         """Save the fitted model to an ``.apr`` file (atomically).
@@ -118,7 +120,8 @@ class SerializableMixin:
         """Load a model of this class from an ``.apr`` file.
 
         ``keys`` carries what the file needs: ``password=``, ``secret_key=``,
-        ``verifying_key=``, or ``mmap=True`` for a zero-copy load.
+        ``verifying_key=``, ``mmap=True`` for a zero-copy load, and ``trusted=`` as
+        for :meth:`load_safetensors`.
 
         Examples
         --------
@@ -155,8 +158,10 @@ class SerializableMixin:
         gguf.save_file(self, path, quantize=quantize, **options)
 
     @classmethod
-    def from_gguf(cls: type[T], path: PathLike) -> T:
+    def from_gguf(cls: type[T], path: PathLike, *, trusted: Any = None) -> T:
         """Load a model of this class from a GGUF file written by :meth:`to_gguf`.
+
+        ``trusted`` as for :meth:`load_safetensors`.
 
         Examples
         --------
@@ -169,7 +174,7 @@ class SerializableMixin:
         """
         from aprender.format import gguf
 
-        return gguf.load_file(path, cls)
+        return gguf.load_file(path, cls, trusted=trusted)
 
     def to_onnx(
         self,

@@ -28,6 +28,8 @@ __all__ = [
     "UnsupportedExportError",
     "UnsupportedTypeError",
     "UnsupportedVersion",
+    "UntrustedFunctionError",
+    "UntrustedParameterError",
     "UntrustedTypeError",
 ]
 
@@ -130,6 +132,45 @@ class UntrustedTypeError(AprenderError):
         super().__init__(
             f"class '{key}'{where} is not on the allow-list; refusing to build it. "
             "Register trusted classes with aprender.register_estimator()."
+        )
+
+
+class UntrustedFunctionError(UntrustedTypeError, FormatError):
+    """A file names a function that is neither trusted by default nor by the caller.
+
+    ``name`` is the name the file gives, ``path`` where it stands. The message says how
+    to trust it: ``aprender.load(path, trusted=[module.func])`` for one load, or
+    ``aprender.register_function(module.func)`` for the process.
+    """
+
+    def __init__(self, name: str, path: str = "") -> None:
+        self.key = self.name = name
+        self.path = path
+        where = f" at '{path}'" if path else ""
+        AprenderError.__init__(
+            self,
+            f"function '{name}'{where} is not trusted by default (only pure numeric functions are: "
+            "docs/threat-model.md lists them); refusing to rebuild it. If you trust this file to call it, "
+            f"pass the function object: aprender.load(path, trusted=[{name}]) (import it yourself), "
+            "or call aprender.register_function on it before loading",
+        )
+
+
+class UntrustedParameterError(UntrustedTypeError, FormatError):
+    """A file sets a hyperparameter that names a path, a process count or a resource beyond what is allowed.
+
+    ``name`` is the hyperparameter, ``path`` the estimator's place in the model.
+    """
+
+    def __init__(self, name: str, path: str, allowed: str, value: object) -> None:
+        self.key = self.name = name
+        self.path = path
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else shown[:80] + "..."
+        AprenderError.__init__(
+            self,
+            f"hyperparameter '{name}' at '{path or '<model>'}' is {shown}; a file may set it only to {allowed}. "
+            f"If you trust this file's value, load it with aprender.load(path, trusted=['{name}'])",
         )
 
 

@@ -30,7 +30,7 @@ from zoo import diabetes, iris
 
 import aprender
 from aprender.codec import registered, to_state
-from aprender.exceptions import FormatError, UnsupportedTypeError
+from aprender.exceptions import UnsupportedTypeError, UntrustedFunctionError
 from aprender.format import apr, gguf, safetensors
 
 FORMATS = {
@@ -105,7 +105,7 @@ def _with_function_name(raw_model, name: str) -> bytes:
 @pytest.mark.parametrize("name", ["os.system", "numpy.load", "numpy.save", "builtins.eval", "subprocess.run"])
 def test_a_file_cannot_name_an_unlisted_function(name) -> None:
     raw = _with_function_name(FunctionTransformer(func=np.log1p).fit(iris()[0]), name)
-    with pytest.raises(FormatError, match="not allow-listed"):
+    with pytest.raises(UntrustedFunctionError, match=rf"'{name}' at 'func' is not trusted.*trusted=\[{name}\]"):
         safetensors.load(raw)
 
 

@@ -24,7 +24,14 @@ from aprender.codec._checks import check_attr_name, fail
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
 from aprender.codec._registry import entry_for_key
 from aprender.codec.handlers._base import ANY, NULL, TENSOR, Fields
-from aprender.exceptions import AprenderError, FormatError, InferenceOnlyError, ReadOnlyModelError
+from aprender.codec.trust import NONE, PARAM_RULES, Trust
+from aprender.exceptions import (
+    AprenderError,
+    FormatError,
+    InferenceOnlyError,
+    ReadOnlyModelError,
+    UntrustedParameterError,
+)
 
 if TYPE_CHECKING:
     from aprender.codec._migrations import Plan
@@ -101,10 +108,12 @@ def _count(shape: tuple[int, ...]) -> int:
 class Decoder:
     """Rebuilds values from metadata nodes and a dict of tensors, checking each one."""
 
-    def __init__(self, tensors: Mapping[str, np.ndarray], migrations: Plan | None = None) -> None:
+    def __init__(self, tensors: Mapping[str, np.ndarray], migrations: Plan | None = None, trust: Trust = NONE) -> None:
         self.tensors = tensors
         self.used: set[str] = set()
         self.migrations = migrations
+        #: What the caller trusts beyond the defaults (``trusted=`` of the load).
+        self.trust = trust
 
     def finish(self) -> None:
         """Every tensor in the file must have been referenced exactly once."""
@@ -308,6 +317,7 @@ class Decoder:
             raise
         except Exception as exc:  # a validator tripping over malformed values
             raise fail(path, f"invalid {entry.key} state: {type(exc).__name__}: {exc}") from None
+        _check_param_rules(params, self.trust, path)
         try:
             built = _construct(cls, entry.key, params, None if migrated else params_node, attrs, path)
         except FormatError as exc:
@@ -447,6 +457,17 @@ def _names_a_tensor(node: Any) -> bool:
     if tag == "estimator":
         return _names_a_tensor(node.get("params"))
     return any(_names_a_tensor(v) for v in node.values())
+
+
+def _check_param_rules(params: Mapping[str, Any], trust: Trust, path: str) -> None:
+    """Hyperparameters naming paths, processes or resources hold only what :data:`PARAM_RULES` allows.
+
+    A handful of dict lookups per estimator; the rules are not part of the
+    :data:`_VALID_PARAMS` cache, whose entries do not depend on what a load trusts.
+    """
+    for name, (allowed, what) in PARAM_RULES.items():
+        if name in params and not allowed(params[name]) and name not in trust.params:
+            raise UntrustedParameterError(name, path, what, params[name])
 
 
 def _construct(

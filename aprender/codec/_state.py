@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from aprender.codec._encode import Encoder, float_dtype
 from aprender.codec._model_type import ModelType
 from aprender.codec._nodes import MAX_JSON_DEPTH, preview
 from aprender.codec._registry import entry_for_class, entry_for_key, same_schema
+from aprender.codec.trust import make_trust
 from aprender.exceptions import FormatError, ModelTypeMismatch, UnsupportedVersion
 
 if TYPE_CHECKING:
@@ -276,7 +277,9 @@ def _expectation(expected: object) -> type | ModelType | str | None:
                     f"got {type(expected).__name__}")
 
 
-def from_state(state: ModelState, expected: type | ModelType | int | str | None = None) -> Any:
+def from_state(
+    state: ModelState, expected: type | ModelType | int | str | None = None, *, trusted: Iterable[Any] | None = None,
+) -> Any:
     """Validate a :class:`ModelState` and rebuild its estimator.
 
     Parameters
@@ -288,6 +291,10 @@ def from_state(state: ModelState, expected: type | ModelType | int | str | None 
         else. An aprender class also accepts its plain scikit-learn twin and
         rebuilds it as the aprender class; a name (``"KMeans"``) matches the
         stored class or its twin; an int is a :class:`ModelType` code.
+    trusted : iterable, optional
+        Function objects the file may name beyond those trusted by default, and
+        names of hyperparameters it may set freely (``"memory"``, ``"n_jobs"``, ...);
+        see :mod:`aprender.codec.trust`. Functions are passed as objects, never by name.
 
     Returns
     -------
@@ -330,7 +337,7 @@ def from_state(state: ModelState, expected: type | ModelType | int | str | None 
     else:
         raise ModelTypeMismatch(expected.__name__, entry.cls.__name__)
     _warn_on_version_skew(saved)
-    decoder = Decoder(state.tensors, migrations=plan)
+    decoder = Decoder(state.tensors, migrations=plan, trust=make_trust(trusted))
     estimator = decoder.estimator(model, "", build_as=build_as)
     decoder.finish()
     return estimator

@@ -108,7 +108,9 @@ def save(model: Any, path: str | os.PathLike, **options: Any) -> None:
     backend_for_path(path).save_file(model, path, **options)
 
 
-def load(path: str | os.PathLike, model_type: type | ModelType | None = None, **options: Any) -> Any:
+def load(
+    path: str | os.PathLike, model_type: type | ModelType | None = None, *, trusted: Any = None, **options: Any,
+) -> Any:
     """Load a model from any aprender file; the format is read from its bytes.
 
     Parameters
@@ -118,6 +120,13 @@ def load(path: str | os.PathLike, model_type: type | ModelType | None = None, **
     model_type : class or ModelType, optional
         Raise :class:`~aprender.exceptions.ModelTypeMismatch` if the file holds
         another kind of model.
+    trusted : iterable, optional
+        What this load trusts beyond the defaults: function objects the file may
+        name (``trusted=[mymodule.myfunc]``; objects, never their names, so nothing
+        is imported or looked up by a name a file chose), and names of hyperparameters
+        the file may set to any value (``"memory"``, ``"n_jobs"``, ``"pre_dispatch"``,
+        ``"cache_size"``, ``"input"``). See :mod:`aprender.codec.trust` and
+        docs/threat-model.md.
     **options
         Passed to the backend (keys, ``mmap=``, ...).
 
@@ -136,11 +145,11 @@ def load(path: str | os.PathLike, model_type: type | ModelType | None = None, **
         # The usual case: the suffix names the format. Open the file once, in that backend, which checks
         # its magic; only a file whose bytes are another format is sniffed and handed on.
         try:
-            return _backend(suffix).load_file(path, model_type, **options)
+            return _backend(suffix).load_file(path, model_type, trusted=trusted, **options)
         except FormatError:
             if sniff(path) == suffix:
                 raise
-    return _backend(sniff(path)).load_file(path, model_type, **options)
+    return _backend(sniff(path)).load_file(path, model_type, trusted=trusted, **options)
 
 
 def inspect(path: str | os.PathLike) -> ModelInfo:

@@ -295,8 +295,8 @@ def state_from_bytes(data: bytes | bytearray | memoryview) -> ModelState:
     return _state_from_buffer(np.frombuffer(data, dtype=np.uint8).copy(), "SafeTensors bytes")
 
 
-def load(data: bytes | bytearray | memoryview, expected: type | None = None) -> Any:
-    """Rebuild a model from SafeTensors bytes.
+def load(data: bytes | bytearray | memoryview, expected: type | None = None, *, trusted: Any = None) -> Any:
+    """Rebuild a model from SafeTensors bytes (``trusted`` as for :func:`load_file`).
 
     Examples
     --------
@@ -306,10 +306,10 @@ def load(data: bytes | bytearray | memoryview, expected: type | None = None) -> 
     >>> safetensors.load(safetensors.save(km)).cluster_centers_
     array([[2.]])
     """
-    return from_state(state_from_bytes(data), expected)
+    return from_state(state_from_bytes(data), expected, trusted=trusted)
 
 
-def load_file(path: str | os.PathLike, expected: type | None = None) -> Any:
+def load_file(path: str | os.PathLike, expected: type | None = None, *, trusted: Any = None) -> Any:
     """Load a model from a SafeTensors file.
 
     Parameters
@@ -319,6 +319,9 @@ def load_file(path: str | os.PathLike, expected: type | None = None) -> Any:
     expected : class or ModelType, optional
         Raise :class:`~aprender.exceptions.ModelTypeMismatch` if the file holds
         something else.
+    trusted : iterable, optional
+        Function objects the file may name beyond those trusted by default, and
+        hyperparameter names it may set freely (see :mod:`aprender.codec.trust`).
 
     Examples
     --------
@@ -330,7 +333,7 @@ def load_file(path: str | os.PathLike, expected: type | None = None) -> Any:
     >>> type(safetensors.load_file(path)).__name__
     'Lasso'
     """
-    return from_state(read_state(path), expected)
+    return from_state(read_state(path), expected, trusted=trusted)
 
 
 def load_tensors(path: str | os.PathLike, *, as_float32: bool = False) -> dict[str, np.ndarray]:

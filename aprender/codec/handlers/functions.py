@@ -1,28 +1,33 @@
-"""Functions held by estimators, stored by qualified name and rebuilt from an allow-list.
+"""Functions held by estimators, stored by qualified name and rebuilt only when trusted.
 
 ``FunctionTransformer(func=np.log1p)``, ``SelectKBest(score_func=f_classif)``,
 ``TransformedTargetRegressor(func=..., inverse_func=...)``, scorers and metric
 callables hold functions. A function is code, so it is never written into a file:
-the file holds its qualified name (``{"__t__": "function", "name": "numpy.log1p"}``)
-and loading looks that name up in a table built from aprender's own source:
+the file holds its qualified name (``{"__t__": "function", "name": "numpy.log1p"}``).
+Loading looks that name up, in this order, among
 
-- numpy's public functions and ufuncs (file and pickle I/O excluded),
-- ``scipy.special`` (ufuncs),
-- scikit-learn's metrics, pairwise metrics and kernels, and feature-selection score functions,
-- functions a user adds with :func:`register_function`.
+- the functions trusted by default, :func:`aprender.codec.trust.default_functions`
+  (numpy and scipy.special ufuncs and a reviewed list of pure numeric functions),
+- the functions a user adds with :func:`register_function`,
+- the function objects the caller passes to this load as ``trusted=``,
 
-``functools.partial`` of an allowed function is stored as its function plus its
-arguments (``{"__t__": "partial", "func": ..., "args": [...], "keywords": {...}}``).
-Nothing is ever imported by a name read from a file: the modules above are named
-here, imported, and their attributes collected into the table that names are looked
-up in. Lambdas, closures and other unregistered functions raise
-:class:`~aprender.exceptions.UnsupportedTypeError` saying how to register them.
+and refuses any other name with :class:`~aprender.exceptions.UntrustedFunctionError`.
+Nothing is ever imported or looked up by a name read from a file. Saving stores any
+module-level function by ``module.qualname``; lambdas and nested functions, whose
+names are not unique, raise :class:`~aprender.exceptions.UnsupportedTypeError`.
+
+``functools.partial`` of a function is stored as its function plus its arguments
+(``{"__t__": "partial", "func": ..., "args": [...], "keywords": {...}}``). The
+arguments are bounded literals (:func:`check_literal`): numbers, booleans, None, short
+strings, and short lists, tuples and string-keyed dicts of those, never a function,
+estimator, array or object. Keywords that would change the caller's data in place
+(``copy=False``, ``overwrite_input=True``) are refused, and keywords named like a
+hyperparameter of :data:`aprender.codec.trust.PARAM_RULES` (``n_jobs``) follow its rule.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import threading
 import types
 from collections.abc import Callable, Mapping
@@ -30,71 +35,38 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from aprender.codec import trust as _trust
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join
 from aprender.codec.handlers._base import Handler, register_handler
-from aprender.exceptions import UnsupportedTypeError
+from aprender.exceptions import UnsupportedTypeError, UntrustedFunctionError, UntrustedParameterError
 
 if TYPE_CHECKING:
     from aprender.codec._decode import Decoder
     from aprender.codec._encode import Encoder
 
-__all__ = ["FUNCTION", "PARTIAL", "function_name", "register_function"]
-
-#: Modules whose public callables are allowed, in lookup-name priority order.
-_MODULES = (
-    "numpy",
-    "scipy.special",
-    "sklearn.metrics",
-    "sklearn.metrics.pairwise",
-    "sklearn.feature_selection",
-)
-
-#: numpy functions that touch files, pickles or the process: never rebuilt from a file.
-_NUMPY_DENIED = frozenset([
-    "load", "save", "savez", "savez_compressed", "loadtxt", "savetxt", "genfromtxt", "fromfile",
-    "fromregex", "memmap", "info", "show_config", "show_runtime", "get_include", "test",
-    "setbufsize", "seterr", "seterrcall", "set_printoptions", "printoptions", "frompyfunc", "vectorize",
-])
+__all__ = ["FUNCTION", "PARTIAL", "check_literal", "function_name", "qualified_name", "register_function"]
 
 _lock = threading.RLock()
+#: Functions added with register_function: name -> function, id -> name.
 _by_name: dict[str, Callable[..., Any]] = {}
 _by_id: dict[int, str] = {}
-_builtins_loaded = False
 
-
-def _allowed_member(module: str, name: str, obj: Any) -> bool:
-    if name.startswith("_") or isinstance(obj, (type, types.ModuleType)) or not callable(obj):
-        return False
-    return not (module == "numpy" and name in _NUMPY_DENIED)
-
-
-def _add(name: str, func: Callable[..., Any]) -> None:
-    _by_name[name] = func
-    _by_id.setdefault(id(func), name)  # the first (most public) name wins
-
-
-def _ensure_builtins() -> None:
-    global _builtins_loaded
-    if _builtins_loaded:
-        return
-    with _lock:
-        if _builtins_loaded:
-            return
-        for module_name in _MODULES:  # modules named in this file, never in a model file
-            module = importlib.import_module(module_name)
-            for name in sorted(vars(module)):
-                obj = getattr(module, name)
-                if _allowed_member(module_name, name, obj):
-                    _add(f"{module_name}.{name}", obj)
-        _builtins_loaded = True
+#: Bounds of a partial's literal arguments: a string's length, a list's, tuple's or dict's
+#: items, and the nesting of those containers.
+MAX_LITERAL_STR = 256
+MAX_LITERAL_ITEMS = 64
+MAX_LITERAL_DEPTH = 3
+#: Keywords of a partial that make the function write into the caller's array, and the value that does.
+_IN_PLACE = {"copy": False, "overwrite_input": True}
 
 
 def register_function(func: Callable[..., Any], *, name: str | None = None) -> Callable[..., Any]:
-    """Allow ``func`` to be stored by name in model files and rebuilt on load.
+    """Trust ``func`` in every load of this process, and store it under ``name``.
 
     Loading then finds the function in this process's table by its name; the code
-    itself is never saved. Register it (same name) in every process that loads the file.
+    itself is never saved. Register it (same name) in every process that loads the
+    file, or pass it to one load instead: ``aprender.load(path, trusted=[func])``.
     Returns ``func`` so it can be used as a decorator.
 
     Parameters
@@ -114,18 +86,16 @@ def register_function(func: Callable[..., Any], *, name: str | None = None) -> C
     >>> aprender.register_function(log_plus_two, name="examples.log_plus_two") is log_plus_two
     True
     """
-    _ensure_builtins()
     if not callable(func):
         raise TypeError(f"{func!r} is not callable")
     if name is None:
-        qualname = getattr(func, "__qualname__", "")
-        if not qualname or "<" in qualname:
+        name = qualified_name(func)
+        if name is None:
             raise ValueError(f"{func!r} has no unique qualified name; pass name='...'")
-        name = f"{getattr(func, '__module__', None) or 'builtins'}.{qualname}"
     if not isinstance(name, str) or not name:
         raise ValueError("name must be a non-empty string")
     with _lock:
-        known = _by_name.get(name)
+        known = _by_name.get(name) or _trust.lookup_default(name)
         if known is not None and known is not func:
             raise ValueError(f"another function is already registered as '{name}'")
         _by_name[name] = func
@@ -133,56 +103,123 @@ def register_function(func: Callable[..., Any], *, name: str | None = None) -> C
     return func
 
 
+def qualified_name(func: Any) -> str | None:
+    """``module.qualname`` of ``func``, or ``None`` when it is not unique (lambdas, nested functions)."""
+    qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
+    if not isinstance(qualname, str) or not qualname or "<" in qualname:
+        return None
+    module = getattr(func, "__module__", None)
+    return f"{module if isinstance(module, str) and module else 'builtins'}.{qualname}"
+
+
 def function_name(func: Any) -> str | None:
-    """The registered name of ``func``, or ``None``."""
-    _ensure_builtins()
+    """The name ``func`` is trusted under without ``trusted=``: its default or registered name, or ``None``."""
+    name = _trust.default_name(func)
+    if name is not None:
+        return name
     name = _by_id.get(id(func))
     return name if name is not None and _by_name.get(name) is func else None
 
 
+def check_literal(node: Any, path: str, depth: int = 0) -> str | None:
+    """Why a (stored) partial argument is not a bounded literal, or ``None`` if it is.
+
+    ``node`` is the argument's metadata node, as saving writes it and loading reads it.
+    """
+    kind = type(node)
+    if node is None or kind in (bool, int, float):
+        return None
+    if kind is str:
+        return None if len(node) <= MAX_LITERAL_STR else f"a string longer than {MAX_LITERAL_STR} characters"
+    if depth >= MAX_LITERAL_DEPTH:
+        return f"containers nested deeper than {MAX_LITERAL_DEPTH} levels"
+    tag = node.get("__t__") if kind is dict else None
+    if kind is list or tag == "tuple":
+        items = node if kind is list else node.get("v")
+        if type(items) is not list or len(items) > MAX_LITERAL_ITEMS:
+            return f"a list or tuple of more than {MAX_LITERAL_ITEMS} items"
+        pairs: list = [(None, v) for v in items]
+    elif tag == "dict":
+        items = node.get("items")
+        if type(items) is not list or len(items) > MAX_LITERAL_ITEMS or not all(
+                type(p) is list and len(p) == 2 and type(p[0]) is str for p in items):
+            return f"a dict of more than {MAX_LITERAL_ITEMS} items or with keys that are not strings"
+        pairs = items
+    elif tag in ("float", "scalar"):  # a non-finite float, a numpy number: checked when decoded
+        return None
+    else:
+        what = tag if isinstance(tag, str) else kind.__name__
+        return f"a {str(what)[:40]!r} node (only numbers, booleans, None, strings and small containers of those)"
+    for _, value in pairs:
+        why = check_literal(value, path, depth + 1)
+        if why is not None:
+            return why
+    return None
+
+
 def _encode_function(func: Any, enc: Encoder, path: str) -> dict[str, Any]:
-    name = function_name(func)
+    name = function_name(func) or qualified_name(func)
     if name is None:
         shown = getattr(func, "__qualname__", type(func).__name__)
         raise UnsupportedTypeError(
             path, f"function {getattr(func, '__module__', '?')}.{shown}",
-            "functions are stored by name and only allow-listed ones can be saved; use a module-level "
-            "function and call aprender.register_function(func) before saving and before loading",
+            "functions are stored by name and this one has no unique name; use a module-level function, "
+            "or call aprender.register_function(func, name='...') before saving and before loading",
         )
     return {"name": name}
 
 
 def _decode_function(node: Mapping[str, Any], dec: Decoder, path: str) -> Callable[..., Any]:
-    _ensure_builtins()
-    name = node.get("name")
-    func = _by_name.get(name) if isinstance(name, str) else None
+    name = node["name"]
+    func = _trust.lookup_default(name) or _by_name.get(name) or dec.trust.functions.get(name)
     if func is None:
-        raise fail(path, f"function {str(name)[:120]!r} is not allow-listed; if you trust it, "
-                         "call aprender.register_function on it before loading")
+        raise UntrustedFunctionError(name[:120], path)
     return func
 
 
 def _encode_partial(value: functools.partial, enc: Encoder, path: str) -> dict[str, Any]:
-    return {
+    node = {
         "func": enc.value(value.func, join(path, "func"), 1),
         "args": [enc.value(a, join(path, i), 1) for i, a in enumerate(value.args)],
         "keywords": {k: enc.value(v, join(path, k), 1) for k, v in sorted(value.keywords.items())},
     }
+    for key, arg in [*enumerate(node["args"]), *node["keywords"].items()]:
+        why = check_literal(arg, path) or (_in_place(key, value.keywords[key]) if isinstance(key, str) else None)
+        if why is not None:
+            raise UnsupportedTypeError(join(path, key), "partial argument",
+                                       f"a stored partial's arguments are bounded literals that leave the "
+                                       f"caller's data alone, and this is {why}")
+    return node
+
+
+def _in_place(key: str, value: Any) -> str | None:
+    """Why a partial's keyword would make the function write into the caller's array, or ``None``."""
+    if key in _IN_PLACE and bool(value) is _IN_PLACE[key]:
+        return f"{key}={value}, which changes the caller's data in place"
+    return None
 
 
 def _decode_partial(node: Mapping[str, Any], dec: Decoder, path: str) -> functools.partial:
-    func_node, args, keywords = node.get("func"), node.get("args"), node.get("keywords")
-    if not isinstance(func_node, dict) or func_node.get("__t__") not in ("function", "partial"):
+    func_node, args, keywords = node["func"], node["args"], node["keywords"]
+    if func_node.get("__t__") not in ("function", "partial"):
         raise fail(path, "'partial' node needs a function 'func'")
-    if not isinstance(args, list) or not isinstance(keywords, dict) \
-            or not all(isinstance(k, str) and k.isidentifier() for k in keywords):
-        raise fail(path, "'partial' node needs a list 'args' and an object 'keywords' of identifiers")
-    func = dec.value(func_node, join(path, "func"), 1)
-    return functools.partial(
-        func,
-        *[dec.value(a, join(path, i), 1) for i, a in enumerate(args)],
-        **{k: dec.value(v, join(path, k), 1) for k, v in keywords.items()},
-    )
+    if not all(isinstance(k, str) and k.isidentifier() for k in keywords):
+        raise fail(path, "'partial' node needs an object 'keywords' of identifiers")
+    func = dec.value(func_node, join(path, "func"), 1)  # an untrusted function is named first
+    for key, arg in [*enumerate(args), *keywords.items()]:
+        why = check_literal(arg, path)
+        if why is not None:
+            raise fail(join(path, key), f"a partial's arguments must be bounded literals, found {why}")
+    decoded_args = [dec.value(a, join(path, i), 1) for i, a in enumerate(args)]
+    decoded = {k: dec.value(v, join(path, k), 1) for k, v in keywords.items()}
+    for key, value in decoded.items():
+        why = _in_place(key, value)
+        if why is not None:
+            raise fail(join(path, key), f"a partial may not pass {why}")
+        rule = _trust.PARAM_RULES.get(key)
+        if rule is not None and key not in dec.trust.params and not rule[0](value):
+            raise UntrustedParameterError(key, path, rule[1], value)
+    return functools.partial(func, *decoded_args, **decoded)
 
 
 #: What a stored function can be: Python functions, builtins, ufuncs and numpy's dispatchers.

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from aprender.codec._checks import check_attr_name, fail
 from aprender.codec._nodes import join, preview
 from aprender.codec.handlers._base import Handler, register_handler
+from aprender.codec.handlers.functions import check_literal
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
@@ -42,11 +43,13 @@ _SPLITTERS = (
     "StratifiedGroupKFold", "StratifiedKFold", "StratifiedShuffleSplit", "TimeSeriesSplit",
 )
 
+_SCORERS = ("_Scorer", "_CurveScorer")
+
 #: Every helper class the codec may rebuild: key -> (module, class name). Keys are
 #: the class's defining module and qualified name.
 OBJECTS: dict[str, tuple[str, str]] = {
     **{f"sklearn.metrics._scorer.{n}": ("sklearn.metrics._scorer", n)
-       for n in ("_Scorer", "_PassthroughScorer", "_MultimetricScorer", "_CurveScorer")},
+       for n in (*_SCORERS, "_PassthroughScorer", "_MultimetricScorer")},
     **{f"sklearn.gaussian_process.kernels.{n}": ("sklearn.gaussian_process.kernels", n) for n in _KERNELS},
     **{f"sklearn.model_selection._split.{n}": ("sklearn.model_selection._split", n) for n in _SPLITTERS},
     "sklearn.model_selection._split._CVIterableWrapper": ("sklearn.model_selection._split", "_CVIterableWrapper"),
@@ -101,6 +104,11 @@ def _decode_object(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
     state_node = node.get("state")
     if not isinstance(state_node, dict):
         raise fail(path, "'object' node needs a 'state' object")
+    kwargs = state_node.get("_kwargs") if cls.__name__ in _SCORERS else None
+    if kwargs is not None:  # passed to the scorer's function on every call: bounded literals, as a partial's
+        why = check_literal(kwargs, path)
+        if why is not None:
+            raise fail(join(path, "_kwargs"), f"a scorer's keyword arguments must be bounded literals, found {why}")
     state = {}
     for name, value in state_node.items():
         check_attr_name(cls, name, {}, path)

@@ -408,12 +408,12 @@ def state_from_bytes(
     return state
 
 
-def _build(state: ModelState, expected: Expected) -> Any:
+def _build(state: ModelState, expected: Expected, trusted: Any = None) -> Any:
     if "quantization" not in state.meta:  # the gguf package (about 0.1 s to import) is not needed
-        return from_state(state, expected)
+        return from_state(state, expected, trusted=trusted)
     from aprender.format.quantize import dequantize
 
-    return from_state(dequantize(state), expected)
+    return from_state(dequantize(state), expected, trusted=trusted)
 
 
 def load(
@@ -425,6 +425,7 @@ def load(
     secret_key: Any = None,
     verifying_key: Any = None,
     max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
+    trusted: Any = None,
 ) -> Any:
     """Load a model from an .apr file.
 
@@ -459,6 +460,9 @@ def load(
         a :class:`~aprender.exceptions.FormatError` before anything is allocated.
         Real models compress far less; raise it, or pass None (only what the
         compression format can produce), for a file you trust.
+    trusted : iterable, optional
+        Function objects the file may name beyond those trusted by default, and
+        hyperparameter names it may set freely (see :mod:`aprender.codec.trust`).
 
     Raises
     ------
@@ -481,7 +485,7 @@ def load(
     """
     keys = _key_set(password, secret_key, verifying_key, max_decompressed_ratio)
     state = _read(path, keys, mmap=mmap, verify=verifying_key is not None)
-    return _build(state, model_type)
+    return _build(state, model_type, trusted)
 
 
 #: The backend verb :func:`aprender.load` calls.
@@ -496,8 +500,9 @@ def load_from_bytes(
     secret_key: Any = None,
     verifying_key: Any = None,
     max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
+    trusted: Any = None,
 ) -> Any:
-    """Load a model from .apr bytes, verifying them fully; keys and options as for :func:`load`.
+    """Load a model from .apr bytes, verifying them fully; keys, options and ``trusted`` as for :func:`load`.
 
     Examples
     --------
@@ -509,7 +514,7 @@ def load_from_bytes(
     """
     state = state_from_bytes(data, password=password, secret_key=secret_key, verifying_key=verifying_key,
                              max_decompressed_ratio=max_decompressed_ratio)
-    return _build(state, model_type)
+    return _build(state, model_type, trusted)
 
 
 def load_verified(
@@ -520,6 +525,7 @@ def load_verified(
     password: str | bytes | None = None,
     secret_key: Any = None,
     max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
+    trusted: Any = None,
 ) -> Any:
     """Load a signed file, raising :class:`~aprender.exceptions.SignatureInvalid` on any change.
 
@@ -543,7 +549,7 @@ def load_verified(
     refused
     """
     state = _read(path, _key_set(password, secret_key, verifying_key, max_decompressed_ratio), verify=True)
-    return _build(state, model_type)
+    return _build(state, model_type, trusted)
 
 
 def verify_file(path: PathLike, verifying_key: Any = None) -> bytes:

@@ -257,14 +257,15 @@ def state_from_bytes(data: bytes | bytearray | memoryview) -> ModelState:
         return _gguf_reader.read_state(path, "GGUF bytes")
 
 
-def _model(state: ModelState, expected: type | ModelType | None) -> Any:
+def _model(state: ModelState, expected: type | ModelType | None, trusted: Any = None) -> Any:
     if _quantize.is_quantized(state):
         state = _quantize.dequantize(state)
-    return from_state(state, expected)
+    return from_state(state, expected, trusted=trusted)
 
 
-def load(data: bytes | bytearray | memoryview, expected: type | ModelType | None = None) -> Any:
-    """Rebuild a model from GGUF bytes; quantized tensors are dequantized.
+def load(data: bytes | bytearray | memoryview, expected: type | ModelType | None = None, *,
+         trusted: Any = None) -> Any:
+    """Rebuild a model from GGUF bytes; quantized tensors are dequantized (``trusted`` as for :func:`load_file`).
 
     Examples
     --------
@@ -274,10 +275,10 @@ def load(data: bytes | bytearray | memoryview, expected: type | ModelType | None
     >>> gguf.load(gguf.save(km), KMeans).cluster_centers_
     array([[2.]])
     """
-    return _model(state_from_bytes(data), expected)
+    return _model(state_from_bytes(data), expected, trusted)
 
 
-def load_file(path: str | os.PathLike, expected: type | ModelType | None = None) -> Any:
+def load_file(path: str | os.PathLike, expected: type | ModelType | None = None, *, trusted: Any = None) -> Any:
     """Load a model from a GGUF file written by aprender.
 
     Parameters
@@ -287,6 +288,9 @@ def load_file(path: str | os.PathLike, expected: type | ModelType | None = None)
     expected : class or ModelType, optional
         Raise :class:`~aprender.exceptions.ModelTypeMismatch` if the file holds
         something else.
+    trusted : iterable, optional
+        Function objects the file may name beyond those trusted by default, and
+        hyperparameter names it may set freely (see :mod:`aprender.codec.trust`).
 
     Returns
     -------
@@ -309,7 +313,7 @@ def load_file(path: str | os.PathLike, expected: type | ModelType | None = None)
     >>> type(gguf.load_file(path)).__name__
     'Lasso'
     """
-    return _model(read_state(path), expected)
+    return _model(read_state(path), expected, trusted)
 
 
 def load_tensors(path: str | os.PathLike, *, as_float32: bool = False) -> dict[str, np.ndarray]:

@@ -1,0 +1,274 @@
+"""What a model file may name without the caller's say-so, and how a caller trusts more.
+
+A model file holds functions by name (``FunctionTransformer(func=np.log1p)``,
+``SelectKBest(score_func=f_classif)``, scorers) and sets hyperparameters. Both are
+input: a file that names a test runner or a function taking a callable runs what it
+likes, and one that sets ``memory="/some/dir"`` makes a later ``fit`` unpickle what
+that folder holds. This module holds the two reviewed tables loading consults:
+
+- :func:`default_functions`: the functions trusted by default. Pure numeric
+  functions only: every ufunc of numpy and of ``scipy.special`` (elementwise
+  arithmetic by construction: ``isinstance(obj, np.ufunc)``), and the named
+  non-ufunc functions of :data:`REVIEWED`, each with the reason it is safe. Never
+  trusted by default: anything doing I/O or imports, test runners, anything that
+  changes process-wide state (``seterr``, ``set_printoptions``, ...), and anything
+  that takes a callable or a path (``fromfunction``, ``vectorize``,
+  ``apply_along_axis``, ``pairwise_distances(metric=callable)``, ``load*``, ...).
+- :data:`PARAM_RULES`: hyperparameters that name paths, processes or resources, each
+  with the values a file may set without the caller's trust.
+
+More is trusted only by the caller: ``aprender.load(path, trusted=[module.func])``
+for one load (function objects, never names, so nothing is ever imported or looked
+up by a name a file chose; a string names a hyperparameter of :data:`PARAM_RULES`
+instead), or :func:`aprender.register_function` for the process.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PARAM_RULES", "REVIEWED", "UFUNC_MODULES", "Trust", "default_functions", "make_trust"]
+
+#: Modules whose ufuncs are trusted, in the order their names are preferred when saving.
+UFUNC_MODULES = ("numpy", "scipy.special")
+
+_REDUCE = "reduction over axes of its array argument; options are axes, dtypes and flags"
+_NAN_REDUCE = "NaN-ignoring reduction over axes of its array argument"
+_ORDER = "order statistic of its array argument; options are q, axes and a method name"
+_ELEMENT = "elementwise function of its array argument, not a ufunc; options are numbers"
+_SOFTMAX = "normalizes its array argument along an axis"
+_METRIC = "score of (y_true, y_pred) arrays; options are labels, averaging names and numbers"
+_CLUSTER = "clustering score of label (or data and label) arrays; options are names and numbers"
+_DISTANCE = "distances between rows of its array arguments; no callable, no n_jobs"
+_KERNEL = "kernel matrix of its array arguments; options are numbers"
+_SCORE_FUNC = "univariate feature score of (X, y) arrays; options are flags, numbers and a seed"
+
+#: The reviewed non-ufunc functions trusted by default: module -> {name: reason}. A name
+#: the installed version lacks is skipped. Modules are listed in the order their names
+#: are preferred when saving (``sklearn.metrics.euclidean_distances`` before the
+#: ``sklearn.metrics.pairwise`` name of the same function, as files have always said).
+REVIEWED: dict[str, dict[str, str]] = {
+    "numpy": {
+        **dict.fromkeys(["mean", "average", "median", "sum", "prod", "max", "min", "amax", "amin", "ptp", "std",
+                         "var", "argmax", "argmin", "all", "any", "count_nonzero", "cumsum", "cumprod"], _REDUCE),
+        **dict.fromkeys(["nanmean", "nanmedian", "nansum", "nanprod", "nanmax", "nanmin", "nanstd", "nanvar",
+                         "nanargmax", "nanargmin", "nancumsum", "nancumprod"], _NAN_REDUCE),
+        **dict.fromkeys(["percentile", "quantile", "nanpercentile", "nanquantile", "sort"], _ORDER),
+        **dict.fromkeys(["clip", "round", "around", "fix", "nan_to_num", "sinc", "i0"], _ELEMENT),
+    },
+    "scipy.special": dict.fromkeys(["softmax", "log_softmax", "logsumexp"], _SOFTMAX),
+    "sklearn.metrics": {
+        **dict.fromkeys([
+            "accuracy_score", "balanced_accuracy_score", "f1_score", "fbeta_score", "precision_score",
+            "recall_score", "jaccard_score", "log_loss", "roc_auc_score", "average_precision_score",
+            "brier_score_loss", "matthews_corrcoef", "cohen_kappa_score", "hamming_loss", "zero_one_loss",
+            "hinge_loss", "top_k_accuracy_score", "d2_log_loss_score", "d2_brier_score", "auc",
+            "r2_score", "explained_variance_score", "mean_squared_error", "root_mean_squared_error",
+            "mean_absolute_error", "median_absolute_error", "mean_absolute_percentage_error",
+            "mean_squared_log_error", "root_mean_squared_log_error", "max_error", "mean_poisson_deviance",
+            "mean_gamma_deviance", "mean_tweedie_deviance", "mean_pinball_loss", "d2_absolute_error_score",
+            "d2_pinball_score", "d2_tweedie_score", "ndcg_score", "dcg_score", "coverage_error",
+            "label_ranking_average_precision_score", "label_ranking_loss"], _METRIC),
+        **dict.fromkeys([
+            "adjusted_rand_score", "rand_score", "adjusted_mutual_info_score", "normalized_mutual_info_score",
+            "mutual_info_score", "homogeneity_score", "completeness_score", "v_measure_score",
+            "fowlkes_mallows_score", "silhouette_score", "calinski_harabasz_score", "davies_bouldin_score"],
+            _CLUSTER),
+        **dict.fromkeys(["euclidean_distances", "nan_euclidean_distances"], _DISTANCE),
+    },
+    "sklearn.metrics.pairwise": {
+        **dict.fromkeys([
+            "euclidean_distances", "nan_euclidean_distances", "manhattan_distances", "cosine_distances",
+            "cosine_similarity", "haversine_distances", "paired_euclidean_distances",
+            "paired_manhattan_distances", "paired_cosine_distances"], _DISTANCE),
+        **dict.fromkeys([
+            "linear_kernel", "polynomial_kernel", "rbf_kernel", "laplacian_kernel", "sigmoid_kernel",
+            "chi2_kernel", "additive_chi2_kernel"], _KERNEL),
+    },
+    "sklearn.feature_selection": dict.fromkeys(
+        ["f_classif", "f_regression", "r_regression", "chi2", "f_oneway", "mutual_info_classif",
+         "mutual_info_regression"], _SCORE_FUNC),
+}
+
+_lock = threading.Lock()
+
+
+@functools.cache
+def _table() -> tuple[dict[str, Callable[..., Any]], dict[int, str]]:
+    by_name: dict[str, Callable[..., Any]] = {}
+    by_id: dict[int, str] = {}
+
+    def add(name: str, obj: Callable[..., Any]) -> None:
+        by_name[name] = obj
+        by_id.setdefault(id(obj), name)  # the first name listed is the one files hold
+
+    with _lock:
+        for module_name in UFUNC_MODULES:  # modules named here, never in a model file
+            module = importlib.import_module(module_name)
+            for name in sorted(vars(module)):
+                obj = getattr(module, name)
+                if not name.startswith("_") and isinstance(obj, np.ufunc):
+                    add(f"{module_name}.{name}", obj)
+        for module_name, names in REVIEWED.items():
+            module = importlib.import_module(module_name)
+            for name in names:
+                obj = getattr(module, name, None)
+                if callable(obj) and not isinstance(obj, type):
+                    add(f"{module_name}.{name}", obj)
+    return by_name, by_id
+
+
+def default_functions() -> dict[str, Callable[..., Any]]:
+    """Every function trusted by default, by the name files hold (a copy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from aprender.codec.trust import default_functions
+    >>> table = default_functions()
+    >>> table["numpy.log1p"] is np.log1p, "numpy.fromfunction" in table, "scipy.special.test" in table
+    (True, False, False)
+    """
+    return dict(_table()[0])
+
+
+def default_name(func: Any) -> str | None:
+    """The name ``func`` has in the default table, or ``None``."""
+    by_name, by_id = _table()
+    name = by_id.get(id(func))
+    return name if name is not None and by_name[name] is func else None
+
+
+def lookup_default(name: str) -> Callable[..., Any] | None:
+    """The default-trusted function of that name, or ``None``."""
+    return _table()[0].get(name)
+
+
+# -- hyperparameters ---------------------------------------------------------------------
+
+#: Largest thread or process count a file may ask for (and ``-MAX_JOBS`` the most negative,
+#: joblib's "all CPUs but n - 1"): more than any machine joblib runs on, far fewer than a
+#: file could make a ``fit`` start.
+MAX_JOBS = 1024
+#: Largest libsvm kernel cache, in MB, a file may ask a later ``fit`` to allocate.
+MAX_CACHE_MB = 65536
+# joblib's documented forms of pre_dispatch: "all", an int, or "n_jobs" times a small
+# integer. joblib evaluates the string as arithmetic, where 9**9**9 would not finish.
+_PRE_DISPATCH = re.compile(r"\s*(?:all|(?:[1-9][0-9]{0,2}\s*\*\s*)?n_jobs)\s*")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _memory(value: Any) -> bool:
+    return value is None
+
+
+def _n_jobs(value: Any) -> bool:
+    return value is None or (_is_int(value) and -MAX_JOBS <= value <= MAX_JOBS)
+
+
+def _pre_dispatch(value: Any) -> bool:
+    if _is_int(value):
+        return 1 <= value <= 1 << 20
+    return isinstance(value, str) and len(value) <= 32 and _PRE_DISPATCH.fullmatch(value) is not None
+
+
+def _cache_size(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+        and value <= MAX_CACHE_MB
+
+
+def _input(value: Any) -> bool:
+    return value == "content"
+
+
+#: Hyperparameters a file may set only to the values a rule allows, unless the caller
+#: names the hyperparameter in ``trusted=``: name -> (rule, what the rule allows).
+#: Rules go by name, for every class: each name means the same thing wherever
+#: scikit-learn uses it.
+PARAM_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    # Pipeline, FeatureAgglomeration, AgglomerativeClustering, OPTICS: a joblib cache folder
+    # whose results a later fit unpickles.
+    "memory": (_memory, "None (a cache folder's contents are unpickled by a later fit)"),
+    "n_jobs": (_n_jobs, f"None or an integer from -{MAX_JOBS} to {MAX_JOBS}"),
+    "pre_dispatch": (_pre_dispatch, "'all', 'n_jobs', 'k*n_jobs' (k below 1000) or an integer up to 2**20"),
+    "cache_size": (_cache_size, f"at most {MAX_CACHE_MB} (MB)"),
+    # CountVectorizer, TfidfVectorizer, HashingVectorizer: 'filename' and 'file' make transform
+    # open whatever paths its input rows name.
+    "input": (_input, "'content' ('filename' and 'file' open the paths the input names)"),
+}
+
+
+class Trust:
+    """What one load trusts beyond the defaults: function objects by name, hyperparameter names."""
+
+    __slots__ = ("functions", "params")
+
+    def __init__(self, functions: dict[str, Callable[..., Any]], params: frozenset[str]) -> None:
+        self.functions = functions
+        self.params = params
+
+
+#: The trust of a load given no ``trusted=``.
+NONE = Trust({}, frozenset())
+
+
+def _names(func: Callable[..., Any]) -> list[str]:
+    """The names a file may give ``func``: its registered or default name and ``module.qualname``."""
+    from aprender.codec.handlers.functions import function_name, qualified_name
+
+    return [n for n in (function_name(func), qualified_name(func)) if n is not None]
+
+
+def make_trust(trusted: Iterable[Any] | None) -> Trust:
+    """The :class:`Trust` of a ``trusted=`` argument.
+
+    Parameters
+    ----------
+    trusted : iterable or None
+        Function objects a file may name (found by their registered name or
+        ``module.qualname``), and names of hyperparameters of :data:`PARAM_RULES` a
+        file may set to any value. A function is never looked up by a string: pass
+        the object.
+
+    Raises
+    ------
+    TypeError
+        For an entry that is neither a callable nor a string.
+    ValueError
+        For a string that is not a hyperparameter of :data:`PARAM_RULES`.
+    """
+    if trusted is None:
+        return NONE
+    if isinstance(trusted, (str, bytes)) or callable(trusted):
+        trusted = [trusted]
+    functions: dict[str, Callable[..., Any]] = {}
+    params = set()
+    for item in trusted:
+        if isinstance(item, str):
+            if item not in PARAM_RULES:
+                raise ValueError(
+                    f"trusted={item!r}: a string in trusted names a hyperparameter a file may set freely "
+                    f"({', '.join(PARAM_RULES)}); functions are trusted by passing the function object itself, "
+                    "e.g. trusted=[mymodule.myfunc], never by name")
+            params.add(item)
+        elif callable(item) and not isinstance(item, type):
+            names = _names(item)
+            if not names:
+                raise ValueError(f"trusted function {item!r} has no unique qualified name; register it with "
+                                 "aprender.register_function(func, name=...) instead")
+            for name in names:
+                functions[name] = item
+        else:
+            raise TypeError(f"trusted entries are function objects or hyperparameter names, "
+                            f"got {type(item).__name__}")
+    return Trust(functions, frozenset(params))
