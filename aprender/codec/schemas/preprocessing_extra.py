@@ -1,7 +1,8 @@
-"""Schemas of MinMaxScaler, OneHotEncoder and LabelEncoder (StandardScaler: preprocessing.py)."""
+"""Schemas of MinMaxScaler, OneHotEncoder, LabelEncoder and PolynomialFeatures (StandardScaler: preprocessing.py)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -9,9 +10,12 @@ from typing import Any
 import numpy as np
 from sklearn import preprocessing as sk
 
+from aprender import _limits
 from aprender import preprocessing as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features
+from aprender.codec.schemas._generic import check_generic
+from aprender.codec.schemas._model_checks import integer
 
 
 def check_feature_names(attrs: Mapping[str, Any], n: int, path: str) -> None:
@@ -109,7 +113,53 @@ def check_label_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], pat
     check_sorted_unique(classes, "classes_", path)
 
 
+def polynomial_terms(n: int, low: int, high: int, interaction_only: bool, bias: bool, bound: int) -> int | None:
+    """The number of output columns of a polynomial expansion, or None past ``bound``.
+
+    scikit-learn's own count (``PolynomialFeatures._num_combinations``) builds binomials of
+    any size; this one adds the terms of each degree and stops once past ``bound``, so a
+    file's degree cannot make the check itself slow.
+    """
+    total = int(bias)
+    first = max(low, 1)
+    if n == 1 and not interaction_only:  # one term per degree
+        total += max(high - first + 1, 0)
+        return total if total <= bound else None
+    for degree in range(first, high + 1):
+        if interaction_only and degree > n:
+            break
+        total += math.comb(n, degree) if interaction_only else math.comb(n + degree - 1, degree)
+        if total > bound:
+            return None
+    return total
+
+
+def check_polynomial_features(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """The degree range follows ``degree``; the output widths are the expansion's, and bounded.
+
+    transform allocates ``n_samples`` rows of ``_n_out_full`` columns and fills them by the
+    degree range: both widths must be what ``n_features_in_`` and the degrees give.
+    """
+    check_generic(params, attrs, path)
+    n = n_features(attrs, path)
+    degree = params.get("degree")
+    low = integer(attrs, "_min_degree", path)
+    high = integer(attrs, "_max_degree", path, low=low)
+    if (low, high) != ((0, degree) if type(degree) is int else tuple(degree)):
+        raise fail(path, f"'_min_degree', '_max_degree' ({low}, {high}) do not follow degree={degree!r}")
+    options = bool(params.get("interaction_only")), bool(params.get("include_bias"))
+    for name, first in (("n_output_features_", low), ("_n_out_full", 0)):
+        width = integer(attrs, name, path)
+        expected = polynomial_terms(n, first, high, *options, _limits.MAX_FEATURES)
+        if expected is None:
+            raise fail(path, f"'{name}': the expansion of {n} features to degree {high} has more than "
+                             f"{_limits.MAX_FEATURES} columns (raise aprender._limits.MAX_FEATURES to load it)")
+        if width != expected:
+            raise fail(path, f"'{name}' is {width}, the expansion of {n} features has {expected} columns")
+
+
 SCHEMAS = [
+    ((sk.PolynomialFeatures,), Spec(validate=check_polynomial_features)),
     ((ap.MinMaxScaler, sk.MinMaxScaler), Spec(ModelType.SCALER, validate=check_min_max_scaler)),
     ((ap.OneHotEncoder, sk.OneHotEncoder), Spec(ModelType.ENCODER, validate=check_one_hot_encoder)),
     ((ap.LabelEncoder, sk.LabelEncoder), Spec(ModelType.ENCODER, validate=check_label_encoder)),
