@@ -25,14 +25,26 @@ _COEFS = ("coef_", "_standard_coef", "_average_coef")
 _INTERCEPTS = ("intercept_", "_standard_intercept", "_average_intercept")
 
 
+def _check_shape(attrs: Mapping[str, Any], name: str, path: str, shapes: tuple[tuple[int, ...], ...]) -> None:
+    value = optional_array(attrs, name, path, ndim=tuple({len(s) for s in shapes}))
+    if value is not None and value.shape not in shapes:
+        raise fail(path, f"'{name}' has shape {value.shape}, expected {' or '.join(map(str, shapes))}")
+
+
 def _check_weights(attrs: Mapping[str, Any], path: str, coef_shape: tuple[int, ...], intercept: str,
                    intercept_shape: tuple[int, ...]) -> None:
-    """``coef_`` and the averaging state share one shape; so do the intercepts."""
+    """``coef_`` and the averaging state share one layout; so do the intercepts.
+
+    A binary classifier keeps its averaging weights raveled (``(n_features,)`` beside a
+    ``(1, n_features)`` ``coef_``): ``_sgd_fast`` reads either layout as one row.
+    """
     array(attrs, "coef_", path, ndim=(len(coef_shape),), shape=dict(enumerate(coef_shape)))
     array(attrs, intercept, path, ndim=(1,), shape={0: intercept_shape[0]})
-    for names, shape in ((_COEFS[1:], coef_shape), (_INTERCEPTS[1:], intercept_shape)):
-        for name in names:
-            optional_array(attrs, name, path, ndim=(len(shape),), shape=dict(enumerate(shape)))
+    single_row = (coef_shape, coef_shape[-1:]) if len(coef_shape) == 1 or coef_shape[0] == 1 else (coef_shape,)
+    for name in _COEFS[1:]:
+        _check_shape(attrs, name, path, tuple(dict.fromkeys(single_row)))
+    for name in _INTERCEPTS[1:]:
+        _check_shape(attrs, name, path, (intercept_shape,))
     t = attrs.get("t_")
     if t is not None and not real(t):
         raise fail(path, f"'t_' must be a number, found {type(t).__name__}")
