@@ -68,6 +68,7 @@ MODELS: dict[str, Callable[[], object]] = {
     "mlb": _mlb,
     "sgd": lambda: SGDClassifier(average=True, random_state=0, max_iter=5, tol=None).fit(X, Y3 > 0),
     "sgd3": lambda: SGDClassifier(random_state=0, max_iter=5, tol=None).fit(X, Y3),
+    "sgd3avg": lambda: SGDClassifier(average=True, random_state=0, max_iter=5, tol=None).fit(X, Y3),
     "perceptron": lambda: Perceptron(random_state=0, max_iter=5, tol=None).fit(X, Y3),
     "sgdr": lambda: SGDRegressor(average=True, random_state=0, max_iter=5, tol=None).fit(X, YR),
     "sgd1": lambda: SGDOneClassSVM(random_state=0, max_iter=5, tol=None).fit(X),
@@ -146,6 +147,8 @@ CASES: dict[str, tuple[str, Callable[[dict, dict], None], str, str]] = {
     "lof-neighbors-past-samples": ("lof", _set("n_neighbors_", 400), "n_neighbors_", "m.score_samples(X)"),
     "lof-lrd-short": ("lof", _set("_lrd", tensor=np.ones(3)), "_lrd", "m.score_samples(X)"),
     "kde-feature-count": ("kde", _set("n_features_in_", 7), "tree_", "m.score_samples(np.zeros((1, 7)))"),
+    "sgd-multiclass-average-raveled": ("sgd3avg", _set("_average_coef", tensor=np.zeros(15)), "_average_coef",
+                                       "m.partial_fit(X, Y3)"),
     "sgd-rows-for-classes": ("sgd3", _set("coef_", tensor=np.zeros((2, 5))), "coef_", "m.partial_fit(X, Y3)"),
     "perceptron-intercepts": ("perceptron", _set("intercept_", tensor=np.zeros(1)), "intercept_",
                               "m.partial_fit(X, Y3)"),
@@ -275,6 +278,15 @@ def test_unedited_files_load_and_predict_identically(model, states) -> None:
             for x, y in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,), strict=True):
                 x, y = (v.toarray() if hasattr(v, "toarray") else np.asarray(v) for v in (x, y))
                 assert np.array_equal(x, y), (model, method)
+
+
+@pytest.mark.parametrize("model", ["sgd", "sgd3avg", "sgdr", "sgd1", "perceptron"])
+def test_loaded_sgd_models_continue_training_identically(model, states) -> None:
+    original, loaded = MODELS[model](), safetensors.load(safetensors.state_to_bytes(states[model]))
+    target = {"sgdr": (YR,), "sgd1": (), "sgd": (Y3 > 0,)}.get(model, (Y3,))
+    for est in (original, loaded):
+        est.partial_fit(X, *target)
+    assert np.array_equal(original.coef_, loaded.coef_)
 
 
 def test_neighbors_file_with_a_stored_tree_still_loads(states) -> None:
