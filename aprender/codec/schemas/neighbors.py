@@ -122,6 +122,13 @@ def _check_tree(attrs: Mapping[str, Any], path: str) -> None:
         raise fail(path, f"'_fit_X' of a {method} must be a dense array of finite values")
 
 
+def _check_search(attrs: Mapping[str, Any], path: str) -> int:
+    """The training data and how it is searched; returns the number of training samples."""
+    m = _check_fit_data(attrs, path)
+    _check_tree(attrs, path)
+    return m
+
+
 def _check_targets(attrs: Mapping[str, Any], m: int, path: str) -> None:
     """Class indices in ``_y`` lie inside ``classes_`` (one label array per output when 2-d)."""
     outputs_2d = attrs.get("outputs_2d_")
@@ -142,22 +149,19 @@ def _check_targets(attrs: Mapping[str, Any], m: int, path: str) -> None:
 
 def check_neighbors_classifier(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """Training data matches n_samples_fit_ x n_features_in_; class indices lie inside classes_."""
-    m = _check_fit_data(attrs, path)
-    _check_tree(attrs, path)
+    m = _check_search(attrs, path)
     _check_targets(attrs, m, path)
 
 
 def check_neighbors_regressor(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """Training data matches n_samples_fit_ x n_features_in_; one target row per sample."""
-    m = _check_fit_data(attrs, path)
-    _check_tree(attrs, path)
+    m = _check_search(attrs, path)
     array(attrs, "_y", path, ndim=(1, 2), kinds="biuf", shape={0: m})
 
 
 def check_neighbors(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """Training data matches n_samples_fit_ x n_features_in_ (NearestNeighbors, the graph transformers)."""
-    m = _check_fit_data(attrs, path)
-    _check_tree(attrs, path)
+    m = _check_search(attrs, path)
     out = attrs.get("_n_features_out")
     if out is not None and out != m:  # the width of kneighbors_graph: one column per training sample
         raise fail(path, f"'_n_features_out' is {out}, the graph has one column per training sample ({m})")
@@ -165,8 +169,7 @@ def check_neighbors(params: Mapping[str, Any], attrs: Mapping[str, Any], path: s
 
 def check_local_outlier_factor(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """As for NearestNeighbors; the per-sample densities and k-distances are one row per training sample."""
-    m = _check_fit_data(attrs, path)
-    _check_tree(attrs, path)
+    m = _check_search(attrs, path)
     k = integer(attrs, "n_neighbors_", path, low=1, high=m)
     array(attrs, "_distances_fit_X_", path, ndim=(2,), shape={0: m, 1: k})
     for name in ("_lrd", "negative_outlier_factor_"):
