@@ -31,7 +31,7 @@ from sklearn.neighbors import (
     RadiusNeighborsClassifier,
     RadiusNeighborsRegressor,
 )
-from sklearn.preprocessing import MultiLabelBinarizer, PolynomialFeatures
+from sklearn.preprocessing import MultiLabelBinarizer, PolynomialFeatures, SplineTransformer
 from sklearn.svm import NuSVC, NuSVR, OneClassSVM
 from sklearn.tree import DecisionTreeClassifier
 
@@ -79,6 +79,7 @@ MODELS: dict[str, Callable[[], object]] = {
     "poly": lambda: PolynomialFeatures(degree=2).fit(X),
     "knnimp": lambda: KNNImputer().fit(X),
     "agglo": lambda: FeatureAgglomeration(n_clusters=2).fit(X),
+    "spline": lambda: SplineTransformer(n_knots=4).fit(X),
 }
 
 
@@ -164,6 +165,7 @@ CASES: dict[str, tuple[str, Callable[[dict, dict], None], str, str]] = {
     "poly-degree-past-params": ("poly", _set("_max_degree", 40), "_max_degree", "m.transform(X)"),
     "knnimputer-mask-shape": ("knnimp", _set("_mask_fit_X", tensor=np.zeros((3, 5), dtype=bool)), "_mask_fit_X",
                               "m.transform(X)"),
+    "spline-output-width": ("spline", _set("n_features_out_", 2**40), "n_features_out_", "m.transform(X)"),
     "agglo-label-2**40": ("agglo", _set("labels_", tensor=np.full(5, 2**40)), "labels_", "m.transform(X)"),
 }
 

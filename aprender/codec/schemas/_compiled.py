@@ -173,9 +173,10 @@ COMPILED: dict[str, Reach] = {
         "`handlers/compiled.py` `interp1d`: `x` 1-d and non-decreasing, as long as `y` along its axis; rebuilt by "
         "the constructor"),
     "sklearn.preprocessing.SplineTransformer": Reach(
-        "`bsplines_` (`BSpline`)", "SciPy `_bspl`", "handler",
+        "`bsplines_` (`BSpline`), `n_features_out_`", "SciPy `_bspl`; the output allocation", "schema",
         "`handlers/compiled.py` `bspline`: degree bounded, 1-d knots, axis inside `c`; the constructor checks "
-        "sorted knots and enough coefficients"),
+        "sorted knots and enough coefficients; `schemas/preprocessing_extra.py` `check_spline_transformer`: one "
+        "spline per feature, one width, `n_features_out_` recounted"),
 }
 
 #: class key -> (attribute, allow-listed class key of the estimator it holds, which reaches compiled code).

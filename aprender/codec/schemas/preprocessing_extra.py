@@ -1,4 +1,7 @@
-"""Schemas of MinMaxScaler, OneHotEncoder, LabelEncoder and PolynomialFeatures (StandardScaler: preprocessing.py)."""
+"""Schemas of MinMaxScaler, OneHotEncoder, LabelEncoder, PolynomialFeatures and SplineTransformer.
+
+StandardScaler: preprocessing.py.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+from scipy.interpolate import BSpline
 from sklearn import preprocessing as sk
 
 from aprender import _limits
@@ -158,8 +162,30 @@ def check_polynomial_features(params: Mapping[str, Any], attrs: Mapping[str, Any
             raise fail(path, f"'{name}' is {width}, the expansion of {n} features has {expected} columns")
 
 
+def check_spline_transformer(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """One B-spline per feature, each with the same number of splines; ``n_features_out_`` follows from them.
+
+    transform allocates ``n_samples`` rows of ``n_features_out_`` columns (plus one per
+    feature without a bias) and fills one block of ``n_splines`` columns per feature.
+    The splines themselves are rebuilt by the ``bspline`` handler, whose constructor checks them.
+    """
+    check_generic(params, attrs, path)
+    n = n_features(attrs, path)
+    splines = attrs.get("bsplines_")
+    if type(splines) is not list or len(splines) != n or not all(isinstance(b, BSpline) for b in splines):
+        raise fail(path, f"'bsplines_' must be a list of {n} B-splines, one per feature")
+    widths = {b.c.shape[1] if b.c.ndim == 2 else -1 for b in splines}
+    if len(widths) > 1 or min(widths, default=0) < 1:
+        raise fail(path, f"'bsplines_' must all have 2-d coefficients of one width, found widths {sorted(widths)}")
+    expected = n * (widths.pop() if widths else 0) - n * (1 - bool(params.get("include_bias")))
+    if attrs.get("n_features_out_") != expected:
+        raise fail(path, f"'n_features_out_' is {str(attrs.get('n_features_out_'))[:40]}, "
+                         f"the splines give {expected} columns")
+
+
 SCHEMAS = [
     ((sk.PolynomialFeatures,), Spec(validate=check_polynomial_features)),
+    ((sk.SplineTransformer,), Spec(validate=check_spline_transformer)),
     ((ap.MinMaxScaler, sk.MinMaxScaler), Spec(ModelType.SCALER, validate=check_min_max_scaler)),
     ((ap.OneHotEncoder, sk.OneHotEncoder), Spec(ModelType.ENCODER, validate=check_one_hot_encoder)),
     ((ap.LabelEncoder, sk.LabelEncoder), Spec(ModelType.ENCODER, validate=check_label_encoder)),
