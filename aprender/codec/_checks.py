@@ -12,7 +12,7 @@ import numpy as np
 from aprender import _limits
 from aprender.exceptions import FormatError
 
-__all__ = ["array", "check_attr_name", "check_sizes", "fail", "n_features", "optional_array", "require"]
+__all__ = ["array", "bounded_int", "check_attr_name", "check_sizes", "fail", "n_features", "optional_array", "require"]
 
 
 def fail(path: str, message: str) -> FormatError:
@@ -36,12 +36,18 @@ def n_features(attrs: Mapping[str, Any], path: str) -> int:
     return n
 
 
+def bounded_int(value: Any, name: str, path: str, *, low: int = 0, high: int | None = None, hint: str = "") -> int:
+    """``value`` (attribute ``name``) as an int in ``[low, high]``; numpy integers allowed, bools not."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise fail(path, f"'{name}' must be an integer, found {type(value).__name__}")
+    if value < low or (high is not None and value > high):
+        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise fail(path, f"'{name}' is {value}, must be {bound}{hint}")
+    return int(value)
+
+
 def _count(name: str, value: Any, bound: int, setting: str, path: str) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise fail(path, f"'{name}' must be a non-negative int, found {str(value)[:80]}")
-    if value > bound:
-        raise fail(path, f"'{name}' is {value}, more than the {bound} a loaded model may have "
-                         f"(raise aprender._limits.{setting} to load it)")
+    bounded_int(value, name, path, high=bound, hint=f" (raise aprender._limits.{setting} to load a larger model)")
 
 
 def check_sizes(attrs: Mapping[str, Any], path: str) -> None:
