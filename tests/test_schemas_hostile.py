@@ -291,6 +291,18 @@ def test_loaded_sgd_models_continue_training_identically(model, states) -> None:
     assert np.array_equal(original.coef_, loaded.coef_)
 
 
+def test_sparsified_sgd_classifier_loads() -> None:
+    original = MODELS["sgd3"]().sparsify()
+    loaded = safetensors.load(safetensors.state_to_bytes(to_state(original)))
+    assert np.array_equal(original.predict(X), loaded.predict(X))
+    bad = to_state(MODELS["sgd"]().sparsify())  # a binary model's one row, under three classes
+    meta = copy.deepcopy(bad.meta)
+    meta["model"]["attrs"]["classes_"] = {"__t__": "tensor", "name": "classes_"}
+    tensors = {**bad.tensors, "classes_": np.arange(3)}
+    with pytest.raises(FormatError, match="sparse 'coef_' has shape"):
+        safetensors.load(safetensors.state_to_bytes(ModelState(tensors=tensors, meta=meta)))
+
+
 def test_neighbors_file_with_a_stored_tree_still_loads(states) -> None:
     """Files written before NearestNeighbors had a schema hold its tree as a binary_tree node: it is rebuilt."""
     model = NearestNeighbors(algorithm="kd_tree", leaf_size=7).fit(X)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import scipy.sparse as sp
 from sklearn import linear_model as sk
 
 from aprender.codec import Spec
@@ -38,7 +39,12 @@ def _check_weights(attrs: Mapping[str, Any], path: str, coef_shape: tuple[int, .
     A binary classifier keeps its averaging weights raveled (``(n_features,)`` beside a
     ``(1, n_features)`` ``coef_``): ``_sgd_fast`` reads either layout as one row.
     """
-    array(attrs, "coef_", path, ndim=(len(coef_shape),), shape=dict(enumerate(coef_shape)))
+    coef = attrs.get("coef_")
+    if sp.issparse(coef):  # sparsify(): predictions only; partial_fit needs densify() first
+        if coef.shape != (coef_shape if len(coef_shape) == 2 else (1, *coef_shape)):
+            raise fail(path, f"sparse 'coef_' has shape {coef.shape}, expected {coef_shape}")
+    else:
+        array(attrs, "coef_", path, ndim=(len(coef_shape),), shape=dict(enumerate(coef_shape)))
     array(attrs, intercept, path, ndim=(1,), shape={0: intercept_shape[0]})
     single_row = (coef_shape, coef_shape[-1:]) if len(coef_shape) == 1 or coef_shape[0] == 1 else (coef_shape,)
     for name in _COEFS[1:]:
