@@ -22,7 +22,7 @@ from sklearn.cluster import Birch, FeatureAgglomeration
 from sklearn.decomposition import NMF, LatentDirichletAllocation, MiniBatchNMF
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.impute import KNNImputer
-from sklearn.linear_model import Perceptron, SGDClassifier, SGDOneClassSVM, SGDRegressor
+from sklearn.linear_model import LogisticRegression, Perceptron, SGDClassifier, SGDOneClassSVM, SGDRegressor
 from sklearn.neighbors import (
     KernelDensity,
     KNeighborsTransformer,
@@ -291,8 +291,9 @@ def test_loaded_sgd_models_continue_training_identically(model, states) -> None:
     assert np.array_equal(original.coef_, loaded.coef_)
 
 
-def test_sparsified_sgd_classifier_loads() -> None:
-    original = MODELS["sgd3"]().sparsify()
+@pytest.mark.parametrize("build", [MODELS["sgd3"], lambda: LogisticRegression().fit(X, Y3)])
+def test_sparsified_classifiers_load(build) -> None:
+    original = build().sparsify()
     loaded = safetensors.load(safetensors.state_to_bytes(to_state(original)))
     assert np.array_equal(original.predict(X), loaded.predict(X))
     bad = to_state(MODELS["sgd"]().sparsify())  # a binary model's one row, under three classes

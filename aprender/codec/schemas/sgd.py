@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import scipy.sparse as sp
 from sklearn import linear_model as sk
 
 from aprender.codec import Spec
 from aprender.codec._checks import array, fail, n_features, optional_array
 from aprender.codec.schemas._generic import check_generic
 from aprender.codec.schemas._model_checks import class_labels, real
+from aprender.codec.schemas.linear import check_coefficients
 
 #: Weights _sgd_fast updates in place: the coefficient arrays and the intercept arrays.
 _COEFS = ("coef_", "_standard_coef", "_average_coef")
@@ -39,12 +39,7 @@ def _check_weights(attrs: Mapping[str, Any], path: str, coef_shape: tuple[int, .
     A binary classifier keeps its averaging weights raveled (``(n_features,)`` beside a
     ``(1, n_features)`` ``coef_``): ``_sgd_fast`` reads either layout as one row.
     """
-    coef = attrs.get("coef_")
-    if sp.issparse(coef):  # sparsify(): predictions only; partial_fit needs densify() first
-        if coef.shape != (coef_shape if len(coef_shape) == 2 else (1, *coef_shape)):
-            raise fail(path, f"sparse 'coef_' has shape {coef.shape}, expected {coef_shape}")
-    else:
-        array(attrs, "coef_", path, ndim=(len(coef_shape),), shape=dict(enumerate(coef_shape)))
+    check_coefficients(attrs, path, coef_shape)  # sparse after sparsify(): partial_fit needs densify() first
     array(attrs, intercept, path, ndim=(1,), shape={0: intercept_shape[0]})
     single_row = (coef_shape, coef_shape[-1:]) if len(coef_shape) == 1 or coef_shape[0] == 1 else (coef_shape,)
     for name in _COEFS[1:]:
