@@ -13,7 +13,8 @@ import math
 
 from aprender.exceptions import FormatError
 
-__all__ = ["MAX_ELEMENTS", "MAX_INT", "MAX_NDIM", "MIN_INT", "checked_shape"]
+__all__ = ["MAX_CLASSES", "MAX_ELEMENTS", "MAX_FEATURES", "MAX_INT", "MAX_NDIM", "MIN_INT", "MAX_OUTPUTS",
+           "checked_shape"]
 
 #: Most dimensions a tensor may have in any format (.apr's index limit; numpy allows 64).
 MAX_NDIM = 32
@@ -21,6 +22,20 @@ MAX_NDIM = 32
 MAX_ELEMENTS = 2**53
 #: Range of integers accepted in a metadata tree: what int64 and uint64 can hold.
 MIN_INT, MAX_INT = -(2**63), 2**64 - 1
+
+# Counts a fitted estimator states about its input and output: scikit-learn allocates by them
+# later (a tree's ``feature_importances_`` is ``n_features_in_`` doubles), so a small file must not
+# claim huge ones. Every fitted estimator's state is checked against these in one place,
+# ``aprender.codec._checks.check_sizes``, before its family's checks run. They are read at load
+# time: to load a model wider than a default, raise the bound first, e.g.
+# ``aprender._limits.MAX_FEATURES = 2**28``.
+
+#: Most input features (``n_features_in_``) a loaded estimator may have (16,777,216).
+MAX_FEATURES = 2**24
+#: Most classes per output (``n_classes_``, ``len(classes_)``) a loaded estimator may have.
+MAX_CLASSES = 2**24
+#: Most outputs (``n_outputs_``) a loaded estimator may have.
+MAX_OUTPUTS = 2**20
 
 
 def checked_shape(shape: object, where: str, *, min_ndim: int = 0, min_dim: int = 0) -> tuple[int, ...]:

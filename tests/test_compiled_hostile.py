@@ -76,12 +76,12 @@ def _load_in_subprocess(paths: dict[str, str]) -> dict[str, str]:
 
 
 CASES = {
-    "tree-leaf-size-zero": ("nn", "_tree", "leaf_size", 0, None),
-    "tree-unknown-kind": ("nn", "_tree", "kind", "os.system", None),
+    "tree-leaf-size-zero": ("kde", "tree_", "leaf_size", 0, None),
+    "tree-unknown-kind": ("kde", "tree_", "kind", "os.system", None),
     "tree-unknown-metric": ("kde", "tree_", "metric", "pyfunc", None),
-    "tree-nan-data": ("nn", "_tree", "data", None, np.full((30, 3), np.nan)),
-    "tree-empty-data": ("nn", "_tree", "data", None, np.zeros((0, 3))),
-    "tree-1d-data": ("nn", "_tree", "data", None, np.zeros(90)),
+    "tree-nan-data": ("kde", "tree_", "data", None, np.full((30, 3), np.nan)),
+    "tree-empty-data": ("kde", "tree_", "data", None, np.zeros((0, 3))),
+    "tree-1d-data": ("kde", "tree_", "data", None, np.zeros(90)),
     "interp-unsorted-x": ("iso", "f_", "x", None, np.array([3.0, 2.0, 1.0])),
     "interp-bad-kind": ("iso", "f_", "kind", "spline42", None),
     "interp-axis-out-of-range": ("iso", "f_", "axis", 7, None),
@@ -142,9 +142,14 @@ def test_linkage_tree_round_trips_as_records(states) -> None:
 
 
 def test_trees_are_rebuilt_not_restored(states) -> None:
-    nn = _models()["nn"]
+    kde, nn = _models()["kde"], _models()["nn"]
+    loaded = from_state(states["kde"])
+    for a, b in zip(kde.tree_.get_arrays(), loaded.tree_.get_arrays(), strict=True):
+        assert np.array_equal(a, b)
+    attrs = states["kde"].meta["model"]["attrs"]["tree_"]
+    assert sorted(attrs) == ["__t__", "data", "kind", "leaf_size", "metric"]
+    # A neighbors estimator stores only the leaf size: its tree is rebuilt from the checked _fit_X.
+    assert states["nn"].meta["model"]["attrs"]["_tree"] == {"__t__": "dict", "items": [["leaf_size", 4]]}
     loaded = from_state(states["nn"])
     for a, b in zip(nn._tree.get_arrays(), loaded._tree.get_arrays(), strict=True):
         assert np.array_equal(a, b)
-    attrs = states["nn"].meta["model"]["attrs"]["_tree"]
-    assert sorted(attrs) == ["__t__", "data", "kind", "leaf_size", "metric"]

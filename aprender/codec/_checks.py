@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from aprender import _limits
 from aprender.exceptions import FormatError
 
-__all__ = ["array", "check_attr_name", "fail", "n_features", "optional_array", "require"]
+__all__ = ["array", "bounded_int", "check_attr_name", "check_sizes", "fail", "n_features", "optional_array", "require"]
 
 
 def fail(path: str, message: str) -> FormatError:
@@ -33,6 +34,43 @@ def n_features(attrs: Mapping[str, Any], path: str) -> int:
     if type(n) is not int or n < 0:
         raise fail(path, f"n_features_in_ must be a non-negative int, found {n!r}")
     return n
+
+
+def bounded_int(value: Any, name: str, path: str, *, low: int = 0, high: int | None = None, hint: str = "") -> int:
+    """``value`` (attribute ``name``) as an int in ``[low, high]``; numpy integers allowed, bools not."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise fail(path, f"'{name}' must be an integer, found {type(value).__name__}")
+    if value < low or (high is not None and value > high):
+        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise fail(path, f"'{name}' is {value}, must be {bound}{hint}")
+    return int(value)
+
+
+def _count(name: str, value: Any, bound: int, setting: str, path: str) -> None:
+    bounded_int(value, name, path, high=bound, hint=f" (raise aprender._limits.{setting} to load a larger model)")
+
+
+def check_sizes(attrs: Mapping[str, Any], path: str) -> None:
+    """The counts scikit-learn allocates by later are within ``aprender._limits``.
+
+    Run on every fitted estimator before its family's checks: ``n_features_in_``,
+    ``n_outputs_`` and ``n_classes_`` (an int, or one int per output) when present.
+    A tree file of a few kilobytes claiming ``n_features_in_ = 2**31 - 1`` would
+    otherwise load, and ``feature_importances_`` would try to allocate 16 GiB.
+    """
+    n = attrs.get("n_features_in_")
+    if n is not None:
+        _count("n_features_in_", n, _limits.MAX_FEATURES, "MAX_FEATURES", path)
+    outputs = attrs.get("n_outputs_")
+    if outputs is not None:
+        _count("n_outputs_", outputs, _limits.MAX_OUTPUTS, "MAX_OUTPUTS", path)
+    classes = attrs.get("n_classes_")
+    if isinstance(classes, (list, tuple, np.ndarray)) and np.ndim(classes) == 1 and len(classes) <= _limits.MAX_OUTPUTS:
+        for value in classes:
+            _count("n_classes_", value.item() if isinstance(value, np.generic) else value, _limits.MAX_CLASSES,
+                   "MAX_CLASSES", path)
+    elif classes is not None:
+        _count("n_classes_", classes, _limits.MAX_CLASSES, "MAX_CLASSES", path)
 
 
 def array(

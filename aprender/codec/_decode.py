@@ -20,7 +20,7 @@ import numpy as np
 
 from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
-from aprender.codec._checks import check_attr_name, fail
+from aprender.codec._checks import check_attr_name, check_sizes, fail
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
 from aprender.codec._registry import entry_for_key
 from aprender.codec.handlers._base import ANY, NULL, TENSOR, Fields
@@ -309,6 +309,8 @@ class Decoder:
         migrated = self.migrations is not None and self.migrations.apply(cls, params, attrs, path)
         fitted = _check_attr_names(cls, attrs, params, path)
         try:
+            if fitted:
+                check_sizes(attrs, path)  # every estimator, generic or not: the counts it allocates by
             if entry.spec.validate is not None and fitted:
                 entry.spec.validate(params, attrs, path)
             if entry.spec.unpack is not None:

@@ -14,9 +14,13 @@ are then checked by the class's own ``_parameter_constraints`` before constructi
   ``coef_``'s last axis, ``components_``' second axis, and the per-feature
   ``feature_importances_``, ``mean_``, ``var_``, ``scale_``, ``n_samples_seen_`` arrays.
 
-What reaches compiled code that indexes memory (trees, KD-trees, libsvm, splines, ...)
-is not left to these checks: those values have named handlers that validate or rebuild
-them (docs/threat-model.md).
+What reaches compiled code that indexes memory (trees, KD-trees, libsvm, SGD weights,
+splines, ...) is not left to these checks: such classes have family schemas, or their
+values named handlers that validate or rebuild them. ``schemas/_compiled.py`` is the
+audit of those classes, and tests/test_compiled_audit.py keeps every one of them off
+this spec (docs/threat-model.md). Counts that drive allocations (``n_features_in_``,
+``n_outputs_``, ``n_classes_``) are bounded for every estimator, generic or not, by
+``aprender.codec._checks.check_sizes``.
 """
 
 from __future__ import annotations

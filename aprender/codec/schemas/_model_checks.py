@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from aprender.codec._checks import fail
+from aprender.codec._checks import bounded_int, fail
 
 __all__ = ["choice", "class_labels", "integer", "is_fitted", "real"]
 
@@ -26,13 +26,7 @@ def is_fitted(attrs: Mapping[str, Any]) -> bool:
 
 def integer(attrs: Mapping[str, Any], name: str, path: str, *, low: int = 0, high: int | None = None) -> int:
     """Attribute ``name`` as an int in ``[low, high]`` (numpy integers allowed)."""
-    value = attrs.get(name)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise fail(path, f"'{name}' must be an integer, found {type(value).__name__}")
-    if value < low or (high is not None and value > high):
-        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
-        raise fail(path, f"'{name}' is {value}, must be {bound}")
-    return int(value)
+    return bounded_int(attrs.get(name), name, path, low=low, high=high)
 
 
 def real(value: Any) -> bool:

@@ -12,6 +12,7 @@ from aprender import cluster as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features, optional_array
 from aprender.codec.schemas._generic import check_generic
+from aprender.codec.schemas._model_checks import integer
 
 
 def check_kmeans(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
@@ -51,6 +52,31 @@ def check_hdbscan(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str
         raise fail(path, f"labels_ has shape {labels.shape}, the tree merges {len(tree) + 1} points")
 
 
+def check_feature_agglomeration(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """labels_ gives each of the n_features_in_ features a cluster id in [0, n_clusters_).
+
+    transform pools the features by ``np.bincount(labels_)``, which allocates one slot per
+    id up to the largest: an id of 2**40 would ask for 8 TiB.
+    """
+    check_generic(params, attrs, path)
+    n = n_features(attrs, path)
+    k = integer(attrs, "n_clusters_", path, high=n)
+    labels = array(attrs, "labels_", path, ndim=(1,), kinds="iu", shape={0: n})
+    if labels.size and (labels.min() < 0 or labels.max() >= k):
+        raise fail(path, f"'labels_' holds cluster ids outside [0, {k})")
+
+
+def refuse_object_trees(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """Birch and BisectingKMeans cannot be stored (their trees are graphs of Python objects): no file holds one.
+
+    A crafted file could still name them with arrays of its own (Birch hands
+    ``_subcluster_norms`` to a pairwise-distance reduction as precomputed norms, unchecked),
+    so a fitted one is refused here as it is on save.
+    """
+    raise fail(path, "fitted Birch and BisectingKMeans models cannot be stored or loaded: their trees are "
+                     "graphs of Python objects (docs/codec.md, refused estimators)")
+
+
 #: The training set's labels (one per training row); MiniBatchKMeans also its partial_fit
 #: counts, moving averages and random state.
 _KMEANS_TRAINING = ("labels_",)
@@ -66,4 +92,7 @@ SCHEMAS = [
              training_only=_MINIBATCH_TRAINING),
     ),
     ((sk.HDBSCAN,), Spec(validate=check_hdbscan)),
+    ((sk.FeatureAgglomeration,), Spec(validate=check_feature_agglomeration)),
+    ((sk.Birch,), Spec(validate=refuse_object_trees)),
+    ((sk.BisectingKMeans,), Spec(validate=refuse_object_trees)),
 ]

@@ -1,4 +1,4 @@
-"""Schemas of SimpleImputer and the MissingIndicator it nests with ``add_indicator=True``."""
+"""Schemas of SimpleImputer, KNNImputer and the MissingIndicator they nest with ``add_indicator=True``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from aprender import impute as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features
 from aprender.codec._migrations import running_at_least
+from aprender.codec.schemas._generic import check_generic
 from aprender.codec.schemas.preprocessing_extra import check_feature_names
 
 #: The fitted dtypes transform reads: scikit-learn 1.8 added ``_fill_dtype`` (older files get it
@@ -32,10 +33,24 @@ def check_simple_imputer(params: Mapping[str, Any], attrs: Mapping[str, Any], pa
         statistics.astype(fill)
     except (TypeError, ValueError, OverflowError):
         raise fail(path, f"'statistics_' cannot be cast to the fill dtype {fill}") from None
+    _check_indicator(attrs, n, path)
+
+
+def _check_indicator(attrs: Mapping[str, Any], n: int, path: str) -> None:
     indicator = attrs.get("indicator_")
     fitted_on = getattr(indicator, "_n_features", None)
     if indicator is not None and (not isinstance(indicator, sk.MissingIndicator) or fitted_on != n):
         raise fail(path, f"'indicator_' must be a MissingIndicator fitted on the imputer's {n} features")
+
+
+def check_knn_imputer(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """The training rows and their missing-value mask are (n_samples, n_features_in_); one valid flag per feature."""
+    check_generic(params, attrs, path)
+    n = n_features(attrs, path)
+    fit_X = array(attrs, "_fit_X", path, ndim=(2,), kinds="biuf", shape={1: n})
+    array(attrs, "_mask_fit_X", path, ndim=(2,), kinds="b", shape={0: fit_X.shape[0], 1: n})
+    array(attrs, "_valid_mask", path, ndim=(1,), kinds="b", shape={0: n})
+    _check_indicator(attrs, n, path)
 
 
 def check_missing_indicator(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
@@ -51,4 +66,5 @@ def check_missing_indicator(params: Mapping[str, Any], attrs: Mapping[str, Any],
 SCHEMAS = [
     ((ap.SimpleImputer, sk.SimpleImputer), Spec(ModelType.IMPUTER, validate=check_simple_imputer)),
     ((sk.MissingIndicator,), Spec(ModelType.IMPUTER, validate=check_missing_indicator)),
+    ((sk.KNNImputer,), Spec(ModelType.IMPUTER, validate=check_knn_imputer)),
 ]

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn import linear_model as sk
 
 from aprender import linear_model as ap
@@ -28,6 +29,17 @@ def _check_intercept(attrs: Mapping[str, Any], rows: int, path: str) -> None:
         raise fail(path, f"'intercept_' must be a float or a float array, found {type(intercept).__name__}")
 
 
+def check_coefficients(attrs: Mapping[str, Any], path: str, shape: tuple[int, ...]) -> None:
+    """``coef_`` of ``shape``: a float array, or after ``sparsify()`` a sparse matrix (a row vector stays 2-d)."""
+    coef = attrs.get("coef_")
+    if sp.issparse(coef):
+        expected = shape if len(shape) == 2 else (1, *shape)
+        if coef.shape != expected:
+            raise fail(path, f"sparse 'coef_' has shape {coef.shape}, expected {expected}")
+        return
+    array(attrs, "coef_", path, ndim=(len(shape),), shape=dict(enumerate(shape)))
+
+
 def check_linear(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """coef_ is (n_features,) or (n_targets, n_features); intercept_ matches."""
     n = n_features(attrs, path)
@@ -42,7 +54,7 @@ def check_classifier(params: Mapping[str, Any], attrs: Mapping[str, Any], path: 
     if not isinstance(classes, np.ndarray) or classes.ndim != 1 or classes.shape[0] < 2:
         raise fail(path, "'classes_' must be a 1-d array of at least two labels")
     rows = 1 if classes.shape[0] == 2 else classes.shape[0]
-    array(attrs, "coef_", path, ndim=(2,), shape={0: rows, 1: n})
+    check_coefficients(attrs, path, (rows, n))
     _check_intercept(attrs, rows, path)
 
 

@@ -1,10 +1,17 @@
-"""Schemas of the k-nearest-neighbour estimators.
+"""Schemas of the nearest-neighbour estimators (every subclass of scikit-learn's NeighborsBase).
 
 The fitted KDTree/BallTree is not stored. Its node arrays are a pure function of the
 training data, the leaf size and the metric, so ``pack`` replaces the tree by its leaf
 size (after checking that scikit-learn's public constructor rebuilds exactly the same
 arrays) and ``unpack`` rebuilds it from the validated ``_fit_X``. A file therefore never
-supplies node indices that the Cython query code would trust.
+supplies node indices that the Cython query code would trust, and a query never returns
+an index past ``_fit_X``. (Files written before these classes had a schema store the tree
+through the ``binary_tree`` handler; its leaf size is kept and the tree rebuilt the same way.)
+
+Brute-force queries hand ``_fit_X`` to the pairwise-distance reductions, which take the
+number of features from the query: ``_fit_X`` must be ``n_samples_fit_`` by
+``n_features_in_``. The class-mode reductions count votes in an array of one slot per
+class indexed by ``_y``: every class index must lie inside ``classes_``.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from sklearn import neighbors as sk
 from aprender import neighbors as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features
-from aprender.codec.schemas._model_checks import choice, integer, is_fitted
+from aprender.codec.schemas._model_checks import choice, integer, is_fitted, real
 from aprender.exceptions import UnsupportedTypeError
 
 _TREES = {"kd_tree": sk.KDTree, "ball_tree": sk.BallTree}
@@ -57,11 +64,16 @@ def pack_neighbors(state: dict[str, Any]) -> dict[str, Any]:
     return {**state, "_tree": {"leaf_size": _tree_leaf_size(tree, state)}}
 
 
+def _leaf_size(tree: Any) -> int:
+    """The leaf size of a stored tree: ``{"leaf_size": n}``, or a tree the ``binary_tree`` handler rebuilt."""
+    return tree["leaf_size"] if type(tree) is dict else int(tree.__getstate__()[4])
+
+
 def unpack_neighbors(attrs: dict[str, Any], params: Mapping[str, Any], path: str) -> dict[str, Any]:
     """Rebuild the search tree from the validated training data."""
     method = attrs.get("_fit_method")
     if is_fitted(attrs) and method in _TREES:
-        leaf_size = attrs["_tree"]["leaf_size"]
+        leaf_size = _leaf_size(attrs["_tree"])
         tree = _build_tree(method, attrs["_fit_X"], leaf_size, attrs["effective_metric_"],
                            attrs["effective_metric_params_"])
         attrs = {**attrs, "_tree": tree}
@@ -99,14 +111,22 @@ def _check_tree(attrs: Mapping[str, Any], path: str) -> None:
         if tree is not None:
             raise fail(path, "'_tree' must be null when _fit_method is 'brute'")
         return
-    if type(tree) is not dict or set(tree) != {"leaf_size"}:
-        raise fail(path, "'_tree' must be {'leaf_size': n}: search trees are rebuilt, never read from files")
-    integer(tree, "leaf_size", f"{path}._tree" if path else "_tree", low=1)
+    if type(tree) is not _TREES[method]:  # a tree the binary_tree handler built is only read for its leaf size
+        if type(tree) is not dict or set(tree) != {"leaf_size"}:
+            raise fail(path, "'_tree' must be {'leaf_size': n}: search trees are rebuilt, never read from files")
+        integer(tree, "leaf_size", f"{path}._tree" if path else "_tree", low=1)
     if metric not in _TREES[method].valid_metrics:
         raise fail(path, f"metric {metric[:80]!r} is not supported by {_TREES[method].__name__}")
     fit_X = attrs["_fit_X"]
     if not isinstance(fit_X, np.ndarray) or not np.isfinite(fit_X).all():
         raise fail(path, f"'_fit_X' of a {method} must be a dense array of finite values")
+
+
+def _check_search(attrs: Mapping[str, Any], path: str) -> int:
+    """The training data and how it is searched; returns the number of training samples."""
+    m = _check_fit_data(attrs, path)
+    _check_tree(attrs, path)
+    return m
 
 
 def _check_targets(attrs: Mapping[str, Any], m: int, path: str) -> None:
@@ -129,16 +149,45 @@ def _check_targets(attrs: Mapping[str, Any], m: int, path: str) -> None:
 
 def check_neighbors_classifier(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """Training data matches n_samples_fit_ x n_features_in_; class indices lie inside classes_."""
-    m = _check_fit_data(attrs, path)
-    _check_tree(attrs, path)
+    m = _check_search(attrs, path)
     _check_targets(attrs, m, path)
 
 
 def check_neighbors_regressor(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """Training data matches n_samples_fit_ x n_features_in_; one target row per sample."""
-    m = _check_fit_data(attrs, path)
-    _check_tree(attrs, path)
+    m = _check_search(attrs, path)
     array(attrs, "_y", path, ndim=(1, 2), kinds="biuf", shape={0: m})
+
+
+def check_neighbors(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """Training data matches n_samples_fit_ x n_features_in_ (NearestNeighbors, the graph transformers)."""
+    m = _check_search(attrs, path)
+    out = attrs.get("_n_features_out")
+    if out is not None and out != m:  # the width of kneighbors_graph: one column per training sample
+        raise fail(path, f"'_n_features_out' is {out}, the graph has one column per training sample ({m})")
+
+
+def check_local_outlier_factor(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """As for NearestNeighbors; the per-sample densities and k-distances are one row per training sample."""
+    m = _check_search(attrs, path)
+    k = integer(attrs, "n_neighbors_", path, low=1, high=m)
+    array(attrs, "_distances_fit_X_", path, ndim=(2,), shape={0: m, 1: k})
+    for name in ("_lrd", "negative_outlier_factor_"):
+        array(attrs, name, path, ndim=(1,), shape={0: m})
+
+
+def check_kernel_density(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """``tree_`` (rebuilt by the ``binary_tree`` handler) holds n_features_in_ columns; the bandwidth is positive."""
+    n = n_features(attrs, path)
+    tree = attrs.get("tree_")
+    if type(tree) not in _TREES.values():
+        raise fail(path, f"'tree_' must be a KDTree or BallTree, found {type(tree).__name__}")
+    shape = np.asarray(tree.data).shape
+    if shape[1] != n:
+        raise fail(path, f"'tree_' holds data of shape {shape}; it needs n_features_in_ = {n} columns")
+    bandwidth = attrs.get("bandwidth_")
+    if not real(bandwidth) or not bandwidth > 0:
+        raise fail(path, f"'bandwidth_' must be a positive number, found {str(bandwidth)[:40]}")
 
 
 def _spec(validate: Any) -> Spec:
@@ -148,4 +197,11 @@ def _spec(validate: Any) -> Spec:
 SCHEMAS = [
     ((ap.KNeighborsClassifier, sk.KNeighborsClassifier), _spec(check_neighbors_classifier)),
     ((ap.KNeighborsRegressor, sk.KNeighborsRegressor), _spec(check_neighbors_regressor)),
+    ((sk.RadiusNeighborsClassifier,), _spec(check_neighbors_classifier)),
+    ((sk.RadiusNeighborsRegressor,), _spec(check_neighbors_regressor)),
+    ((sk.NearestNeighbors,), _spec(check_neighbors)),
+    ((sk.KNeighborsTransformer,), _spec(check_neighbors)),
+    ((sk.RadiusNeighborsTransformer,), _spec(check_neighbors)),
+    ((sk.LocalOutlierFactor,), _spec(check_local_outlier_factor)),
+    ((sk.KernelDensity,), Spec(validate=check_kernel_density)),
 ]

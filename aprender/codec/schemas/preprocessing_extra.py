@@ -1,17 +1,25 @@
-"""Schemas of MinMaxScaler, OneHotEncoder and LabelEncoder (StandardScaler: preprocessing.py)."""
+"""Schemas of MinMaxScaler, OneHotEncoder, LabelEncoder, PolynomialFeatures and SplineTransformer.
+
+StandardScaler: preprocessing.py.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+from scipy.interpolate import BSpline
 from sklearn import preprocessing as sk
 
+from aprender import _limits
 from aprender import preprocessing as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features
+from aprender.codec.schemas._generic import check_generic
+from aprender.codec.schemas._model_checks import integer
 
 
 def check_feature_names(attrs: Mapping[str, Any], n: int, path: str) -> None:
@@ -109,7 +117,75 @@ def check_label_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], pat
     check_sorted_unique(classes, "classes_", path)
 
 
+def polynomial_terms(n: int, low: int, high: int, interaction_only: bool, bias: bool, bound: int) -> int | None:
+    """The number of output columns of a polynomial expansion, or None past ``bound``.
+
+    scikit-learn's own count (``PolynomialFeatures._num_combinations``) builds binomials of
+    any size; this one adds the terms of each degree and stops once past ``bound``, so a
+    file's degree cannot make the check itself slow.
+    """
+    total = int(bias)
+    first = max(low, 1)
+    if n == 1 and not interaction_only:  # one term per degree
+        total += max(high - first + 1, 0)
+        return total if total <= bound else None
+    for degree in range(first, high + 1):
+        if interaction_only and degree > n:
+            break
+        total += math.comb(n, degree) if interaction_only else math.comb(n + degree - 1, degree)
+        if total > bound:
+            return None
+    return total
+
+
+def check_polynomial_features(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """The degree range follows ``degree``; the output widths are the expansion's, and bounded.
+
+    transform allocates ``n_samples`` rows of ``_n_out_full`` columns and fills them by the
+    degree range: both widths must be what ``n_features_in_`` and the degrees give.
+    """
+    check_generic(params, attrs, path)
+    n = n_features(attrs, path)
+    degree = params.get("degree")
+    low = integer(attrs, "_min_degree", path)
+    high = integer(attrs, "_max_degree", path, low=low)
+    if (low, high) != ((0, degree) if type(degree) is int else tuple(degree)):
+        raise fail(path, f"'_min_degree', '_max_degree' ({low}, {high}) do not follow degree={degree!r}")
+    options = bool(params.get("interaction_only")), bool(params.get("include_bias"))
+    for name, first in (("n_output_features_", low), ("_n_out_full", 0)):
+        width = integer(attrs, name, path)
+        expected = polynomial_terms(n, first, high, *options, _limits.MAX_FEATURES)
+        if expected is None:
+            raise fail(path, f"'{name}': the expansion of {n} features to degree {high} has more than "
+                             f"{_limits.MAX_FEATURES} columns (raise aprender._limits.MAX_FEATURES to load it)")
+        if width != expected:
+            raise fail(path, f"'{name}' is {width}, the expansion of {n} features has {expected} columns")
+
+
+def check_spline_transformer(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """One B-spline per feature, each with the same number of splines; ``n_features_out_`` follows from them.
+
+    transform allocates ``n_samples`` rows of ``n_features_out_`` columns (plus one per
+    feature without a bias) and fills one block of ``n_splines`` columns per feature.
+    The splines themselves are rebuilt by the ``bspline`` handler, whose constructor checks them.
+    """
+    check_generic(params, attrs, path)
+    n = n_features(attrs, path)
+    splines = attrs.get("bsplines_")
+    if type(splines) is not list or len(splines) != n or not all(isinstance(b, BSpline) for b in splines):
+        raise fail(path, f"'bsplines_' must be a list of {n} B-splines, one per feature")
+    widths = {b.c.shape[1] if b.c.ndim == 2 else -1 for b in splines}
+    if len(widths) > 1 or min(widths, default=0) < 1:
+        raise fail(path, f"'bsplines_' must all have 2-d coefficients of one width, found widths {sorted(widths)}")
+    expected = n * (widths.pop() if widths else 0) - n * (1 - bool(params.get("include_bias")))
+    if attrs.get("n_features_out_") != expected:
+        raise fail(path, f"'n_features_out_' is {str(attrs.get('n_features_out_'))[:40]}, "
+                         f"the splines give {expected} columns")
+
+
 SCHEMAS = [
+    ((sk.PolynomialFeatures,), Spec(validate=check_polynomial_features)),
+    ((sk.SplineTransformer,), Spec(validate=check_spline_transformer)),
     ((ap.MinMaxScaler, sk.MinMaxScaler), Spec(ModelType.SCALER, validate=check_min_max_scaler)),
     ((ap.OneHotEncoder, sk.OneHotEncoder), Spec(ModelType.ENCODER, validate=check_one_hot_encoder)),
     ((ap.LabelEncoder, sk.LabelEncoder), Spec(ModelType.ENCODER, validate=check_label_encoder)),

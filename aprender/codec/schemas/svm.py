@@ -146,9 +146,21 @@ def unpack_svc(attrs: dict[str, Any], params: Mapping[str, Any], path: str) -> d
     return {**attrs, **{name: attrs[name].copy() for name in _PROBA_BUFFERS if not attrs[name].flags.writeable}}
 
 
+def check_one_class_svm(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """As for SVR (libsvm's one-class model has the regression layout), and one ``offset_``."""
+    check_svr(params, attrs, path)
+    array(attrs, "offset_", path, ndim=(1,), shape={0: 1})
+
+
+_SVC = Spec(ModelType.SVM, validate=check_svc, unpack=unpack_svc)
+_SVR = Spec(ModelType.SVM, validate=check_svr)
+
 SCHEMAS = [
-    ((ap.SVC, sk.SVC), Spec(ModelType.SVM, validate=check_svc, unpack=unpack_svc)),
-    ((ap.SVR, sk.SVR), Spec(ModelType.SVM, validate=check_svr)),
+    ((ap.SVC, sk.SVC), _SVC),
+    ((ap.SVR, sk.SVR), _SVR),
+    ((sk.NuSVC,), _SVC),
+    ((sk.NuSVR,), _SVR),
+    ((sk.OneClassSVM,), Spec(ModelType.SVM, validate=check_one_class_svm)),
     ((ap.LinearSVC, sk.LinearSVC), Spec(ModelType.SVM, LINEAR_ALIASES, quantizable=("coef_",),
                                         validate=check_classifier)),
     ((ap.LinearSVR, sk.LinearSVR), Spec(ModelType.SVM, LINEAR_ALIASES, quantizable=("coef_",),

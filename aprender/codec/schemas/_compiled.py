@@ -1,0 +1,188 @@
+"""The reviewed audit: allow-listed classes whose fitted state reaches compiled code, and what guards it.
+
+Each entry names an allow-listed class (its stable key), the fitted attributes that reach
+Cython, C, C++ or libsvm from an inference or incremental-training method (predict,
+predict_proba, decision_function, transform, inverse_transform, score_samples,
+kneighbors, partial_fit, or a ``warm_start`` fit), the compiled consumer, and the check
+that guards them. ``guard`` says how:
+
+- ``"schema"``: the class's family schema validates those attributes against each other
+  and against ``n_features_in_`` / the class and output counts before the estimator is
+  built (the module is named in ``check``);
+- ``"handler"``: the value is rebuilt by a named handler of ``aprender.codec.handlers``
+  from checked fields; the class itself may be stored with the generic spec;
+- ``"refused"``: a fitted instance is refused on save and on load.
+
+``NESTED`` lists classes whose own arrays stay in NumPy but which hold an estimator that
+reaches compiled code (that estimator is decoded, and checked, under its own entry).
+
+tests/test_compiled_audit.py fails when a class listed with ``"schema"`` is stored with the
+generic spec, when a key is not allow-listed, and when an allow-listed class of a compiled
+family (neighbors, libsvm, SGD, trees, forests, NMF, k-means) is missing here;
+tools/gen_threat_model.py writes this table into docs/threat-model.md.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["COMPILED", "NESTED", "Reach"]
+
+
+class Reach(NamedTuple):
+    """What of one class reaches compiled code, and what guards it."""
+
+    attributes: str
+    consumer: str
+    guard: str  # "schema", "handler" or "refused"
+    check: str  # the module (and function) that does it
+
+
+_TREE = Reach("`tree_` node arrays (children, feature, threshold, value)", "`sklearn.tree._tree`", "schema",
+              "`schemas/tree.py`, `handlers/tree.py`, `handlers/tree_structure.py`: children inside the node "
+              "count, acyclic, features below `n_features_in_`, values against `n_outputs_`/`n_classes_`")
+_FOREST = Reach("every tree's `tree_`", "`sklearn.tree._tree`", "schema",
+                "`schemas/forests.py`: packed trees checked tree by tree as for a decision tree")
+_GB = Reach("`estimators_` trees, stage array", "`sklearn.ensemble._gradient_boosting.predict_stages`", "schema",
+            "`schemas/ensemble.py`: one tree per stage and class, each checked as a decision tree")
+_HGB = Reach("`_predictors` node records, `_bin_mapper` thresholds, categorical bitsets",
+             "`sklearn.ensemble._hist_gradient_boosting._predictor`", "schema",
+             "`handlers/hgb.py`: node, feature, bin and bitset indices checked; predictors rebuilt")
+_TREE_ENSEMBLE = Reach("`estimators_` trees, `estimators_features_`", "`sklearn.tree._tree`", "schema",
+                       "`schemas/tree_ensembles.py`: trees checked, feature subsets inside `[0, n_features_in_)`")
+_LIBSVM = Reach("`support_`, `support_vectors_`, `_n_support`, `_dual_coef_`, `_intercept_`, `_probA`/`_probB`",
+                "`sklearn.svm._libsvm`, `_libsvm_sparse`", "schema",
+                "`schemas/svm.py` `check_svc`/`check_svr`: support indices inside the training rows, "
+                "`_n_support` one count per class summing to the vectors, every array's shape and dtype exact")
+_NEIGHBORS = Reach("`_fit_X`, `n_samples_fit_`, `_tree`, `_fit_method`, metric",
+                   "pairwise-distance reductions (`ArgKmin`, `RadiusNeighbors`), `KDTree`/`BallTree`", "schema",
+                   "`schemas/neighbors.py`: `_fit_X` is `n_samples_fit_` x `n_features_in_`, `_fit_method` and "
+                   "metric from fixed lists, the search tree rebuilt from `_fit_X`, never read")
+_NEIGHBORS_CLASSIFIER = Reach(
+    "as NearestNeighbors, and `_y` class indices", "`ArgKminClassMode` / `RadiusNeighborsClassMode` (votes indexed "
+    "by `_y`)", "schema", "`schemas/neighbors.py` `check_neighbors_classifier`: as NearestNeighbors, and `_y` "
+    "one row per sample with every index inside its output's `classes_`")
+_NEIGHBORS_REGRESSOR = Reach("as NearestNeighbors, and `_y`", _NEIGHBORS.consumer, "schema",
+                             "`schemas/neighbors.py` `check_neighbors_regressor`: as NearestNeighbors, and `_y` "
+                             "one row per training sample")
+_SGD = Reach("`coef_`, `intercept_`/`offset_`, `_standard_coef`, `_average_coef`, `_standard_intercept`, "
+             "`_average_intercept`", "`sklearn.linear_model._sgd_fast._plain_sgd` (partial_fit, warm_start fit)",
+             "schema", "`schemas/sgd.py`: every weight array one row per class (one for two classes) by "
+             "`n_features_in_`, every intercept array one per row")
+_KMEANS = Reach("`cluster_centers_`, `_counts`", "`sklearn.cluster._k_means_lloyd`, `_k_means_minibatch`", "schema",
+                "`schemas/cluster.py` `check_kmeans`: centres `n_clusters` x `n_features_in_`, one count per centre")
+_NMF = Reach("`components_`, `_n_components`", "`sklearn.decomposition._cdnmf_fast` (transform, cd solver)", "schema",
+             "`schemas/decomposition.py` `check_nmf`: `components_` is `_n_components` = `n_components_` rows by "
+             "`n_features_in_`")
+_REFUSED = Reach("`root_` / `_bisecting_tree` object graphs, `_subcluster_norms`, centres",
+                 "pairwise-distance reductions, `_k_means_lloyd`", "refused",
+                 "`schemas/cluster.py` `refuse_object_trees`: refused on save (unsupported object graph) and on load")
+
+#: class key -> what reaches compiled code and what guards it.
+COMPILED: dict[str, Reach] = {
+    "sklearn.tree.DecisionTreeClassifier": _TREE,
+    "sklearn.tree.DecisionTreeRegressor": _TREE,
+    "sklearn.tree.ExtraTreeClassifier": _TREE,
+    "sklearn.tree.ExtraTreeRegressor": _TREE,
+    "sklearn.ensemble.RandomForestClassifier": _FOREST,
+    "sklearn.ensemble.RandomForestRegressor": _FOREST,
+    "sklearn.ensemble.ExtraTreesClassifier": _FOREST,
+    "sklearn.ensemble.ExtraTreesRegressor": _FOREST,
+    "sklearn.ensemble.RandomTreesEmbedding": _FOREST,
+    "sklearn.ensemble.GradientBoostingClassifier": _GB,
+    "sklearn.ensemble.GradientBoostingRegressor": _GB,
+    "sklearn.ensemble.gradient_boosting.HistGradientBoostingClassifier": _HGB,
+    "sklearn.ensemble.gradient_boosting.HistGradientBoostingRegressor": _HGB,
+    "sklearn.ensemble.AdaBoostClassifier": _TREE_ENSEMBLE,
+    "sklearn.ensemble.AdaBoostRegressor": _TREE_ENSEMBLE,
+    "sklearn.ensemble.BaggingClassifier": _TREE_ENSEMBLE,
+    "sklearn.ensemble.BaggingRegressor": _TREE_ENSEMBLE,
+    "sklearn.ensemble.IsolationForest": _TREE_ENSEMBLE._replace(
+        attributes="`estimators_` trees, `estimators_features_`, per-node path lengths"),
+    "sklearn.svm.SVC": _LIBSVM,
+    "sklearn.svm.SVR": _LIBSVM,
+    "sklearn.svm.NuSVC": _LIBSVM,
+    "sklearn.svm.NuSVR": _LIBSVM,
+    "sklearn.svm.OneClassSVM": _LIBSVM._replace(check=_LIBSVM.check + "; one `offset_`"),
+    "sklearn.neighbors.KNeighborsClassifier": _NEIGHBORS_CLASSIFIER,
+    "sklearn.neighbors.RadiusNeighborsClassifier": _NEIGHBORS_CLASSIFIER,
+    "sklearn.neighbors.KNeighborsRegressor": _NEIGHBORS_REGRESSOR,
+    "sklearn.neighbors.RadiusNeighborsRegressor": _NEIGHBORS_REGRESSOR,
+    "sklearn.neighbors.NearestNeighbors": _NEIGHBORS,
+    "sklearn.neighbors.KNeighborsTransformer": _NEIGHBORS._replace(
+        check=_NEIGHBORS.check + "; the graph width `_n_features_out` is `n_samples_fit_`"),
+    "sklearn.neighbors.RadiusNeighborsTransformer": _NEIGHBORS._replace(
+        check=_NEIGHBORS.check + "; the graph width `_n_features_out` is `n_samples_fit_`"),
+    "sklearn.neighbors.LocalOutlierFactor": _NEIGHBORS._replace(
+        check=_NEIGHBORS.check + "; `n_neighbors_` at most `n_samples_fit_`, `_distances_fit_X_`, `_lrd` one row "
+                                 "per training sample"),
+    "sklearn.neighbors.KernelDensity": Reach(
+        "`tree_` (KDTree/BallTree with its data and sample weights)", "`sklearn.neighbors._binary_tree`", "schema",
+        "`handlers/compiled.py` rebuilds the tree from checked data, leaf size, metric and weights; "
+        "`schemas/neighbors.py` `check_kernel_density`: `n_features_in_` columns, positive bandwidth"),
+    "sklearn.linear_model.SGDClassifier": _SGD,
+    "sklearn.linear_model.SGDRegressor": _SGD,
+    "sklearn.linear_model.SGDOneClassSVM": _SGD,
+    "sklearn.linear_model.Perceptron": _SGD,
+    "sklearn.linear_model.PassiveAggressiveClassifier": _SGD,
+    "sklearn.linear_model.PassiveAggressiveRegressor": _SGD,
+    "sklearn.cluster.KMeans": _KMEANS,
+    "sklearn.cluster.MiniBatchKMeans": _KMEANS,
+    "sklearn.cluster.hdbscan.HDBSCAN": Reach(
+        "`_single_linkage_tree_` merges", "`sklearn.cluster._hdbscan._tree.labelling_at_cut` (union-find)", "schema",
+        "`schemas/cluster.py` `check_hdbscan`: row `i` of a tree over `n` points names ids in `[0, n + i)`; "
+        "`handlers/records.py` rebuilds the record array"),
+    "sklearn.cluster.Birch": _REFUSED,
+    "sklearn.cluster.BisectingKMeans": _REFUSED,
+    "sklearn.cluster.FeatureAgglomeration": Reach(
+        "`labels_`", "`np.bincount` (transform allocates one slot per cluster id)", "schema",
+        "`schemas/cluster.py` `check_feature_agglomeration`: one id per feature, inside `[0, n_clusters_)`"),
+    "sklearn.decomposition.NMF": _NMF,
+    "sklearn.decomposition.MiniBatchNMF": _NMF,
+    "sklearn.decomposition.LatentDirichletAllocation": Reach(
+        "`components_`, `exp_dirichlet_component_`", "`sklearn.decomposition._online_lda_fast` (transform, "
+        "partial_fit)", "schema", "`schemas/decomposition.py` `check_lda`: both `n_components` x `n_features_in_`"),
+    "sklearn.feature_extraction.DictVectorizer": Reach(
+        "`vocabulary_`, `feature_names_`", "SciPy `csr_matrix(...).toarray()` (indices not checked on build)",
+        "schema", "`schemas/index_maps.py` `check_dict_vectorizer`: `vocabulary_[feature_names_[i]] == i` for "
+        "every column and nothing else (a permutation of the columns)"),
+    "sklearn.preprocessing.MultiLabelBinarizer": Reach(
+        "`_cached_dict`, `classes_`", "SciPy `csr_matrix(...).toarray()` (indices not checked on build)", "schema",
+        "`schemas/index_maps.py` `check_multilabel_binarizer`: `_cached_dict` numbers `classes_` exactly"),
+    "sklearn.feature_extraction.text.CountVectorizer": Reach(
+        "`vocabulary_`", "SciPy sparse construction", "schema",
+        "`schemas/text.py`: stored as the list of distinct terms in column order; the dict is rebuilt from it"),
+    "sklearn.feature_extraction.text.TfidfVectorizer": Reach(
+        "`vocabulary_`, `idf_`", "SciPy sparse construction", "schema",
+        "`schemas/text.py`: vocabulary rebuilt from its terms; one `idf_` per term"),
+    "sklearn.preprocessing.OneHotEncoder": Reach(
+        "`categories_`, `_n_features_outs`, infrequent mappings", "SciPy `csr_matrix` construction", "schema",
+        "`schemas/preprocessing_extra.py` `check_one_hot_encoder`: indices inside each feature's categories, "
+        "output widths recomputed with scikit-learn's formula"),
+    "sklearn.preprocessing.PolynomialFeatures": Reach(
+        "`_min_degree`, `_max_degree`, `n_output_features_`, `_n_out_full`",
+        "`sklearn.preprocessing._csr_polynomial_expansion` (sparse input); the dense output allocation", "schema",
+        "`schemas/preprocessing_extra.py` `check_polynomial_features`: degrees follow `degree`, both widths "
+        "recounted from `n_features_in_`, at most `MAX_FEATURES`"),
+    "sklearn.impute.KNNImputer": Reach(
+        "`_fit_X`, `_mask_fit_X`, `_valid_mask`", "pairwise distances (`nan_euclidean`)", "schema",
+        "`schemas/impute.py` `check_knn_imputer`: `_fit_X` and its mask `n_samples` x `n_features_in_`, one "
+        "valid flag per feature"),
+    "sklearn.isotonic.IsotonicRegression": Reach(
+        "`f_` (`interp1d`)", "SciPy interpolation", "handler",
+        "`handlers/compiled.py` `interp1d`: `x` 1-d and non-decreasing, as long as `y` along its axis; rebuilt by "
+        "the constructor"),
+    "sklearn.preprocessing.SplineTransformer": Reach(
+        "`bsplines_` (`BSpline`), `n_features_out_`", "SciPy `_bspl`; the output allocation", "schema",
+        "`handlers/compiled.py` `bspline`: degree bounded, 1-d knots, axis inside `c`; the constructor checks "
+        "sorted knots and enough coefficients; `schemas/preprocessing_extra.py` `check_spline_transformer`: one "
+        "spline per feature, one width, `n_features_out_` recounted"),
+}
+
+#: class key -> (attribute, allow-listed class key of the estimator it holds, which reaches compiled code).
+NESTED: dict[str, tuple[str, str]] = {
+    "sklearn.manifold.Isomap": ("nbrs_", "sklearn.neighbors.NearestNeighbors"),
+    "sklearn.manifold.LocallyLinearEmbedding": ("nbrs_", "sklearn.neighbors.NearestNeighbors"),
+    "sklearn.semi_supervised.LabelPropagation": ("nn_fit", "sklearn.neighbors.NearestNeighbors"),
+    "sklearn.semi_supervised.LabelSpreading": ("nn_fit", "sklearn.neighbors.NearestNeighbors"),
+}
