@@ -28,7 +28,7 @@ before and after the load, must be intact afterwards. Outcomes:
 ``hang``      no answer within ``--timeout``, twice.
 
 The last five are defects; each one's file is kept in ``--out`` with a line in
-``defects.jsonl``. ``accepted.jsonl`` lists the ``raised`` lies.
+``defects.jsonl``. ``accepted.jsonl`` lists the ``raised`` lies, ``outcomes.jsonl`` every lie.
 
 Usage::
 
@@ -531,17 +531,18 @@ def _record(report: Report, seed: _Seed, lie: Lie, data: bytes, outcome: str, ou
     entry = {"class": seed.cls, "seed": seed.variant, "lie": lie.kind, "attribute": lie.target,
              "node": _short(lie.node), "outcome": status, "detail": detail}
     if status in DEFECTS:
-        if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            name = f"{status}-{seed.cls}-{hashlib.sha1(data).hexdigest()[:12]}.safetensors"
-            (out / name).write_bytes(data)
-            entry["file"] = name
-            with open(out / "defects.jsonl", "a") as f:
-                f.write(json.dumps(entry) + "\n")
         report.defects.append(entry)
-    elif status == "raised" and out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        with open(out / "accepted.jsonl", "a") as f:
+    if out is None:
+        return status
+    out.mkdir(parents=True, exist_ok=True)
+    if status in DEFECTS:
+        name = f"{status}-{seed.cls}-{hashlib.sha1(data).hexdigest()[:12]}.safetensors"
+        (out / name).write_bytes(data)
+        entry["file"] = name
+    logs = ["outcomes.jsonl"] + (["defects.jsonl"] if status in DEFECTS else []) + \
+        (["accepted.jsonl"] if status == "raised" else [])
+    for log in logs:
+        with open(out / log, "a") as f:
             f.write(json.dumps(entry) + "\n")
     return status
 
