@@ -422,6 +422,7 @@ class Report:
     refused_seeds: list[str] = field(default_factory=list)
     seconds: float = 0.0
     restarts: int = 0
+    rng_seed: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         total = Counter()
@@ -429,7 +430,7 @@ class Report:
             total.update(row)
         return {"seeds": self.seeds, "classes": len(self.rows), "totals": dict(total),
                 "per_class": {k: dict(v) for k, v in sorted(self.rows.items())}, "defects": self.defects,
-                "refused_seeds": self.refused_seeds, "seconds": round(self.seconds, 1),
+                "refused_seeds": self.refused_seeds, "rng_seed": self.rng_seed, "seconds": round(self.seconds, 1),
                 "worker_restarts": self.restarts}
 
 
@@ -444,11 +445,12 @@ def _sample(lies: list[Lie], k: int, rng: random.Random) -> list[Lie]:
     return picked + rng.sample(rest, k - len(picked))
 
 
-def jobs(ids: list[str], rng_seed: int, per_seed: int | None, report: Report,
-         truth: bool = False) -> Iterator[tuple[_Seed, Lie, bytes]]:
+def jobs(ids: list[str], rng_seed: int, per_seed: int | None, report: Report, truth: bool = False,
+         only: dict[str, list[tuple[str, str]]] | None = None) -> Iterator[tuple[_Seed, Lie, bytes]]:
     """Every (seed, lie, mutant bytes), seed by seed, in a fixed order; skipped lies are counted.
 
     With ``truth`` each seed's file is sent unchanged: every outcome must be ``harmless``.
+    ``only`` maps a seed id to the (kind, target) lies to tell it, instead of all of them.
     """
     import warnings
 
@@ -460,7 +462,11 @@ def jobs(ids: list[str], rng_seed: int, per_seed: int | None, report: Report,
         report.seeds += 1
         seed = _Seed(seed_id, _short(state.meta["model"]["class"]))
         rng = random.Random(f"{rng_seed}:{seed_id}")
-        lies = [Lie("none", "", state.meta["model"]["class"])] if truth else lies_of(state, rng)
+        key = state.meta["model"]["class"]
+        if only is not None:
+            lies = [Lie(kind, target, key) for kind, target in only.get(seed_id, ())]
+        else:
+            lies = [Lie("none", "", key)] if truth else lies_of(state, rng)
         if per_seed is not None and len(lies) > per_seed:
             lies = _sample(lies, per_seed, rng)
         for lie in lies:
@@ -476,10 +482,14 @@ def jobs(ids: list[str], rng_seed: int, per_seed: int | None, report: Report,
 
 def campaign(ids: list[str], rng_seed: int = 0, *, per_seed: int | None = None, workers: int = 1,
              timeout: float = 10.0, memory_mb: int = 1024, out: Path | None = None,
-             progress: float = 0.0, truth: bool = False) -> Report:
-    """Tell every lie (or ``per_seed`` of each seed's, sampled) and load each mutant in a worker."""
-    report = Report()
-    todo = jobs(ids, rng_seed, per_seed, report, truth)
+             progress: float = 0.0, truth: bool = False, only: dict[str, list[tuple[str, str]]] | None = None,
+             max_defects: int | None = None) -> Report:
+    """Tell every lie (or ``per_seed`` of each seed's, sampled) and load each mutant in a worker.
+
+    ``only`` restricts the lies (see :func:`jobs`); after ``max_defects`` defects no more are told.
+    """
+    report = Report(rng_seed=rng_seed)
+    todo = jobs(ids, rng_seed, per_seed, report, truth, only)
     start = last = time.monotonic()
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
     with tempfile.TemporaryDirectory(prefix="aprender-semantic-", dir=shm) as folder:
@@ -490,7 +500,8 @@ def campaign(ids: list[str], rng_seed: int = 0, *, per_seed: int | None = None, 
         try:
             while busy or not exhausted:
                 while free and not exhausted:
-                    job = next(todo, None)
+                    full = max_defects is not None and len(report.defects) >= max_defects
+                    job = None if full else next(todo, None)
                     if job is None:
                         exhausted = True
                         break
@@ -575,6 +586,15 @@ def render(report: dict[str, Any], *, defects_only: bool = False) -> str:
     return text
 
 
+def replay_plan(report: dict[str, Any]) -> tuple[list[str], dict[str, list[tuple[str, str]]], int]:
+    """The seed ids, lies and random seed that tell a campaign's defects again (to check fixes)."""
+    only: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for d in report["defects"]:
+        if (d["lie"], d["attribute"]) not in only[d["seed"]]:
+            only[d["seed"]].append((d["lie"], d["attribute"]))
+    return list(only), dict(only), report["rng_seed"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0, help="random seed: which group members and elements lie")
@@ -587,6 +607,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-mb", type=int, default=1024, help="memory a mutant may use before it is a defect")
     parser.add_argument("--out", type=Path, default=None, help="folder for reproducers and report.json")
     parser.add_argument("--progress", type=float, default=60.0, help="seconds between progress lines (stderr)")
+    parser.add_argument("--replay", type=Path, default=None, metavar="REPORT_JSON",
+                        help="tell again only the defects of a campaign's report.json (with its --seed)")
     parser.add_argument("--truth", action="store_true",
                         help="send every seed unchanged (a check of the harness: all must be harmless)")
     parser.add_argument("--markdown", action="store_true", help="print the Markdown tables instead of JSON")
@@ -603,7 +625,10 @@ def main(argv: list[str] | None = None) -> int:
         print(render(json.loads(args.render.read_text()), defects_only=args.defects_only))
         return 0
     ids = [s for s in args.seeds.split(",") if s] or seed_ids(not args.no_zoo, not args.no_breadth)
-    report = campaign(ids, args.seed, per_seed=args.per_seed, workers=args.workers, timeout=args.timeout,
+    only = None
+    if args.replay is not None:
+        ids, only, args.seed = replay_plan(json.loads(args.replay.read_text()))
+    report = campaign(ids, args.seed, only=only, per_seed=args.per_seed, workers=args.workers, timeout=args.timeout,
                       memory_mb=args.memory_mb, out=args.out, progress=args.progress, truth=args.truth)
     summary = report.as_dict()
     if args.out is not None:
