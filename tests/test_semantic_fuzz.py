@@ -44,8 +44,8 @@ def test_slice_finds_no_defect(tmp_path) -> None:
     assert report.defects == [], f"{len(lines)} defects:\n" + "\n".join(lines[:40])
     # Every class a seed of the instance generator or the zoo holds was lied to.
     assert report.seeds == len(ids) - len(report.refused_seeds) and len(report.refused_seeds) <= 3
-    told = {cls: row["lies"] for cls, row in summary["per_class"].items()}
-    assert len(told) >= 200 and min(told.values()) >= 1
+    told = {cls: row.get("lies", 0) for cls, row in summary["per_class"].items()}
+    assert len(told) >= 200 and min(told.values()) >= 1  # a skipped lie makes way for the next
     assert summary["totals"]["lies"] >= PER_SEED * report.seeds * 0.9
     assert summary["totals"].get("refused", 0) > summary["totals"]["lies"] // 4  # the lies reach the checks
 
