@@ -506,7 +506,13 @@ def worker(memory_mb: int, warmup: Path | None) -> None:
 
 
 class Worker:
-    """A worker subprocess: ``load(path, variant, timeout)`` -> outcome line, or crash/hang."""
+    """A worker subprocess: ``load(path, variant, timeout)`` -> outcome line, or crash/hang.
+
+    ``script`` is the module run with ``--worker``; tools/semantic_fuzz.py subclasses this
+    class to run its own worker under the same restart and time-limit machinery.
+    """
+
+    script = __file__
 
     def __init__(self, memory_mb: int, warmup: Path | None = None) -> None:
         self.memory_mb = memory_mb
@@ -515,7 +521,7 @@ class Worker:
         self.restarts = 0
 
     def _start(self) -> None:
-        command = [sys.executable, __file__, "--worker", "--memory-mb", str(self.memory_mb)]
+        command = [sys.executable, self.script, "--worker", "--memory-mb", str(self.memory_mb)]
         command += ["--warmup", str(self.warmup)] if self.warmup else []
         self.proc = subprocess.Popen(command,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,

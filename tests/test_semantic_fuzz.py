@@ -1,0 +1,125 @@
+"""A fixed-seed slice of the semantic campaign (tools/semantic_fuzz.py), and checks of its lies.
+
+Every seed (each scikit-learn instance and zoo case) tells a few lies sampled from its
+full list -- a tensor too long or too short, an index out of range, NaN, a swapped
+sibling, a false ``n_features_in_`` -- each written with the library's own SafeTensors
+writer; a worker subprocess loads the file and runs every inference method the seed
+answers, then ``partial_fit``. No mutant may crash or hang the worker, allocate past
+its memory limit, raise a foreign exception at load or change memory outside the
+model. The full campaign is documented in docs/fuzzing.md, "Semantic campaign".
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aprender
+from aprender.format import safetensors
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import semantic_fuzz  # tools/ is not a package
+import semantic_lies
+
+#: Lies per seed in the slice: every class is reached, in about half a minute on one core.
+PER_SEED = 2
+
+
+@cache
+def _state(seed_id: str):
+    return semantic_fuzz.seed_state(seed_id)
+
+
+def test_slice_finds_no_defect(tmp_path) -> None:
+    ids = semantic_fuzz.seed_ids()
+    report = semantic_fuzz.campaign(ids, rng_seed=5, per_seed=PER_SEED, workers=2, timeout=20.0, out=tmp_path)
+    summary = report.as_dict()
+    lines = [f"{d['class']}: {d['lie']} {d['attribute']} -> {d['outcome']} {d['detail']}" for d in report.defects]
+    assert report.defects == [], f"{len(lines)} defects:\n" + "\n".join(lines[:40])
+    # Every class a seed of the instance generator or the zoo holds was lied to.
+    assert report.seeds == len(ids) - len(report.refused_seeds) and len(report.refused_seeds) <= 3
+    told = {cls: row.get("lies", 0) for cls, row in summary["per_class"].items()}
+    assert len(told) >= 200 and min(told.values()) >= 1  # a skipped lie makes way for the next
+    assert summary["totals"]["lies"] >= PER_SEED * report.seeds * 0.9
+    assert summary["totals"].get("refused", 0) > summary["totals"]["lies"] // 4  # the lies reach the checks
+
+
+def test_lies_are_deterministic_and_each_changes_the_file() -> None:
+    state = _state("zoo:SVC-probability")
+    pristine = safetensors.state_to_bytes(state)
+    lies = semantic_lies.lies_of(state, random.Random(3))
+    assert lies == semantic_lies.lies_of(state, random.Random(3))
+    kinds = {lie.kind for lie in lies}
+    assert {"len+1", "len*1000", "dim-", "value=-1", "value=nan", "swap", "meta=2**40"} <= kinds
+    for lie in lies:
+        try:
+            data = semantic_lies.tell(state, lie, 7)
+        except semantic_lies.Skip:
+            continue
+        assert data != pristine, lie
+        assert data == semantic_lies.tell(state, lie, 7), lie
+
+
+def test_a_lie_says_what_it_says() -> None:
+    """``support_`` one longer, an index of 2**31-1, a swapped sibling: the file holds exactly that."""
+    state = _state("zoo:SVC-probability")
+    support = state.tensors["support_"]
+    longer = safetensors.state_from_bytes(semantic_lies.tell(state, semantic_lies.Lie("len+1", "support_", ""), 0))
+    assert longer.tensors["support_"].shape == (support.shape[0] + 1,)
+    big = safetensors.state_from_bytes(semantic_lies.tell(state, semantic_lies.Lie("value=2**31-1", "support_", ""), 0))
+    assert np.count_nonzero(big.tensors["support_"] != support) == 1 and big.tensors["support_"].max() == 2**31 - 1
+    with pytest.raises(semantic_lies.Skip):  # int32 cannot hold 2**40: skipped, not wrapped
+        semantic_lies.tell(state, semantic_lies.Lie("value=2**40", "support_", ""), 0)
+    swapped = safetensors.state_from_bytes(semantic_lies.tell(state, semantic_lies.Lie("swap", "support_", ""), 0))
+    attrs = swapped.meta["model"]["attrs"]
+    assert attrs["support_"]["name"] != "support_"
+    assert attrs[attrs["support_"]["name"]]["name"] == "support_"
+    path = json.dumps(["model", "attrs", "n_features_in_"])
+    told = safetensors.state_from_bytes(semantic_lies.tell(state, semantic_lies.Lie("meta=2**40", path, ""), 0))
+    assert told.meta["model"]["attrs"]["n_features_in_"] == 2**40
+
+
+def test_a_defect_is_reported_with_its_file(tmp_path) -> None:
+    """A worker that dies is a crash, with the mutant kept in --out; the next mutant gets a fresh worker."""
+    report = semantic_fuzz.Report()
+    seed = semantic_fuzz._Seed("zoo:SVC", "SVC")
+    lie = semantic_lies.Lie("len+1", "support_", "aprender.svm.SVC")
+    semantic_fuzz._record(report, seed, lie, b"mutant", "crash\tworker exited with -11", tmp_path)
+    (defect,) = report.defects
+    assert defect["outcome"] == "crash" and (tmp_path / defect["file"]).read_bytes() == b"mutant"
+    assert report.rows["SVC"]["crash"] == 1
+    table = semantic_fuzz.render(report.as_dict())
+    assert "| SVC | 1 | 0 | 0 | 0 | **1** | 0 |" in table and "`support_`" in table
+
+
+def test_worker_finds_a_changed_canary() -> None:
+    canaries = semantic_fuzz.Canaries(5)
+    assert canaries.changed() is None
+    canaries.arrays[3][0][17] = -1.0
+    assert "element 17" in canaries.changed()
+
+
+def test_the_seed_loads_unchanged() -> None:
+    """The seeds themselves load: a lie, not the harness, is what a refusal answers."""
+    state = _state("sk:NuSVC")
+    model = aprender.format.from_state(safetensors.state_from_bytes(safetensors.state_to_bytes(state)))
+    assert type(model).__name__ == "NuSVC"
+
+
+def test_the_defects_of_the_first_campaign_stay_fixed(tmp_path) -> None:
+    """Every lie that was a defect in docs/data/semantic-campaign-20261126.json, told again."""
+    recorded = json.loads((Path(__file__).parent.parent / "docs" / "data" / "semantic-campaign-20261126.json")
+                          .read_text())
+    ids, only, rng_seed = semantic_fuzz.replay_plan(recorded)
+    assert len(ids) >= 15 and sum(map(len, only.values())) >= 50
+    # At most a few defects are waited for: a crash costs a worker restart, and one is enough to fail.
+    report = semantic_fuzz.campaign(ids, rng_seed, only=only, workers=2, timeout=20.0, out=tmp_path, max_defects=4)
+    lines = [f"{d['class']}: {d['lie']} {d['attribute']} -> {d['outcome']} {d['detail']}" for d in report.defects]
+    assert report.defects == [], "\n".join(lines)
+    assert report.as_dict()["totals"]["lies"] == sum(map(len, only.values()))

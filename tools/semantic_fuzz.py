@@ -1,0 +1,647 @@
+"""Semantic fuzzing: model files valid in every byte that lie about what they hold.
+
+Byte mutation (tools/fuzz.py) rarely produces a file that parses, passes every
+structural check and still describes an impossible model. This campaign writes such
+files on purpose. Every seed -- each scikit-learn instance tests/sklearn_instances.py
+builds and each case of tests/zoo.py, fitted on small data -- is turned into its
+ModelState, and one lie at a time is written back with the library's own SafeTensors
+writer, so that only the semantic checks stand between the file and compiled code:
+
+tensor lengths and dimensions, out-of-range indices, NaN and inf, swapped siblings and
+false integers in the metadata (tools/semantic_lies.py lists them).
+
+Each mutant is loaded by a worker subprocess (tools/fuzz.py's ``Worker``: an
+``RLIMIT_AS`` memory limit, a time limit, restarted when it dies), which then calls
+every inference method the seed answered on its own rows (predict, predict_proba,
+decision_function, transform, inverse_transform, score_samples, score, kneighbors,
+apply, ...) and finally ``partial_fit``. Canary arrays of known contents, allocated
+before and after the load, must be intact afterwards. Outcomes:
+
+``refused``   the load raised an ``AprenderError``: the lie was caught;
+``harmless``  the model loaded and every method answered;
+``raised``    the model loaded and a method raised: not a defect by itself, but a lie
+              the load accepted (the list of schema checks still to write);
+``escape``    the load raised something other than an ``AprenderError``;
+``memory``    a ``MemoryError`` or an RSS growth over ``--memory-mb``, at load or after;
+``canary``    memory outside the model changed;
+``crash``     the worker died (a signal);
+``hang``      no answer within ``--timeout``, twice.
+
+The last five are defects; each one's file is kept in ``--out`` with a line in
+``defects.jsonl``. ``accepted.jsonl`` lists the ``raised`` lies, ``outcomes.jsonl`` every lie.
+
+Usage::
+
+    python tools/semantic_fuzz.py --out semantic-out --workers 2            # every lie of every seed
+    python tools/semantic_fuzz.py --per-seed 3 --seed 1                      # a quick slice
+    python tools/semantic_fuzz.py --render semantic-out/report.json --markdown
+
+See docs/fuzzing.md, "Semantic campaign".
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fuzz
+from semantic_lies import Lie, Skip, lies_of, tell
+
+REPO = fuzz.REPO
+#: Most elements a lengthened tensor may have: the files stay small.
+DEFECTS = ("escape", "memory", "canary", "crash", "hang")
+OUTCOMES = ("refused", "harmless", "raised", *DEFECTS)
+
+
+# -- seeds -------------------------------------------------------------------------------
+
+
+def _tests_on_path() -> None:
+    tests = str(REPO / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+
+
+def _extra(make: Callable[[], Any], data: str) -> Callable[[], tuple[Any, Any]]:
+    def fit() -> tuple[Any, Any]:
+        from sklearn.datasets import load_iris
+
+        if data == "dicts":
+            X = [{"a": float(i % 5), "b": str(i % 3), "c": 1.0} for i in range(30)]
+            return make().fit(X), X
+        X, y = load_iris(return_X_y=True)
+        return make().fit(X, y), X
+
+    return fit
+
+
+def _sgd(name: str, **params: Any) -> Callable[[], Any]:
+    def make() -> Any:
+        from aprender import linear_model
+
+        return getattr(linear_model, name)(random_state=0, max_iter=20, tol=None, **params)
+
+    return make
+
+
+def _dict_vectorizer() -> Any:
+    from aprender.feature_extraction import DictVectorizer
+
+    return DictVectorizer(sparse=False)
+
+
+#: Seeds with settings neither the instance generator nor the zoo uses, whose state has
+#: arrays compiled code writes to (averaged SGD's ``_average_coef``) or dense outputs.
+EXTRA: dict[str, Callable[[], tuple[Any, Any]]] = {
+    "SGDClassifier-average": _extra(_sgd("SGDClassifier", average=True), "iris"),
+    "SGDRegressor-average": _extra(_sgd("SGDRegressor", average=True), "iris"),
+    # loss="log_loss" would be the common choice, but aprender cannot save its CyHalfBinomialLoss yet.
+    "SGDClassifier-average-huber": _extra(_sgd("SGDClassifier", average=5, loss="modified_huber"), "iris"),
+    "DictVectorizer-dense": _extra(_dict_vectorizer, "dicts"),
+}
+
+
+def seed_ids(zoo: bool = True, breadth: bool = True) -> list[str]:
+    """``zoo:<case id>`` for every zoo case, ``sk:<key>`` for every scikit-learn instance, ``extra:<name>``."""
+    _tests_on_path()
+    ids = [f"extra:{name}" for name in EXTRA]
+    if zoo:
+        from zoo import CASES
+
+        ids += [f"zoo:{case.id}" for case in CASES]
+    if breadth:
+        import sklearn_instances
+
+        ids += [f"sk:{key}" for key in sorted(sklearn_instances.instances())]
+    return ids
+
+
+def build(seed_id: str) -> tuple[Any, Any]:
+    """A newly fitted model of ``seed_id`` and the rows it runs inference on."""
+    import warnings
+
+    from sklearn.base import clone
+
+    _tests_on_path()
+    kind, _, name = seed_id.partition(":")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if kind == "extra":
+            return EXTRA[name]()
+        if kind == "zoo":
+            from zoo import CASES
+
+            return next(c for c in CASES if c.id == name).fresh()
+        import sklearn_instances
+
+        return sklearn_instances.fit(clone(sklearn_instances.instances()[name]))
+
+
+def seed_state(seed_id: str) -> Any:
+    """The seed's ModelState, or None for a class aprender refuses to save."""
+    import warnings
+
+    from aprender.codec import to_state
+    from aprender.exceptions import AprenderError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return to_state(build(seed_id)[0])
+    except AprenderError:
+        return None
+
+
+# -- the worker ----------------------------------------------------------------------------
+
+_CANARY_SIZES = (8, 64, 512, 8192, 131072)  # float64 elements: 64 B (pymalloc) to 1 MiB (mmap)
+
+
+def _pattern(n: int, salt: int) -> np.ndarray:
+    return np.arange(n, dtype=np.float64) * 0.5 + salt
+
+
+class Canaries:
+    """Arrays of known contents allocated around a load; ``changed()`` names the first one that moved."""
+
+    def __init__(self, salt: int) -> None:
+        self.arrays = [(_pattern(n, salt + i), salt + i) for i, n in enumerate(_CANARY_SIZES * 2)]
+
+    def changed(self) -> str | None:
+        for array, salt in self.arrays:
+            if not np.array_equal(array, _pattern(array.size, salt)):
+                bad = int(np.flatnonzero(array != _pattern(array.size, salt))[0])
+                return f"canary of {array.nbytes} B changed at element {bad}: {array[bad]!r}"
+        return None
+
+
+class Guard:
+    """Move a model's arrays to the end of private pages, each followed by a page nothing may touch.
+
+    A canary notices a stray write only where it happens to land; a guard page turns the
+    first read or write past the end of any of the model's arrays into a SIGSEGV, which
+    the campaign sees as a crash (electric-fence style). Arrays held by compiled objects
+    (a Tree's nodes, a KDTree's data) are out of reach; a copy of every other numeric
+    array the model holds (attributes, lists, dicts, nested estimators) is guarded, the
+    same array object guarded once.
+    """
+
+    LIMIT = 4000  # arrays guarded per model: each costs two pages and three system calls
+
+    def __init__(self) -> None:
+        import ctypes
+
+        self._mprotect = ctypes.CDLL(None, use_errno=True).mprotect
+        self._mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        self._done: dict[int, np.ndarray] = {}
+
+    def guarded(self, a: np.ndarray) -> np.ndarray:
+        import ctypes
+        import mmap
+
+        page = mmap.PAGESIZE
+        body = -(-a.nbytes // page) * page
+        mm = mmap.mmap(-1, body + page)
+        address = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+        if self._mprotect(address + body, page, 0) != 0:  # PROT_NONE
+            raise OSError(ctypes.get_errno(), "mprotect")
+        order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+        out = np.ndarray(a.shape, a.dtype, buffer=mm, offset=body - a.nbytes, order=order)
+        out[...] = a
+        out.flags.writeable = a.flags.writeable
+        return out  # the array holds the mapping; it is unmapped with the last array that uses it
+
+    def _swap(self, value: Any) -> Any:
+        if id(value) in self._done:
+            return self._done[id(value)]
+        if (value.dtype.kind not in "biufc" or value.size == 0 or len(self._done) >= self.LIMIT
+                or not (value.flags.c_contiguous or value.flags.f_contiguous)):
+            return value
+        self._done[id(value)] = self.guarded(value)
+        return self._done[id(value)]
+
+    def walk(self, obj: Any, depth: int = 0) -> Any:
+        """``obj`` with its arrays guarded, in place where it is mutable."""
+        if depth > 12:
+            return obj
+        if isinstance(obj, np.ndarray):
+            return self._swap(obj)
+        if isinstance(obj, list):
+            obj[:] = [self.walk(v, depth + 1) for v in obj]
+        elif isinstance(obj, tuple) and type(obj) is tuple:
+            return tuple(self.walk(v, depth + 1) for v in obj)
+        elif isinstance(obj, dict):
+            for key in list(obj):
+                obj[key] = self.walk(obj[key], depth + 1)
+        elif type(obj).__module__.split(".")[0] in ("sklearn", "aprender") and hasattr(obj, "__dict__"):
+            for key, value in list(vars(obj).items()):
+                new = self.walk(value, depth + 1)
+                if new is not value:
+                    with contextlib.suppress(AttributeError, TypeError):
+                        setattr(obj, key, new)
+        return obj
+
+
+#: (method, how to call it on the seed's context): the rows, the seed's own predictions as y,
+#: and its transform output for inverse_transform.
+CALLS: tuple[tuple[str, Callable[[Any, dict], Any]], ...] = (
+    ("predict", lambda m, c: m.predict(c["rows"])),
+    ("predict_proba", lambda m, c: m.predict_proba(c["rows"])),
+    ("predict_log_proba", lambda m, c: m.predict_log_proba(c["rows"])),
+    ("decision_function", lambda m, c: m.decision_function(c["rows"])),
+    ("transform", lambda m, c: m.transform(c["rows"])),
+    ("inverse_transform", lambda m, c: m.inverse_transform(c["Xt"])),
+    ("score_samples", lambda m, c: m.score_samples(c["rows"])),
+    ("score", lambda m, c: m.score(c["rows"], c["y"])),
+    ("kneighbors", lambda m, c: m.kneighbors(c["rows"])),
+    ("radius_neighbors", lambda m, c: m.radius_neighbors(c["rows"])),
+    ("apply", lambda m, c: m.apply(c["rows"])),
+    ("decision_path", lambda m, c: m.decision_path(c["rows"])),
+    ("perplexity", lambda m, c: m.perplexity(c["rows"])),
+    ("predict_next", lambda m, c: m.predict_next(c["rows"][0])),
+    ("recommend_for_text", lambda m, c: m.recommend_for_text(c["rows"][0])),
+    ("partial_fit", lambda m, c: m.partial_fit(c["rows"], c["y"])),  # last: it changes the model
+)
+
+
+def _use(value: Any) -> Any:
+    """Touch an output as a user would: a sparse matrix is made dense (its indices are read)."""
+    import scipy.sparse as sp
+
+    if sp.issparse(value) and value.shape[0] * value.shape[1] <= 10**7:
+        return value.toarray()
+    if isinstance(value, tuple):
+        return tuple(map(_use, value))
+    return value
+
+
+def _quiet(fn: Callable[[], Any]) -> Any:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
+@lru_cache(maxsize=2)
+def _context(seed_id: str) -> tuple[dict, tuple[str, ...]]:
+    """The seed's rows, y and transform output, and the methods its own reloaded model answers."""
+    import aprender
+    from aprender.codec import to_state
+    from aprender.format import safetensors
+
+    model, rows = build(seed_id)
+    data = safetensors.state_to_bytes(_quiet(lambda: to_state(model)))
+    with tempfile.NamedTemporaryFile(suffix=".safetensors") as f:
+        f.write(data)
+        f.flush()
+        fresh = lambda: Guard().walk(_quiet(lambda: aprender.load(f.name)))  # noqa: E731
+        pristine = fresh()
+        ctx: dict[str, Any] = {"rows": rows, "y": None, "Xt": None}
+        with contextlib.suppress(Exception):
+            ctx["y"] = _quiet(lambda: pristine.predict(rows))
+        with contextlib.suppress(Exception):
+            ctx["Xt"] = _quiet(lambda: pristine.transform(rows))
+        methods = []
+        for name, call in CALLS:
+            if not hasattr(pristine, name):
+                continue
+            model = fresh() if name == "partial_fit" else pristine
+            try:
+                _quiet(lambda call=call, model=model: _use(call(model, ctx)))
+            except Exception:  # the seed itself cannot answer it on these rows: nothing to compare
+                continue
+            methods.append(name)
+    return ctx, tuple(methods)
+
+
+def examine(path: str, seed_id: str, memory_mb: int, keep: Canaries) -> str:
+    """Load a mutant and use it; the outcome line ``status<TAB>detail``."""
+    import aprender
+    from aprender.exceptions import AprenderError
+
+    ctx, methods = _context(seed_id)
+    fuzz._reset_peak()
+    base = fuzz._rss_kib()
+    before = Canaries(1000)
+    try:
+        model = _quiet(lambda: aprender.load(path))
+    except AprenderError as exc:
+        return f"refused\t{type(exc).__name__}"
+    except MemoryError:
+        return "memory\tMemoryError at load"
+    except BaseException as exc:  # the finding: a foreign exception escaped the loader
+        return f"escape\t{type(exc).__name__}: {str(exc)[:300]!r}"
+    after = Canaries(2000)
+    model = Guard().walk(model)
+    status, detail = "harmless", ""
+    for name in methods:
+        try:
+            _quiet(lambda name=name: _use(dict(CALLS)[name](model, ctx)))
+        except MemoryError:
+            status, detail = "memory", f"MemoryError in {name}"
+            break
+        except Exception as exc:
+            if status == "harmless":
+                status, detail = "raised", f"{name}: {type(exc).__name__}: {str(exc)[:200]!r}"
+    moved = after.changed() or before.changed() or keep.changed()
+    if moved:
+        return f"canary\t{moved} ({status}: {detail})"
+    grown = fuzz._rss_kib() - base
+    if grown > memory_mb * 1024 and status != "memory":
+        return f"memory\tpeak RSS grew by {grown // 1024} MiB"
+    return f"{status}\t{detail}"
+
+
+def worker(memory_mb: int) -> None:
+    """Read ``path<TAB>seed id`` lines; answer one outcome line for each."""
+    import resource
+
+    import sklearn  # noqa: F401
+
+    import aprender  # noqa: F401  (imported before the limit applies)
+
+    _tests_on_path()
+    import sklearn_instances  # noqa: F401
+    import zoo  # noqa: F401
+
+    keep = Canaries(0)
+    with open("/proc/self/status") as f:
+        vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
+    limit = (vm + memory_mb * 1024) * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    print("ready", flush=True)
+    for line in sys.stdin:
+        path, seed_id = line.rstrip("\n").split("\t")
+        print(examine(path, seed_id, memory_mb, keep).replace("\n", " "), flush=True)
+
+
+class Worker(fuzz.Worker):
+    """tools/fuzz.py's worker process, running this module's ``worker``."""
+
+    script = __file__
+
+
+# -- the campaign --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Seed:
+    """What tools/fuzz.py's job bookkeeping reads of a seed: ``variant`` is sent with the path."""
+
+    variant: str  # the seed id
+    cls: str
+
+
+def _short(key: str) -> str:
+    return key.rsplit(".", 1)[-1]
+
+
+@dataclass
+class Report:
+    """Counts per class (the seed's top-level class) and the defects found."""
+
+    rows: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    defects: list[dict[str, str]] = field(default_factory=list)
+    seeds: int = 0
+    refused_seeds: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    restarts: int = 0
+    rng_seed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        total = Counter()
+        for row in self.rows.values():
+            total.update(row)
+        return {"seeds": self.seeds, "classes": len(self.rows), "totals": dict(total),
+                "per_class": {k: dict(v) for k, v in sorted(self.rows.items())}, "defects": self.defects,
+                "refused_seeds": self.refused_seeds, "rng_seed": self.rng_seed, "seconds": round(self.seconds, 1),
+                "worker_restarts": self.restarts}
+
+
+def _sample(lies: list[Lie], k: int, rng: random.Random) -> list[Lie]:
+    """All ``lies`` shuffled, the first ``k`` of as many different kinds as there are (a length, an index, ...)."""
+    by_kind: dict[str, list[Lie]] = defaultdict(list)
+    for lie in lies:
+        by_kind[lie.kind].append(lie)
+    kinds = rng.sample(sorted(by_kind), min(k, len(by_kind)))
+    picked = [rng.choice(by_kind[kind]) for kind in kinds]
+    rest = [lie for lie in lies if lie not in picked]
+    return picked + rng.sample(rest, len(rest))
+
+
+def jobs(ids: list[str], rng_seed: int, per_seed: int | None, report: Report, truth: bool = False,
+         only: dict[str, list[tuple[str, str]]] | None = None) -> Iterator[tuple[_Seed, Lie, bytes]]:
+    """Every (seed, lie, mutant bytes), seed by seed, in a fixed order; skipped lies are counted.
+
+    With ``truth`` each seed's file is sent unchanged: every outcome must be ``harmless``.
+    ``only`` maps a seed id to the (kind, target) lies to tell it, instead of all of them.
+    """
+    import warnings
+
+    for seed_id in ids:
+        state = seed_state(seed_id)
+        if state is None:
+            report.refused_seeds.append(seed_id)
+            continue
+        report.seeds += 1
+        seed = _Seed(seed_id, _short(state.meta["model"]["class"]))
+        rng = random.Random(f"{rng_seed}:{seed_id}")
+        key = state.meta["model"]["class"]
+        if only is not None:
+            lies = [Lie(kind, target, key) for kind, target in only.get(seed_id, ())]
+        else:
+            lies = [Lie("none", "", key)] if truth else lies_of(state, rng)
+        if per_seed is not None:
+            lies = _sample(lies, per_seed, rng)
+        told = 0
+        for lie in lies:
+            if per_seed is not None and told == per_seed:
+                break
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    data = tell(state, lie, rng_seed)
+            except Skip:
+                report.rows[seed.cls]["skipped"] += 1
+                continue
+            told += 1
+            yield seed, lie, data
+
+
+def campaign(ids: list[str], rng_seed: int = 0, *, per_seed: int | None = None, workers: int = 1,
+             timeout: float = 10.0, memory_mb: int = 1024, out: Path | None = None,
+             progress: float = 0.0, truth: bool = False, only: dict[str, list[tuple[str, str]]] | None = None,
+             max_defects: int | None = None) -> Report:
+    """Tell every lie (or ``per_seed`` of each seed's, sampled) and load each mutant in a worker.
+
+    ``only`` restricts the lies (see :func:`jobs`); after ``max_defects`` defects no more are told.
+    """
+    report = Report(rng_seed=rng_seed)
+    todo = jobs(ids, rng_seed, per_seed, report, truth, only)
+    start = last = time.monotonic()
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="aprender-semantic-", dir=shm) as folder:
+        pool = [Worker(memory_mb) for _ in range(max(workers, 1))]
+        free, busy = list(pool), {}
+        lies: dict[int, Lie] = {}
+        exhausted = False
+        try:
+            while busy or not exhausted:
+                while free and not exhausted:
+                    full = max_defects is not None and len(report.defects) >= max_defects
+                    job = None if full else next(todo, None)
+                    if job is None:
+                        exhausted = True
+                        break
+                    seed, lie, data = job
+                    w = free.pop()
+                    path = os.path.join(folder, f"w{pool.index(w)}.safetensors")
+                    Path(path).write_bytes(data)
+                    w.send(path, seed.variant)
+                    busy[w] = fuzz._Job(seed, lie.kind, path, data)
+                    lies[id(busy[w])] = lie
+                if not busy:
+                    break
+                for w, outcome in fuzz._answers(busy, timeout):
+                    job = busy.pop(w)
+                    status = _record(report, job.seed, lies.pop(id(job)), job.data, outcome, out)
+                    if status in ("escape", "memory", "canary"):  # the heap may be damaged: start afresh
+                        w.restart()
+                    free.append(w)
+                if progress and time.monotonic() - last > progress:
+                    last = time.monotonic()
+                    report.seconds = last - start
+                    totals = report.as_dict()["totals"]
+                    print(json.dumps({"seeds": report.seeds, **totals, "s": round(report.seconds)}),
+                          file=sys.stderr, flush=True)
+        finally:
+            for w in pool:
+                report.restarts += w.restarts
+                w.stop()
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def _record(report: Report, seed: _Seed, lie: Lie, data: bytes, outcome: str, out: Path | None) -> str:
+    status, _, detail = outcome.partition("\t")
+    row = report.rows[seed.cls]
+    row["lies"] += 1
+    row[status] += 1
+    entry = {"class": seed.cls, "seed": seed.variant, "lie": lie.kind, "attribute": lie.target,
+             "node": _short(lie.node), "outcome": status, "detail": detail}
+    if status in DEFECTS:
+        report.defects.append(entry)
+    if out is None:
+        return status
+    out.mkdir(parents=True, exist_ok=True)
+    if status in DEFECTS:
+        name = f"{status}-{seed.cls}-{hashlib.sha1(data).hexdigest()[:12]}.safetensors"
+        (out / name).write_bytes(data)
+        entry["file"] = name
+    logs = ["outcomes.jsonl"] + (["defects.jsonl"] if status in DEFECTS else []) + \
+        (["accepted.jsonl"] if status == "raised" else [])
+    for log in logs:
+        with open(out / log, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+    return status
+
+
+def render(report: dict[str, Any], *, defects_only: bool = False) -> str:
+    """The Markdown tables of a campaign's report: one row per class, then the defects."""
+    head = ("| class | lies | refused at load | loaded, harmless | loaded, inference raised | defects | skipped |\n"
+            "|---|---:|---:|---:|---:|---:|---:|\n")
+    rows = []
+    for cls, row in sorted(report["per_class"].items()):
+        bad = sum(row.get(k, 0) for k in DEFECTS)
+        if defects_only and not bad:
+            continue
+        cells = [row.get("lies", 0), row.get("refused", 0), row.get("harmless", 0), row.get("raised", 0)]
+        rows.append(f"| {cls} | " + " | ".join(f"{c:,}" for c in cells) + f" | {'**' + str(bad) + '**' if bad else 0}"
+                    f" | {row.get('skipped', 0):,} |")
+    t = report["totals"]
+    bad = sum(t.get(k, 0) for k in DEFECTS)
+    rows.append(f"| **all {report['classes']} classes** | **{t.get('lies', 0):,}** | {t.get('refused', 0):,} | "
+                f"{t.get('harmless', 0):,} | {t.get('raised', 0):,} | **{bad:,}** | {t.get('skipped', 0):,} |")
+    kinds = ", ".join(f"{k} {t.get(k, 0):,}" for k in DEFECTS)
+    text = head + "\n".join(rows) + (f"\n\nDefects by kind: {kinds}. {report['seeds']:,} seeds; "
+                                     f"{report['seconds']:,.0f} s; {report['worker_restarts']} worker restarts.")
+    if report["defects"]:
+        text += ("\n\n| class | lie | attribute | owner | outcome | detail | reproducer |\n"
+                 "|---|---|---|---|---|---|---|\n")
+        text += "\n".join(
+            f"| {d['class']} | {d['lie']} | `{d['attribute']}` | {d['node']} | **{d['outcome']}** | "
+            f"{d['detail'][:120].replace('|', '/')} | {d.get('file', '')} |" for d in report["defects"])
+    return text
+
+
+def replay_plan(report: dict[str, Any]) -> tuple[list[str], dict[str, list[tuple[str, str]]], int]:
+    """The seed ids, lies and random seed that tell a campaign's defects again (to check fixes)."""
+    only: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for d in report["defects"]:
+        if (d["lie"], d["attribute"]) not in only[d["seed"]]:
+            only[d["seed"]].append((d["lie"], d["attribute"]))
+    return list(only), dict(only), report["rng_seed"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=0, help="random seed: which group members and elements lie")
+    parser.add_argument("--per-seed", type=int, default=None, help="tell only this many lies of each seed (sampled)")
+    parser.add_argument("--seeds", default="", help="comma-separated seed ids (zoo:<case>, sk:<key>); default all")
+    parser.add_argument("--no-zoo", action="store_true", help="leave out the zoo's cases")
+    parser.add_argument("--no-breadth", action="store_true", help="leave out the scikit-learn instances")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds a load and its inference may take")
+    parser.add_argument("--memory-mb", type=int, default=1024, help="memory a mutant may use before it is a defect")
+    parser.add_argument("--out", type=Path, default=None, help="folder for reproducers and report.json")
+    parser.add_argument("--progress", type=float, default=60.0, help="seconds between progress lines (stderr)")
+    parser.add_argument("--replay", type=Path, default=None, metavar="REPORT_JSON",
+                        help="tell again only the defects of a campaign's report.json (with its --seed)")
+    parser.add_argument("--truth", action="store_true",
+                        help="send every seed unchanged (a check of the harness: all must be harmless)")
+    parser.add_argument("--markdown", action="store_true", help="print the Markdown tables instead of JSON")
+    parser.add_argument("--defects-only", action="store_true", help="with --markdown: only classes with defects")
+    parser.add_argument("--render", type=Path, default=None, metavar="REPORT_JSON",
+                        help="print the tables of a campaign's report.json and exit")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--warmup", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(args.memory_mb)
+        return 0
+    if args.render is not None:
+        print(render(json.loads(args.render.read_text()), defects_only=args.defects_only))
+        return 0
+    ids = [s for s in args.seeds.split(",") if s] or seed_ids(not args.no_zoo, not args.no_breadth)
+    only = None
+    if args.replay is not None:
+        ids, only, args.seed = replay_plan(json.loads(args.replay.read_text()))
+    report = campaign(ids, args.seed, only=only, per_seed=args.per_seed, workers=args.workers, timeout=args.timeout,
+                      memory_mb=args.memory_mb, out=args.out, progress=args.progress, truth=args.truth)
+    summary = report.as_dict()
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "report.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(render(summary, defects_only=args.defects_only) if args.markdown else json.dumps(summary, indent=1))
+    return 1 if report.defects else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
