@@ -122,4 +122,6 @@ def test_the_defects_of_the_first_campaign_stay_fixed(tmp_path) -> None:
     report = semantic_fuzz.campaign(ids, rng_seed, only=only, workers=2, timeout=20.0, out=tmp_path, max_defects=4)
     lines = [f"{d['class']}: {d['lie']} {d['attribute']} -> {d['outcome']} {d['detail']}" for d in report.defects]
     assert report.defects == [], "\n".join(lines)
-    assert report.as_dict()["totals"]["lies"] == sum(map(len, only.values()))
+    totals = report.as_dict()["totals"]
+    # every lie told again, except those about what files no longer hold (neighbors rebuild their tree)
+    assert totals["lies"] + totals["skipped"] == sum(map(len, only.values())) and totals["skipped"] <= 2

@@ -211,12 +211,17 @@ def tell(state: Any, lie: Lie, rng_seed: int) -> bytes:
         a["name"], b["name"] = other, lie.target
     elif lie.kind.startswith("meta="):
         meta = copy.deepcopy(meta)
-        holder, key = _at(meta, json.loads(lie.target))
+        try:
+            holder, key = _at(meta, json.loads(lie.target))
+        except (KeyError, IndexError, TypeError):  # a replayed lie about a field this version no longer writes
+            raise Skip(f"the file holds no {lie.target}") from None
         word = lie.kind.partition("=")[2]
         value = META_VALUES[word] if META_VALUES[word] is not None else holder[key] + 1
         if holder[key] == value:
             raise Skip(f"{lie.target} is already {value}")
         holder[key] = value
     else:
+        if lie.target not in tensors:  # a replayed lie about a tensor this version no longer writes
+            raise Skip(f"the file holds no tensor {lie.target}")
         tensors[lie.target] = _tensor_lie(tensors[lie.target], lie.kind, rng)
     return safetensors.state_to_bytes(ModelState(tensors=tensors, meta=meta))

@@ -39,8 +39,13 @@ __all__ = ["GENERIC", "check_generic"]
 #: Attributes whose last axis holds one value per input feature.
 _LAST_AXIS = ("coef_",)
 #: Attributes that are one value per input feature (1-d) when they are arrays.
-_PER_FEATURE = ("feature_importances_", "mean_", "var_", "scale_", "feature_names_in_")
+_PER_FEATURE = ("feature_importances_", "mean_", "var_", "scale_", "feature_names_in_", "location_")
 _ARRAY_KINDS = frozenset("biufUO")
+#: Attributes that are one (n_features, n_features) matrix when they are arrays.
+_SQUARE = ("covariance_", "precision_")
+#: Statistics that are finite in every fitted estimator.
+_FINITE = ("mean_", "var_", "components_", "covariance_", "precision_", "location_", "explained_variance_",
+           "singular_values_")
 
 
 def _plain_object(item: Any) -> bool:
@@ -66,10 +71,27 @@ def _check_arrays(value: Any, name: str, path: str, depth: int = 0) -> None:
             _check_arrays(item, name, path, depth + 1)
 
 
+def _check_encoded_members(attrs: Mapping[str, Any], path: str) -> None:
+    """Voting and stacking fit their members on ``le_``-encoded labels: each member's classes are 0..k-1.
+
+    A member's predictions feed ``np.bincount``, which allocates one slot per label value.
+    """
+    encoder, members = attrs.get("le_"), attrs.get("estimators_")
+    classes = getattr(encoder, "classes_", None)
+    if not isinstance(classes, np.ndarray) or not isinstance(members, list):
+        return
+    expected = np.arange(classes.shape[0])
+    for i, member in enumerate(members):
+        own = getattr(member, "classes_", None)
+        if isinstance(own, np.ndarray) and (own.shape != expected.shape or not np.array_equal(own, expected)):
+            raise fail(path, f"'estimators_.{i}.classes_' must be the encoded labels 0..{classes.shape[0] - 1}")
+
+
 def check_generic(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """Checks every fitted estimator's state can get from scikit-learn's conventions."""
     for name, value in attrs.items():
         _check_arrays(value, name, path)
+    _check_encoded_members(attrs, path)
     n = attrs.get("n_features_in_")
     if n is None:
         return
@@ -80,12 +102,21 @@ def check_generic(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str
         if isinstance(value, np.ndarray) and value.ndim in (1, 2) and value.shape[-1] != n:
             raise fail(path, f"'{name}' has shape {value.shape}; its last axis must be {n}")
     components = attrs.get("components_")
-    if isinstance(components, np.ndarray) and components.ndim == 2 and components.shape[1] != n:
-        raise fail(path, f"'components_' has shape {components.shape}; axis 1 must be {n}")
+    shape = getattr(components, "shape", None)  # an array, or a sparse matrix (SparseRandomProjection)
+    if isinstance(shape, tuple) and len(shape) == 2 and shape[1] != n:
+        raise fail(path, f"'components_' has shape {shape}; axis 1 must be {n}")
     for name in _PER_FEATURE:
         value = attrs.get(name)
         if isinstance(value, np.ndarray) and value.ndim == 1 and value.shape[0] != n:
             raise fail(path, f"'{name}' has {value.shape[0]} entries for {n} features")
+    for name in _SQUARE:  # covariance estimators: SciPy's cdist reads them as n x n without checking
+        value = attrs.get(name)
+        if isinstance(value, np.ndarray) and value.shape != (n, n):
+            raise fail(path, f"'{name}' has shape {value.shape}; it must be ({n}, {n})")
+    for name in _FINITE:  # a non-finite statistic sends LAPACK's iterations (partial_fit's SVD) into a hang
+        value = attrs.get(name)
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.isfinite(value).all():
+            raise fail(path, f"'{name}' holds NaN or infinity")
 
 
 #: The spec of every estimator allow-listed through ``aprender.codec._table.GENERIC``.

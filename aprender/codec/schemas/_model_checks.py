@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from aprender.codec._checks import bounded_int, fail
+from aprender.codec._checks import array, bounded_int, fail
 
-__all__ = ["choice", "class_labels", "integer", "is_fitted", "real"]
+__all__ = ["check_coefficients", "choice", "class_labels", "integer", "is_fitted", "real"]
 
 
 def is_fitted(attrs: Mapping[str, Any]) -> bool:
@@ -48,3 +48,16 @@ def class_labels(attrs: Mapping[str, Any], path: str, *, minimum: int = 1) -> in
     if not isinstance(labels, np.ndarray) or labels.ndim != 1 or labels.shape[0] < minimum:
         raise fail(path, f"'classes_' must be a 1-d array of at least {minimum} labels")
     return labels.shape[0]
+
+
+def check_coefficients(attrs: Mapping[str, Any], path: str, shape: tuple[int, ...]) -> None:
+    """``coef_`` of ``shape``: a float array, or after ``sparsify()`` a sparse matrix (a row vector stays 2-d)."""
+    coef = attrs.get("coef_")
+    import scipy.sparse as sp  # loaded with the linear families that call this
+
+    if sp.issparse(coef):
+        expected = shape if len(shape) == 2 else (1, *shape)
+        if coef.shape != expected:
+            raise fail(path, f"sparse 'coef_' has shape {coef.shape}, expected {expected}")
+        return
+    array(attrs, "coef_", path, ndim=(len(shape),), shape=dict(enumerate(shape)))

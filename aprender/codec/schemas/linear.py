@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn import linear_model as sk
 
 from aprender import linear_model as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features, require
+from aprender.codec.schemas._model_checks import check_coefficients
 
 #: The names the aprender Rust ecosystem reads.
 LINEAR_ALIASES = {"coef_": "coefficients", "intercept_": "intercept"}
@@ -27,17 +27,6 @@ def _check_intercept(attrs: Mapping[str, Any], rows: int, path: str) -> None:
                              f"coefficients need float of shape ({rows},)")
     elif not isinstance(intercept, float | np.floating):
         raise fail(path, f"'intercept_' must be a float or a float array, found {type(intercept).__name__}")
-
-
-def check_coefficients(attrs: Mapping[str, Any], path: str, shape: tuple[int, ...]) -> None:
-    """``coef_`` of ``shape``: a float array, or after ``sparsify()`` a sparse matrix (a row vector stays 2-d)."""
-    coef = attrs.get("coef_")
-    if sp.issparse(coef):
-        expected = shape if len(shape) == 2 else (1, *shape)
-        if coef.shape != expected:
-            raise fail(path, f"sparse 'coef_' has shape {coef.shape}, expected {expected}")
-        return
-    array(attrs, "coef_", path, ndim=(len(shape),), shape=dict(enumerate(shape)))
 
 
 def check_linear(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:

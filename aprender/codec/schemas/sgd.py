@@ -18,8 +18,7 @@ from sklearn import linear_model as sk
 from aprender.codec import Spec
 from aprender.codec._checks import array, fail, n_features, optional_array
 from aprender.codec.schemas._generic import check_generic
-from aprender.codec.schemas._model_checks import class_labels, real
-from aprender.codec.schemas.linear import check_coefficients
+from aprender.codec.schemas._model_checks import check_coefficients, class_labels, real
 
 #: Weights _sgd_fast updates in place: the coefficient arrays and the intercept arrays.
 _COEFS = ("coef_", "_standard_coef", "_average_coef")
