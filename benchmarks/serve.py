@@ -338,12 +338,17 @@ def write_repositories(models: list[Model], work: Path) -> tuple[Path, Path]:
     return apr, mls
 
 
-def predictions(target: Target) -> list:
-    """The ``predict`` output of one request; raises unless it is answered with 200."""
+def answer(target: Target) -> httpx.Response:
+    """The answer to one request of ``target``; raises unless it is 200 (no run times errors)."""
     response = httpx.post(target.server.url + target.path, content=target.body, headers=dict(target.headers))
     if response.status_code != 200:
         raise RuntimeError(f"{target.server.name} {target.path} answered {response.status_code}: {response.text}")
-    outputs = {output["name"]: output for output in response.json()["outputs"]}
+    return response
+
+
+def predictions(target: Target) -> list:
+    """The ``predict`` output of one v2 request."""
+    outputs = {output["name"]: output for output in answer(target).json()["outputs"]}
     return np.ravel(outputs["predict"]["data"]).tolist()
 
 
@@ -412,9 +417,7 @@ def aprender_alone(models: list[Model], apr_repo: Path, work: Path, seconds: int
         ]
         for label, path, body, headers in cases:
             target = Target(server, path, body, headers)
-            response = httpx.post(server.url + path, content=body, headers=headers)
-            if response.status_code != 200:
-                raise RuntimeError(f"{label} answered {response.status_code}: {response.text}")
+            answer(target)
             results = measure({"aprender": target}, CONNECTIONS, seconds, runs)["aprender"]
             table.append([f"LogisticRegression (iris), {label}", str(CONNECTIONS), *_fmt(results)])
 
@@ -452,7 +455,7 @@ def aprender_alone(models: list[Model], apr_repo: Path, work: Path, seconds: int
     pss = {}
     for workers in (1, 4):
         with aprender_server(str(work / "big"), "--workers", str(workers)) as server:
-            assert httpx.post(f"{server.url}/predict", json={"features": Xb[0].tolist()}).status_code == 200
+            answer(Target(server, "/predict", _json({"features": Xb[0]}), JSON_HEADERS))
             # every process: the workers and the parent they were forked from (it holds pages they share)
             pids = [server.pid, *_children(server.pid)]
             pss[workers] = _pss_kib([p for p in pids if Path(f"/proc/{p}").exists()]) / 1024
