@@ -11,7 +11,7 @@ import platform
 import random
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,24 +40,32 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def interleaved(
-    runs: Mapping[str, Callable[[], object]], repeat: int, *, setup: Callable[[str], object] | None = None
-) -> dict[str, Timing]:
-    """Time every run ``repeat`` times, interleaved: each round runs them all, in a fresh seeded order.
+def shuffled_rounds(names: Sequence[str], repeat: int) -> Iterator[list[str]]:
+    """``repeat`` rounds, each of every name once, in a fresh seeded order.
 
     Running A, B, C, then C, A, B, ... spreads machine noise (another process, a
     frequency change, a cold cache) over every contender instead of over whichever
     ran during it. The order is shuffled, not rotated: a rotation keeps every
     contender right after the same neighbour, so one that leaves the allocator or
     caches in a bad state (skops, say) would always tax the same successor.
-    The seed is fixed, so two runs time the same orders. ``setup(name)`` runs
-    untimed before each timed call.
+    The seed is fixed, so two runs time the same orders.
+    """
+    order = random.Random(0)
+    for _ in range(repeat):
+        yield order.sample(list(names), len(names))
+
+
+def interleaved(
+    runs: Mapping[str, Callable[[], object]], repeat: int, *, setup: Callable[[str], object] | None = None
+) -> dict[str, Timing]:
+    """Time every run ``repeat`` times, interleaved in :func:`shuffled_rounds`.
+
+    ``setup(name)`` runs untimed before each timed call.
     """
     names = list(runs)
     times: dict[str, list[float]] = {name: [] for name in names}
-    order = random.Random(0)
-    for _ in range(repeat):
-        for name in order.sample(names, len(names)):
+    for round_ in shuffled_rounds(names, repeat):
+        for name in round_:
             if setup is not None:
                 setup(name)
             start = time.perf_counter()
