@@ -448,6 +448,16 @@ def _rss_kib() -> int:
     return 0
 
 
+def limit_address_space(memory_mb: int) -> None:
+    """RLIMIT_AS at this process's size after start-up plus ``memory_mb``: what a load may add on top of it."""
+    import resource  # Unix only, like the workers that call this
+
+    with open("/proc/self/status") as f:
+        vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
+    limit = (vm + memory_mb * 1024) * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def _reset_peak() -> None:
     with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # resets VmHWM to the current RSS
@@ -459,7 +469,6 @@ def worker(memory_mb: int, warmup: Path | None) -> None:
     The seed files in ``warmup`` are loaded first, so that the lazy imports of every
     family happen before the time limit applies.
     """
-    import resource
     import warnings
 
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -478,11 +487,7 @@ def worker(memory_mb: int, warmup: Path | None) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             loaders.get(variant, aprender.load)(path)
-    # The limit counts from the size after start-up: what a load may add on top of it.
-    with open("/proc/self/status") as f:
-        vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
-    limit = (vm + memory_mb * 1024) * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    limit_address_space(memory_mb)
     print("ready", flush=True)
     for line in sys.stdin:
         path, variant = line.rstrip("\n").split("\t")

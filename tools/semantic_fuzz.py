@@ -371,7 +371,6 @@ def examine(path: str, seed_id: str, memory_mb: int, keep: Canaries) -> str:
 
 def worker(memory_mb: int) -> None:
     """Read ``path<TAB>seed id`` lines; answer one outcome line for each."""
-    import resource
 
     import sklearn  # noqa: F401
 
@@ -382,10 +381,7 @@ def worker(memory_mb: int) -> None:
     import zoo  # noqa: F401
 
     keep = Canaries(0)
-    with open("/proc/self/status") as f:
-        vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
-    limit = (vm + memory_mb * 1024) * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    fuzz.limit_address_space(memory_mb)
     print("ready", flush=True)
     for line in sys.stdin:
         path, seed_id = line.rstrip("\n").split("\t")
