@@ -20,6 +20,7 @@ from sklearn.neighbors import KernelDensity, NearestNeighbors
 from sklearn.preprocessing import SplineTransformer
 
 from aprender.codec import ModelState, canonical_json, from_state, to_state
+from aprender.codec.schemas.binary_tree import FIELDS
 from aprender.exceptions import FormatError
 from aprender.format import safetensors
 
@@ -141,15 +142,17 @@ def test_linkage_tree_round_trips_as_records(states) -> None:
     assert node["fields"] == [["left_node", "<i8"], ["right_node", "<i8"], ["value", "<f8"], ["cluster_size", "<i8"]]
 
 
-def test_trees_are_rebuilt_not_restored(states) -> None:
+def test_trees_round_trip(states) -> None:
     kde, nn = _models()["kde"], _models()["nn"]
     loaded = from_state(states["kde"])
     for a, b in zip(kde.tree_.get_arrays(), loaded.tree_.get_arrays(), strict=True):
         assert np.array_equal(a, b)
     attrs = states["kde"].meta["model"]["attrs"]["tree_"]
     assert sorted(attrs) == ["__t__", "data", "kind", "leaf_size", "metric"]
-    # A neighbors estimator stores only the leaf size: its tree is rebuilt from the checked _fit_X.
-    assert states["nn"].meta["model"]["attrs"]["_tree"] == {"__t__": "dict", "items": [["leaf_size", 4]]}
+    # A neighbors estimator stores its tree's node arrays, checked on load, and its data once (as _fit_X).
+    assert sorted(key for key, _ in states["nn"].meta["model"]["attrs"]["_tree"]["items"]) == sorted(FIELDS)
+    assert not any(name.endswith("data") for name in states["nn"].tensors)
     loaded = from_state(states["nn"])
     for a, b in zip(nn._tree.get_arrays(), loaded._tree.get_arrays(), strict=True):
-        assert np.array_equal(a, b)
+        assert np.array_equal(a, b) and a.dtype == b.dtype
+    assert np.shares_memory(loaded._tree.data, loaded._fit_X)

@@ -127,12 +127,12 @@ def test_knn_targets_shorter_than_data() -> None:
     assert "'_y' has shape (149,); axis 0 must be 150" in _rejected("knn", _tensor("_y", lambda a: a[1:]))
 
 
-def test_knn_tree_node_arrays_are_never_read() -> None:
+def test_knn_tree_with_a_field_it_does_not_have() -> None:
     def smuggle(attrs: dict, tensors: dict) -> None:
         tensors["node_data"] = np.zeros(8)
         attrs["_tree"]["items"].append(["node_data", {"__t__": "tensor", "name": "node_data"}])
 
-    assert "search trees are rebuilt, never read from files" in _rejected("knn", smuggle)
+    assert "'_tree' must hold the fields ['idx_array', 'idx_end', " in _rejected("knn", smuggle)
 
 
 def test_knn_leaf_size_zero() -> None:

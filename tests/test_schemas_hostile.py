@@ -308,7 +308,8 @@ def test_neighbors_file_with_a_stored_tree_still_loads(states) -> None:
     """Files written before NearestNeighbors had a schema hold its tree as a binary_tree node: it is rebuilt."""
     model = NearestNeighbors(algorithm="kd_tree", leaf_size=7).fit(X)
     state = to_state(model)
-    meta, tensors = copy.deepcopy(state.meta), dict(state.tensors)
+    meta = copy.deepcopy(state.meta)
+    tensors = {name: t for name, t in state.tensors.items() if not name.startswith("_tree.")}
     meta["model"]["attrs"]["_tree"] = {"__t__": "binary_tree", "kind": "KDTree", "leaf_size": 7,
                                        "metric": "euclidean", "data": {"__t__": "tensor", "name": "_tree.data"}}
     tensors["_tree.data"] = np.ascontiguousarray(X[::-1])  # whatever the stored tree held, _fit_X decides

@@ -1,12 +1,12 @@
 """Schemas of the nearest-neighbour estimators (every subclass of scikit-learn's NeighborsBase).
 
-The fitted KDTree/BallTree is not stored. Its node arrays are a pure function of the
-training data, the leaf size and the metric, so ``pack`` replaces the tree by its leaf
-size (after checking that scikit-learn's public constructor rebuilds exactly the same
-arrays) and ``unpack`` rebuilds it from the validated ``_fit_X``. A file therefore never
-supplies node indices that the Cython query code would trust, and a query never returns
-an index past ``_fit_X``. (Files written before these classes had a schema store the tree
-through the ``binary_tree`` handler; its leaf size is kept and the tree rebuilt the same way.)
+The fitted KDTree/BallTree is stored as its arrays and settings and checked on load
+(``schemas/binary_tree.py``: the node layout is the constructor's, ``idx_array`` a
+permutation of the rows, bounds finite, a KD tree's boxes contain their points), so
+a load costs what its bytes cost and a query never reads outside the arrays nor returns
+an index past ``_fit_X``. The tree's data is ``_fit_X`` itself, stored once. Older files
+store only the leaf size as ``{"leaf_size": n}`` (or, before these classes had a schema,
+the tree through the ``binary_tree`` handler): their tree is rebuilt from ``_fit_X``.
 
 Brute-force queries hand ``_fit_X`` to the pairwise-distance reductions, which take the
 number of features from the query: ``_fit_X`` must be ``n_samples_fit_`` by
@@ -27,9 +27,9 @@ from aprender import neighbors as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features
 from aprender.codec.schemas._model_checks import choice, integer, is_fitted, real
-from aprender.exceptions import UnsupportedTypeError
+from aprender.codec.schemas.binary_tree import FIELDS, TREES, check_tree, export_tree, restore_tree
 
-_TREES = {"kd_tree": sk.KDTree, "ball_tree": sk.BallTree}
+_TREES = TREES
 
 
 def _build_tree(method: str, fit_X: np.ndarray, leaf_size: int, metric: str, metric_params: dict) -> Any:
@@ -37,45 +37,30 @@ def _build_tree(method: str, fit_X: np.ndarray, leaf_size: int, metric: str, met
     return _TREES[method](fit_X, leaf_size, metric=metric, **metric_params)
 
 
-def _tree_leaf_size(tree: Any, state: Mapping[str, Any]) -> int:
-    """The tree's leaf size, once a rebuild from ``_fit_X`` is shown to be identical."""
-    method = state.get("_fit_method")
-    if method not in _TREES or type(tree) is not _TREES[method]:
-        raise UnsupportedTypeError("_tree", type(tree).__name__, f"does not match _fit_method {method!r}")
-    # __getstate__ is the tree's own export of its build parameters (no pickling involved).
-    leaf_size = int(tree.__getstate__()[4])
-    rebuilt = _build_tree(method, state["_fit_X"], leaf_size, state["effective_metric_"],
-                          state["effective_metric_params_"])
-    same_metric = type(rebuilt.__getstate__()[11]) is type(tree.__getstate__()[11])
-    same_arrays = all(np.array_equal(a, b) for a, b in zip(rebuilt.get_arrays(), tree.get_arrays(), strict=True))
-    if not (same_metric and same_arrays):
-        raise UnsupportedTypeError("_tree", type(tree).__name__,
-                                   "the tree was not built from _fit_X with the effective metric; refit the model")
-    return leaf_size
-
-
 def pack_neighbors(state: dict[str, Any]) -> dict[str, Any]:
-    """Replace the search tree by ``{"leaf_size": n}`` (``None`` stays for brute force)."""
+    """Replace the search tree by its stored form (``None`` stays for brute force)."""
     tree = state.get("_tree")
     if tree is None:
         return state
     # fit() on a prebuilt KDTree/BallTree keeps the tree's data as a Cython memoryview.
     state = {**state, "_fit_X": np.asarray(state["_fit_X"])}
-    return {**state, "_tree": {"leaf_size": _tree_leaf_size(tree, state)}}
+    return {**state, "_tree": export_tree(tree, state)}
 
 
 def _leaf_size(tree: Any) -> int:
-    """The leaf size of a stored tree: ``{"leaf_size": n}``, or a tree the ``binary_tree`` handler rebuilt."""
+    """The leaf size of an older file's tree: ``{"leaf_size": n}``, or a tree the ``binary_tree`` handler rebuilt."""
     return tree["leaf_size"] if type(tree) is dict else int(tree.__getstate__()[4])
 
 
 def unpack_neighbors(attrs: dict[str, Any], params: Mapping[str, Any], path: str) -> dict[str, Any]:
-    """Rebuild the search tree from the validated training data."""
+    """The search tree from its checked arrays, or rebuilt from ``_fit_X`` for an older file."""
     method = attrs.get("_fit_method")
     if is_fitted(attrs) and method in _TREES:
-        leaf_size = _leaf_size(attrs["_tree"])
-        tree = _build_tree(method, attrs["_fit_X"], leaf_size, attrs["effective_metric_"],
-                           attrs["effective_metric_params_"])
+        stored, metric, metric_params = attrs["_tree"], attrs["effective_metric_"], attrs["effective_metric_params_"]
+        if type(stored) is dict and set(stored) == FIELDS:
+            tree = restore_tree(stored, attrs["_fit_X"], method, metric, metric_params)
+        else:
+            tree = _build_tree(method, attrs["_fit_X"], _leaf_size(stored), metric, metric_params)
         attrs = {**attrs, "_tree": tree}
     return attrs
 
@@ -111,15 +96,19 @@ def _check_tree(attrs: Mapping[str, Any], path: str) -> None:
         if tree is not None:
             raise fail(path, "'_tree' must be null when _fit_method is 'brute'")
         return
-    if type(tree) is not _TREES[method]:  # a tree the binary_tree handler built is only read for its leaf size
-        if type(tree) is not dict or set(tree) != {"leaf_size"}:
-            raise fail(path, "'_tree' must be {'leaf_size': n}: search trees are rebuilt, never read from files")
-        integer(tree, "leaf_size", f"{path}._tree" if path else "_tree", low=1)
     if metric not in _TREES[method].valid_metrics:
         raise fail(path, f"metric {metric[:80]!r} is not supported by {_TREES[method].__name__}")
     fit_X = attrs["_fit_X"]
     if not isinstance(fit_X, np.ndarray) or not np.isfinite(fit_X).all():
         raise fail(path, f"'_fit_X' of a {method} must be a dense array of finite values")
+    if type(tree) is _TREES[method]:  # an older file's tree, built by the binary_tree handler: its leaf size is read
+        return
+    if type(tree) is not dict or set(tree) not in ({"leaf_size"}, FIELDS):
+        raise fail(path, f"'_tree' must hold the fields {sorted(FIELDS)} (or only 'leaf_size' in an older file)")
+    if set(tree) == FIELDS:
+        check_tree(tree, fit_X, method, path)
+    else:
+        integer(tree, "leaf_size", f"{path}._tree" if path else "_tree", low=1)
 
 
 def _check_search(attrs: Mapping[str, Any], path: str) -> int:
