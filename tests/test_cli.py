@@ -118,6 +118,21 @@ def test_help_lists_every_command(cli) -> None:
         assert f"  {command} " in run.out
 
 
+def test_the_help_table_is_each_commands_own_short_help() -> None:
+    """``--help`` lists the commands from aprender.cli._app.COMMANDS without importing them: it must not drift."""
+    import click
+
+    from aprender.cli._app import COMMANDS as TABLE
+    from aprender.cli._app import cli as group
+
+    ctx = click.Context(group)
+    assert [name for name in TABLE] == group.list_commands(ctx)
+    for name, (_, _, short_help) in TABLE.items():
+        command = group.get_command(ctx, name)
+        assert command.get_short_help_str(1000) == short_help, name
+        assert not command.hidden
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_has_help(cli, command: str) -> None:
     run = cli(command, "--help")

@@ -24,25 +24,26 @@ _NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())
 _INTERRUPTED = 130
 
 
-#: Command name -> (module under aprender.cli, attribute), in the order ``--help`` lists them.
-#: A command's module is imported when the command runs (or ``--help`` lists it): ``apr
-#: inspect`` never imports what ``apr distill`` or ``apr serve`` need.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "inspect": ("_inspect", "inspect"),
-    "validate": ("_validate", "validate"),
-    "convert": ("_convert", "convert"),
-    "export": ("_convert", "convert"),
-    "import": ("_convert", "import_"),
-    "quantize": ("_convert", "quantize_cmd"),
-    "keygen": ("_crypto", "keygen"),
-    "sign": ("_crypto", "sign"),
-    "verify": ("_crypto", "verify"),
-    "encrypt": ("_crypto", "encrypt"),
-    "decrypt": ("_crypto", "decrypt"),
-    "diff": ("_diff", "diff"),
-    "card": ("_card", "card"),
-    "distill": ("_distill", "distill_cmd"),
-    "serve": ("_serve", "serve"),
+#: Command name -> (module under aprender.cli, attribute, one-line help), in the order ``--help``
+#: lists them. A command's module is imported when the command runs: ``apr inspect`` never imports
+#: what ``apr distill`` or ``apr serve`` need, and ``apr --help`` lists the commands from this table
+#: without importing any (tests/test_cli.py checks each line against the command's own short help).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "inspect": ("_inspect", "inspect", "Show a file's model, metadata, flags and tensors."),
+    "validate": ("_validate", "validate", "Check checksums, structure and signature."),
+    "convert": ("_convert", "convert", "Convert to safetensors, apr, gguf or onnx."),
+    "export": ("_convert", "convert", "Alias of convert."),
+    "import": ("_convert", "import_", "Import a foreign .safetensors/.gguf as raw tensors."),
+    "quantize": ("_convert", "quantize_cmd", "Quantize weights to Q8_0, Q4_0 or Q4_1."),
+    "keygen": ("_crypto", "keygen", "Generate an Ed25519 or X25519 key pair."),
+    "sign": ("_crypto", "sign", "Sign an .apr file with an Ed25519 key."),
+    "verify": ("_crypto", "verify", "Verify the signature of an .apr file."),
+    "encrypt": ("_crypto", "encrypt", "Encrypt an .apr file (password or recipient)."),
+    "decrypt": ("_crypto", "decrypt", "Decrypt an .apr file."),
+    "diff": ("_diff", "diff", "Compare metadata and tensors of two files."),
+    "card": ("_card", "card", "Write a model card (README.md) for a model file."),
+    "distill": ("_distill", "distill_cmd", "Fit a small student model to teacher models."),
+    "serve": ("_serve", "serve", "Serve models over HTTP: realizar, Open Inference Protocol v2 and Ollama APIs."),
 }
 
 
@@ -55,14 +56,19 @@ class _LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = self.commands.get(cmd_name)
         if command is None and cmd_name in COMMANDS:
-            module, attribute = COMMANDS[cmd_name]
+            module, attribute, short_help = COMMANDS[cmd_name]
             command = getattr(importlib.import_module(f"aprender.cli.{module}"), attribute)
             if cmd_name == "export":
                 command = copy.copy(command)
-                command.short_help = "Alias of convert."
+                command.short_help = short_help
             command.name = cmd_name
             self.commands[cmd_name] = command
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click's own layout (a definition list under "Commands"), from the table: no command module is imported.
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, short_help) for name, (_, _, short_help) in COMMANDS.items()])
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -90,24 +90,28 @@ def read(path: Path, secrets: Secrets, info: ModelInfo | None = None) -> Loaded:
 
     An encrypted .apr is opened with ``secrets`` (asking for a password on a terminal).
     """
-    from aprender.format import apr, gguf, safetensors
-
+    # Only the backend the file needs: the gguf package alone costs what a whole .apr command does.
     info = info if info is not None else info_of(path)
     if info.format == "onnx":
         raise CommandError(f"'{path}' is ONNX, which aprender exports but cannot read back into a model; "
                            "convert from the .apr, .safetensors or .gguf file instead")
     keys = secrets.keys_for(info, required=True) if info.format == "apr" else {}
     if info.format == "apr":
+        from aprender.format import apr
+
         state = apr.read_state(path, **keys, **secrets.limits(info))
-    elif info.format == "safetensors" and is_foreign(info):
-        source = {"format": "safetensors", "metadata": info.extra.get("other_metadata", {})}
-        state = custom_state(safetensors.load_tensors(path), source)
     elif info.format == "safetensors":
-        state = safetensors.read_state(path)
-    elif is_foreign(info):
-        state = custom_state(gguf.load_tensors(path), gguf_source(info))
+        from aprender.format import safetensors
+
+        if is_foreign(info):
+            source = {"format": "safetensors", "metadata": info.extra.get("other_metadata", {})}
+            state = custom_state(safetensors.load_tensors(path), source)
+        else:
+            state = safetensors.read_state(path)
     else:
-        state = gguf.read_state(path)
+        from aprender.format import gguf
+
+        state = custom_state(gguf.load_tensors(path), gguf_source(info)) if is_foreign(info) else gguf.read_state(path)
     return Loaded(state, info, keys)
 
 
@@ -190,13 +194,17 @@ def write(state: ModelState, path: Path, fmt: str, *, compression: str | None = 
     ``compression`` apply to .apr only; ``onnx_dtype`` and ``onnx_sample`` (a CSV or
     Parquet file of input rows) to ONNX.
     """
-    from aprender.format import apr, gguf, safetensors
-
     if fmt == "apr":
+        from aprender.format import apr
+
         apr.write_state(state, path, compression=compression, **apr_keys)
     elif fmt == "safetensors":
+        from aprender.format import safetensors
+
         safetensors.write_state(plain(state), path)
     elif fmt == "gguf":
+        from aprender.format import gguf
+
         if is_raw(state):
             raise UnsupportedExportError("GGUF output holds aprender models; raw tensors (model type Custom) "
                                          "can go to .apr or .safetensors")

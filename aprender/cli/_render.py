@@ -1,4 +1,8 @@
-"""Output: rich tables for people, JSON for machines, one-line warnings on stderr."""
+"""Output: rich tables for people, JSON for machines, one-line warnings on stderr.
+
+rich is imported by the first table or line it renders, and numpy is never imported
+here: a command that prints JSON or only says a line does not pay for what it does not use.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +13,13 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import numpy as np
-from rich.console import Console
-from rich.filesize import decimal
-from rich.markup import escape
-from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 __all__ = ["console", "emit_json", "say", "json_safe", "kv_table", "number", "short", "size", "table", "warn"]
 
@@ -27,6 +30,8 @@ _PIPE_WIDTH = 120
 
 def console() -> Console:
     """A console on the current stdout (tests swap it), without syntax highlighting guesses."""
+    from rich.console import Console
+
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
     return Console(highlight=False, emoji=False, width=None if wide else _PIPE_WIDTH)
 
@@ -47,7 +52,8 @@ def json_safe(value: Any) -> Any:
         return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
-    if isinstance(value, np.generic):
+    np = sys.modules.get("numpy")  # a numpy scalar comes only from a process that imported numpy
+    if np is not None and isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)  # "nan", "inf", "-inf": JSON has no literal for them
@@ -67,6 +73,8 @@ def emit_json(obj: Any) -> None:
 
 def size(n: int, exact: bool = False) -> str:
     """``1234`` -> ``'1.2 kB'``, or ``'1.2 kB (1,234 bytes)'`` when ``exact``."""
+    from rich.filesize import decimal
+
     return f"{decimal(n)} ({n:,} bytes)" if exact and n >= 1000 else decimal(n)
 
 
@@ -91,6 +99,9 @@ def short(value: Any, width: int = 72) -> str:
 def table(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any]], *,
           right: Iterable[str] = ()) -> Table:
     """A table; columns named in ``right`` are right-aligned (numbers)."""
+    from rich.markup import escape
+    from rich.table import Table
+
     right = set(right)
     cells = [[escape(str(cell)) for cell in row] for row in rows]
     t = Table(title=title, title_justify="left", title_style="bold")
@@ -106,6 +117,9 @@ def table(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any
 
 def kv_table(title: str | None, rows: Iterable[tuple[str, Any]]) -> Table:
     """A two-column key/value table without a header."""
+    from rich.markup import escape
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left", title_style="bold", show_header=False)
     t.add_column(style="bold")
     t.add_column(overflow="fold")

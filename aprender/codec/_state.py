@@ -16,12 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from aprender.codec._decode import Decoder
-from aprender.codec._encode import Encoder, float_dtype
 from aprender.codec._model_type import ModelType
 from aprender.codec._nodes import MAX_JSON_DEPTH, preview
-from aprender.codec._registry import entry_for_class, entry_for_key, same_schema
-from aprender.codec.trust import make_trust
 from aprender.exceptions import FormatError, ModelTypeMismatch, UnsupportedVersion
 
 if TYPE_CHECKING:
@@ -238,6 +234,9 @@ def to_state(
     >>> to_state(km).tensors["cluster_centers_"].shape
     (2, 1)
     """
+    from aprender.codec._encode import Encoder, float_dtype
+    from aprender.codec._registry import entry_for_class
+
     entry = entry_for_class(type(estimator))
     if not _looks_fitted(estimator):  # scikit-learn's check, with its tags, only where the cheap test fails
         from sklearn.utils.validation import check_is_fitted
@@ -308,6 +307,10 @@ def from_state(
     >>> from_state(to_state(lr)).predict([[2.0]])
     array([5.])
     """
+    from aprender.codec._decode import Decoder
+    from aprender.codec._registry import entry_for_key, same_schema
+    from aprender.codec.trust import make_trust
+
     meta = state.meta
     if not isinstance(meta, dict):
         raise FormatError("model metadata must be a JSON object")

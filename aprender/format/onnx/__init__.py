@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import Mapping
@@ -42,7 +43,10 @@ import numpy as np
 
 try:  # the optional extra: fail here, once, with the command that fixes it
     import onnx
-    import skl2onnx  # noqa: F401
+
+    # skl2onnx imports all of scikit-learn (about a second): found here, imported by the export that uses it.
+    if importlib.util.find_spec("skl2onnx") is None:
+        raise ModuleNotFoundError("No module named 'skl2onnx'", name="skl2onnx")
 except ImportError as exc:
     raise ImportError(
         f"ONNX support needs the optional ONNX packages ({exc.name} is missing): pip install 'aprender[onnx]'"
