@@ -194,8 +194,8 @@ def _drop_last_leaf_mark(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _shrink_leaf_box(bounds: np.ndarray) -> np.ndarray:
-    bounds[1, 6] = bounds[0, 6]  # the last leaf's box shrunk to its lower corner: its points fall outside
+def _invert_leaf_box(bounds: np.ndarray) -> np.ndarray:
+    bounds[1, 6, 2] = bounds[0, 6, 2] - 1.0  # the last leaf's box inside out along one feature
     return bounds
 
 
@@ -224,7 +224,7 @@ CASES: dict[str, tuple[str, Edit, str]] = {
     "last-node-not-a-leaf": ("kd", _tensor("is_leaf", _drop_last_leaf_mark), "'is_leaf' does not match"),
     "root-a-leaf": ("ball", _tensor("is_leaf", _poke(0, 1)), "'is_leaf' does not match"),
     "swapped-node-bounds": ("kd", _tensor("node_bounds", lambda a: a[::-1]), "lower bound exceeds its upper bound"),
-    "leaf-box-misses-points": ("kd", _tensor("node_bounds", _shrink_leaf_box), "does not contain its points"),
+    "leaf-box-inverted": ("kd", _tensor("node_bounds", _invert_leaf_box), "lower bound exceeds its upper bound"),
     "box-outside-parent": ("kd", _tensor("node_bounds", _leaf_outside_parent), "not inside its parent's"),
     "node-bounds-narrow": ("kd", _tensor("node_bounds", lambda a: a[:, :, :2]), "'node_bounds' has shape (2, 7, 2)"),
     "ball-two-corners": ("ball", _tensor("node_bounds", lambda a: np.concatenate([a, a])), "axis 0 must be 1"),

@@ -59,7 +59,7 @@ _NEIGHBORS = Reach("`_fit_X`, `n_samples_fit_`, `_tree`, `_fit_method`, metric",
                    "`schemas/neighbors.py`: `_fit_X` is `n_samples_fit_` x `n_features_in_`, `_fit_method` and "
                    "metric from fixed lists; the search tree's arrays (`schemas/binary_tree.py`): the node layout "
                    "the constructor derives from the sample count and leaf size, `idx_array` a permutation of the "
-                   "rows, finite bounds and radii, KD boxes containing their points; its data is `_fit_X`")
+                   "rows, finite bounds and radii, KD boxes ordered and nested; its data is `_fit_X`")
 _NEIGHBORS_CLASSIFIER = Reach(
     "as NearestNeighbors, and `_y` class indices", "`ArgKminClassMode` / `RadiusNeighborsClassMode` (votes indexed "
     "by `_y`)", "schema", "`schemas/neighbors.py` `check_neighbors_classifier`: as NearestNeighbors, and `_y` "

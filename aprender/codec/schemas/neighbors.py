@@ -2,7 +2,7 @@
 
 The fitted KDTree/BallTree is stored as its arrays and settings and checked on load
 (``schemas/binary_tree.py``: the node layout is the constructor's, ``idx_array`` a
-permutation of the rows, bounds finite, a KD tree's boxes contain their points), so
+permutation of the rows, bounds finite, a KD tree's boxes ordered and nested), so
 a load costs what its bytes cost and a query never reads outside the arrays nor returns
 an index past ``_fit_X``. The tree's data is ``_fit_X`` itself, stored once. Older files
 store only the leaf size as ``{"leaf_size": n}`` (or, before these classes had a schema,
