@@ -245,9 +245,9 @@ _CLI_COMMANDS = {
     "verify": (["verify", "{signed}", "--key", "{key}.pub"], ("gguf", "ml_dtypes", "aprender.codec._decode")),
     "sign": (["sign", "{apr}", "--key", "{key}", "-o", "{out}", "--force"], ("gguf", "ml_dtypes",
                                                                              "aprender.codec._decode")),
-    "keygen ed25519": (["keygen", "--type", "ed25519", "-o", "{out}", "--force"], ("gguf", "ml_dtypes",
+    "keygen ed25519": (["keygen", "--type", "ed25519", "-o", "{out}", "--force"], ("numpy", "gguf", "ml_dtypes",
                                                                                    "aprender.codec._decode")),
-    "keygen x25519": (["keygen", "--type", "x25519", "-o", "{out}", "--force"], ("gguf", "ml_dtypes",
+    "keygen x25519": (["keygen", "--type", "x25519", "-o", "{out}", "--force"], ("numpy", "gguf", "ml_dtypes",
                                                                                  "aprender.codec._decode")),
 }
 

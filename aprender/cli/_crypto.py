@@ -1,15 +1,18 @@
-"""``keygen``, ``sign``, ``verify``, ``encrypt`` and ``decrypt`` of .apr files."""
+"""``keygen``, ``sign``, ``verify``, ``encrypt`` and ``decrypt`` of .apr files.
+
+The .apr container and the readers of every format (numpy with them) are imported by
+the commands that open a model file: ``keygen`` needs only cryptography.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from rich.markup import escape
 
-from aprender.cli._files import Loaded, file_format, info_of, output_format, read, write
 from aprender.cli._options import (
     INPUT,
     CommandError,
@@ -32,13 +35,18 @@ from aprender.cli._secrets import (
     write_keypair,
 )
 from aprender.exceptions import SignatureInvalid
-from aprender.format import Compression, ModelInfo, apr
+
+if TYPE_CHECKING:
+    from aprender.cli._files import Loaded
+    from aprender.format import ModelInfo
 
 __all__ = ["decrypt", "encrypt", "keygen", "sign", "verify"]
 
 
 def _compression(info: ModelInfo) -> str | None:
     """The --compress value that reproduces an .apr file's compression."""
+    from aprender.format.apr import Compression
+
     record = info.metadata.get("compression") if info.format == "apr" else None
     if not isinstance(record, dict):
         return None
@@ -48,6 +56,8 @@ def _compression(info: ModelInfo) -> str | None:
 
 
 def _rewrite(loaded: Loaded, output: Path, **apr_keys: Any) -> dict[str, Any]:
+    from aprender.cli._files import write
+
     write(loaded.state, output, "apr", compression=_compression(loaded.info), **apr_keys)
     return {"input": loaded.info.path, "output": str(output), "output_size": output.stat().st_size,
             "compression": _compression(loaded.info)}
@@ -91,6 +101,8 @@ def sign(file: Path, key: Path, output: Path, secrets: Secrets, force: bool, as_
     Compression is kept; an encrypted input stays encrypted for the same password or
     recipient (open it with --password-file, --password-env or --secret-key).
     """
+    from aprender.cli._files import output_format, read
+
     signing_key = load_private_key(key, Ed25519PrivateKey, "--key")
     output_format(output, "apr")
     check_output(output, force)
@@ -127,6 +139,9 @@ def verify(file: Path, key: Path | None, as_json: bool) -> int:
                               "public_key_hex": None, "error": None}
 
     def check() -> None:
+        from aprender.cli._files import file_format
+        from aprender.format import apr
+
         fmt = file_format(file)
         if fmt != "apr":
             raise SignatureInvalid(f"'{file}': {fmt} files carry no signature; only .apr files are signed")
@@ -157,6 +172,8 @@ def encrypt(file: Path, output: Path, password: bytes | None, recipient: Any, fo
     --password-file, --password-env, or type it at the prompt. Metadata and the tensor
     table stay readable by 'inspect'.
     """
+    from aprender.cli._files import info_of, output_format, read
+
     output_format(output, "apr")
     check_output(output, force)
     info = info_of(file)
@@ -188,6 +205,8 @@ def decrypt(file: Path, output: Path, secrets: Secrets, force: bool, as_json: bo
     with --secret-key for a file encrypted for an X25519 recipient. A wrong password
     or key exits with status 1.
     """
+    from aprender.cli._files import info_of, output_format, read
+
     output_format(output, "apr")
     check_output(output, force)
     info = info_of(file)
