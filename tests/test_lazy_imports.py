@@ -231,24 +231,22 @@ def _cli_imports(*argv: str) -> list[str]:
 
 
 #: command -> what it must not import beyond scikit-learn, scipy and pandas: the gguf package (and
-#: ml_dtypes, which aprender's GGUF layer brings) only for a .gguf file, the codec's decoder only to build
-#: a model, cryptography only to sign, verify or make keys.
+#: ml_dtypes) only for a .gguf file that needs them, the codec's decoder and allow-list only to build or
+#: quantize a model, cryptography only to sign, verify or make keys, numpy not to make keys or print help.
+_NO_CODEC = ("aprender.codec._decode", "aprender.codec._registry")
+_NO_GGUF = ("gguf", "ml_dtypes")
 _CLI_COMMANDS = {
-    "--help": (["--help"], ("numpy", "rich", "gguf", "ml_dtypes", "cryptography", "aprender.codec._decode")),
-    "--version": (["--version"], ("numpy", "rich", "gguf", "cryptography")),
-    "inspect apr": (["inspect", "{apr}"], ("gguf", "ml_dtypes", "cryptography", "aprender.codec._decode")),
-    "inspect safetensors": (["inspect", "{safetensors}"], ("gguf", "ml_dtypes", "cryptography",
-                                                           "aprender.codec._decode")),
-    "inspect gguf": (["inspect", "{gguf}"], ("cryptography", "aprender.codec._decode")),
+    "--help": (["--help"], ("numpy", "rich", *_NO_GGUF, "cryptography", *_NO_CODEC)),
+    "--version": (["--version"], ("numpy", "rich", *_NO_GGUF, "cryptography", *_NO_CODEC)),
+    "inspect apr": (["inspect", "{apr}"], (*_NO_GGUF, "cryptography", *_NO_CODEC)),
+    "inspect safetensors": (["inspect", "{safetensors}"], (*_NO_GGUF, "cryptography", *_NO_CODEC)),
+    "inspect gguf": (["inspect", "{gguf}"], ("ml_dtypes", "cryptography", *_NO_CODEC)),
     "inspect onnx": (["inspect", "{onnx}"], ("gguf", "skl2onnx", "cryptography", "aprender.codec._decode")),
-    "inspect --json signed": (["inspect", "--json", "{signed}"], ("gguf", "ml_dtypes", "aprender.codec._decode")),
-    "verify": (["verify", "{signed}", "--key", "{key}.pub"], ("gguf", "ml_dtypes", "aprender.codec._decode")),
-    "sign": (["sign", "{apr}", "--key", "{key}", "-o", "{out}", "--force"], ("gguf", "ml_dtypes",
-                                                                             "aprender.codec._decode")),
-    "keygen ed25519": (["keygen", "--type", "ed25519", "-o", "{out}", "--force"], ("numpy", "gguf", "ml_dtypes",
-                                                                                   "aprender.codec._decode")),
-    "keygen x25519": (["keygen", "--type", "x25519", "-o", "{out}", "--force"], ("numpy", "gguf", "ml_dtypes",
-                                                                                 "aprender.codec._decode")),
+    "inspect --json signed": (["inspect", "--json", "{signed}"], (*_NO_GGUF, *_NO_CODEC)),
+    "verify": (["verify", "{signed}", "--key", "{key}.pub"], (*_NO_GGUF, *_NO_CODEC)),
+    "sign": (["sign", "{apr}", "--key", "{key}", "-o", "{out}", "--force"], (*_NO_GGUF, *_NO_CODEC)),
+    "keygen ed25519": (["keygen", "--type", "ed25519", "-o", "{out}", "--force"], ("numpy", *_NO_GGUF, *_NO_CODEC)),
+    "keygen x25519": (["keygen", "--type", "x25519", "-o", "{out}", "--force"], ("numpy", *_NO_GGUF, *_NO_CODEC)),
 }
 
 

@@ -26,20 +26,20 @@ Examples
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from collections.abc import Iterator
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf import quants as ggml_quants
 
+from aprender._lazy import bfloat16
 from aprender._limits import checked_shape
 from aprender._warn import warn
 from aprender.codec import ModelState
 from aprender.codec._nodes import preview
-from aprender.codec._registry import entry_for_key
 from aprender.exceptions import FormatError
 
 __all__ = [
@@ -73,13 +73,13 @@ TYPE_SIZES = {name: GGML_QUANT_SIZES[t][1] for name, t in _GGML_TYPES.items()}
 #: limits each estimator's values to 64 levels).
 _MAX_TREE_DEPTH = 256
 
-#: Float dtypes a quantized tensor may have had before quantization.
-_FLOAT_DTYPES = {
-    "float64": np.dtype(np.float64),
-    "float32": np.dtype(np.float32),
-    "float16": np.dtype(np.float16),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
-}
+#: Float dtypes a quantized tensor may have had before quantization (bfloat16: ml_dtypes', on first use).
+_FLOAT_NAMES = ("float64", "float32", "float16", "bfloat16")
+
+
+@functools.cache
+def _float_dtype(name: str) -> np.dtype:
+    return bfloat16() if name == "bfloat16" else np.dtype(name)
 
 
 def _check_qtype(qtype: object) -> str:
@@ -145,6 +145,9 @@ def _quantizable_nodes(node: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
     if not isinstance(node, dict):
         return
     if node.get("__t__") == "estimator" and isinstance(node.get("attrs"), dict):
+        # The allow-list (its class table) is needed to quantize, not to read or dequantize a file.
+        from aprender.codec._registry import entry_for_key
+
         spec = entry_for_key(node.get("class")).spec
         for name, value in node["attrs"].items():
             if name in spec.quantizable:
@@ -159,7 +162,8 @@ def _quantizable_nodes(node: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
 
 def _eligible(node: dict[str, Any], array: np.ndarray) -> bool:
     # Scalars stored as shape-[1] tensors (an intercept) and empty arrays gain nothing.
-    return "scalar" not in node and array.dtype in _FLOAT_DTYPES.values() and array.ndim >= 1 and array.size > 0
+    return ("scalar" not in node and array.dtype.name in _FLOAT_NAMES and array.dtype == _float_dtype(array.dtype.name)
+            and array.ndim >= 1 and array.size > 0)
 
 
 def quantizable_tensors(state: ModelState) -> list[str]:
@@ -265,7 +269,7 @@ def true_shape(info: Any, name: str) -> tuple[tuple[int, ...], str]:
         raise FormatError(f"quantized tensor '{name}': record must be an object")
     shape = checked_shape(info.get("shape"), f"quantized tensor '{name}'", min_ndim=1, min_dim=1)
     dtype = info.get("dtype")
-    if not isinstance(dtype, str) or dtype not in _FLOAT_DTYPES:
+    if not isinstance(dtype, str) or dtype not in _FLOAT_NAMES:
         raise FormatError(f"quantized tensor '{name}': invalid original dtype {preview(dtype, 40)}")
     return shape, dtype
 
@@ -323,13 +327,13 @@ def dequantize(state: ModelState) -> ModelState:
         found.add(name)
         # The estimator wants the node's original dtype if the codec cast it, else the stored one.
         final = node.get("dtype") or targets[name]
-        if not isinstance(final, str) or final not in _FLOAT_DTYPES:
+        if not isinstance(final, str) or final not in _FLOAT_NAMES:
             raise FormatError(f"tensor '{name}' has invalid original dtype {preview(final, 40)}")
-        if _FLOAT_DTYPES[final].itemsize > 4:
+        if _float_dtype(final).itemsize > 4:
             node["dtype"] = final
         else:
             node.pop("dtype", None)
-            tensors[name] = tensors[name].astype(_FLOAT_DTYPES[final], copy=False)
+            tensors[name] = tensors[name].astype(_float_dtype(final), copy=False)
     missing = sorted(set(targets) - found)
     if missing:
         raise FormatError(f"quantized tensor '{missing[0][:80]}' is not referenced by the model metadata")

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from gguf import GGMLQuantizationType, GGUFValueType
 from gguf import quants as ggml_quants
 
+from aprender._lazy import bfloat16
 from aprender.exceptions import FormatError
 from aprender.format._info import ModelInfo, TensorInfo
 from aprender.format.gguf._layout import ARCHITECTURE
@@ -55,7 +55,7 @@ def _array(reader: BoundedReader, tensor: Any, where: str) -> np.ndarray:
         return _native(tensor.data).reshape(shape)
     if tensor.tensor_type == GGMLQuantizationType.BF16:
         raw = np.array(tensor.data).view(np.uint16)  # the reader gives BF16 as raw bytes
-        return (raw.byteswap() if reader.byte_order == "S" else raw).view(ml_dtypes.bfloat16).reshape(shape)
+        return (raw.byteswap() if reader.byte_order == "S" else raw).view(bfloat16()).reshape(shape)
     try:
         return ggml_quants.dequantize(np.asarray(tensor.data), tensor.tensor_type).reshape(shape)
     except NotImplementedError:
@@ -69,7 +69,7 @@ def tensors(reader: BoundedReader, where: str, *, as_float32: bool = False) -> d
     """Every tensor of the file as a fresh numpy array (block types dequantized to float32)."""
     out = {t.name: _array(reader, t, where) for t in reader.tensors}
     if as_float32:
-        narrow = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+        narrow = (np.dtype(np.float16), bfloat16())
         out = {name: a.astype(np.float32) if a.dtype in narrow else a for name, a in out.items()}
     return out
 

@@ -13,11 +13,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from gguf import GGMLQuantizationType
 from gguf.quants import quant_shape_to_byte_shape
 
+from aprender._lazy import bfloat16
 from aprender._limits import checked_shape
 from aprender.codec._nodes import preview
 from aprender.exceptions import FormatError, UnsupportedTypeError
@@ -64,8 +64,6 @@ PREFIX_EXTRA = "aprender.meta."
 MAX_NAME_BYTES = 63
 #: ggml's GGML_MAX_DIMS.
 MAX_DIMS = 4
-
-_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 #: numpy dtype -> GGML type for the dtypes GGUF stores natively.
 _NATIVE = {
@@ -126,7 +124,7 @@ def place(name: str, array: np.ndarray, qtype: GGMLQuantizationType | None) -> P
         if array.dtype in _STORED_AS:
             stored = array.view(_STORED_AS[array.dtype])
             mapping["dtype"] = array.dtype.name
-        elif array.dtype == _BF16:
+        elif array.dtype.name == "bfloat16":  # ml_dtypes' (an array of it means ml_dtypes is imported)
             stored, raw_dtype = array.view(np.int16), GGMLQuantizationType.BF16
         elif array.dtype not in _NATIVE:
             raise UnsupportedTypeError(name, f"ndarray of dtype {array.dtype}", "GGUF has no such tensor type")
@@ -172,7 +170,7 @@ def restore(gguf_name: str, array: np.ndarray, ggml_type: GGMLQuantizationType, 
             where: str) -> tuple[str, np.ndarray]:
     """Undo :func:`place` for one tensor read from a file; ``entry`` is its tensor_map record."""
     if ggml_type == GGMLQuantizationType.BF16:
-        array = array.view(_BF16)
+        array = array.view(bfloat16())
     name, dtype, shape = check_entry(gguf_name, array.dtype, array.shape, entry, where)
     if dtype != array.dtype:
         if dtype == np.bool_ and not np.isin(array, (0, 1)).all():
@@ -187,5 +185,5 @@ def stored_form(ggml_type: GGMLQuantizationType, ne: list[int]) -> tuple[np.dtyp
     if ggml_type in DTYPE_NAMES and ggml_type != GGMLQuantizationType.BF16:
         return np.dtype(DTYPE_NAMES[ggml_type]), shape
     if ggml_type == GGMLQuantizationType.BF16:
-        return _BF16, shape
+        return bfloat16(), shape
     return np.dtype(np.uint8), quant_shape_to_byte_shape(shape, ggml_type)
