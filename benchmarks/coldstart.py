@@ -3,8 +3,8 @@
 Every measurement is a fresh interpreter, so what it counts is what a user waits for:
 interpreter start, imports, the work. The contenders:
 
-- the command line: ``apr inspect`` of a small LogisticRegression as .gguf, .apr and
-  .safetensors, ``apr verify``, ``sign``, ``keygen``, ``--help`` and ``validate``, against
+- the command line: ``apr inspect`` of a small LogisticRegression as .gguf, .apr,
+  .safetensors and .onnx, ``apr verify``, ``sign``, ``keygen``, ``--help`` and ``validate``, against
   ``gguf-dump`` on the same .gguf file (the ``gguf`` package's own script) and
   ``python -c pass``;
 - "import, load, predict one row" of a LogisticRegression, a RandomForest and a Pipeline
@@ -117,7 +117,7 @@ def _models(folder: Path) -> dict[str, str]:
         files[f"{name}.joblib"] = str(folder / f"{name}.joblib")
         aprender.save(ours.fit(X, y), files[f"{name}.apr"])
         joblib.dump(theirs.fit(X, y), files[f"{name}.joblib"])
-    for suffix in ("gguf", "safetensors"):
+    for suffix in ("gguf", "safetensors", "onnx"):
         files[f"logistic.{suffix}"] = str(folder / f"logistic.{suffix}")
         aprender.save(pairs["logistic"][0], files[f"logistic.{suffix}"])
     files["key"], files["signed"] = str(folder / "key"), str(folder / "signed.apr")
@@ -135,6 +135,7 @@ def contenders(files: dict[str, str], out: Path) -> dict[str, list[str]]:
         "apr inspect m.gguf": [*cli, "inspect", files["logistic.gguf"]],
         "apr inspect m.apr": [*cli, "inspect", files["logistic.apr"]],
         "apr inspect m.safetensors": [*cli, "inspect", files["logistic.safetensors"]],
+        "apr inspect m.onnx": [*cli, "inspect", files["logistic.onnx"]],
         "apr verify signed.apr": [*cli, "verify", files["signed"], "--key", files["key"] + ".pub"],
         "apr sign m.apr": [*cli, "sign", files["logistic.apr"], "--key", files["key"], "-o", str(out / "s.apr"),
                            "--force"],
@@ -227,9 +228,11 @@ NOTE = (
     "`import aprender` imports neither scikit-learn nor the codec: its names come on first use. A load imports "
     "the schema module and the estimator family the file names and, past what unpickling the same model "
     "imports, only aprender's reader, orjson and isal (tests/test_lazy_imports.py checks both through "
-    "`sys.modules`). The command line imports a command's module when it runs; `inspect`, `verify`, `sign`, "
-    "`keygen` and `--help` import neither scikit-learn, scipy nor pandas. What remains of their time is the "
-    "interpreter, numpy, click and rich (and, for a .gguf file, the `gguf` package that gguf-dump imports too)."
+    "`sys.modules`). The command line imports a command's module when it runs, and `--help` lists the commands "
+    "from a table (click alone); `inspect`, `verify`, `sign` and `keygen` import neither scikit-learn, scipy nor "
+    "pandas, nor the codec's decoder and class table, `keygen` not even numpy. What remains of their time is the "
+    "interpreter, numpy (which aprender's .apr and SafeTensors readers use for dtypes and arrays), click and rich "
+    "(and, for a .gguf file, the `gguf` package that gguf-dump imports too)."
 )
 
 
