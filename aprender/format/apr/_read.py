@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import mmap
 import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -102,6 +101,9 @@ def read_file(path: str | os.PathLike) -> tuple[np.ndarray, int, str]:
             fill(fd, view, 0, where)
             check_magic(view[:4], total, where)
             return buffer, crc32(view[:end]), where
+        # Imported here: a small file (and every header-only read) needs no thread pool.
+        from concurrent.futures import ThreadPoolExecutor
+
         fill(fd, view[:HEADER_SIZE], 0, where)
         check_magic(view[:4], total, where)
         crc = crc32(view[:HEADER_SIZE])
