@@ -95,6 +95,17 @@ def test_tree_round_trips_bit_for_bit(name, mmap, tmp_path) -> None:
     assert np.array_equal(est._tree.query(Q, 3, dualtree=True)[1], back._tree.query(Q, 3, dualtree=True)[1])
 
 
+@pytest.mark.parametrize("mmap", [False, True])
+def test_a_loaded_model_saves_again_as_it_was(mmap, tmp_path) -> None:
+    model = KNeighborsClassifier(algorithm="ball_tree", leaf_size=3).fit(X, Y)
+    aprender.save(model, tmp_path / "a.apr")
+    loaded = aprender.load(tmp_path / "a.apr", mmap=mmap)
+    assert np.shares_memory(loaded._tree.__getstate__()[0], loaded._fit_X)  # the data is held once
+    again = to_state(loaded)
+    for name, tensor in to_state(model).tensors.items():
+        assert np.array_equal(again.tensors[name], tensor), name
+
+
 def test_the_tree_is_neither_rebuilt_on_save_nor_on_load(monkeypatch) -> None:
     model = KNeighborsClassifier(algorithm="kd_tree", leaf_size=3).fit(X, Y)
 

@@ -75,6 +75,12 @@ def layout(n_samples: int, n_levels: int) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(starts), np.concatenate(ends)
 
 
+def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
+    """The same memory seen the same way (a loaded model's tree and ``_fit_X`` are two views of one buffer)."""
+    return a is b or (a.dtype == b.dtype and a.shape == b.shape and a.strides == b.strides
+                      and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
 def _same_metric(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
@@ -102,7 +108,7 @@ def export_tree(tree: Any, state: Mapping[str, Any]) -> dict[str, Any]:
     fit_X = state["_fit_X"]
     if weights is not None:
         raise UnsupportedTypeError("_tree", kind, "a neighbors estimator's tree has no sample weights")
-    if not (data is fit_X or (data.shape == fit_X.shape and np.array_equal(data, fit_X))):
+    if not (_same_view(data, fit_X) or (data.shape == fit_X.shape and np.array_equal(data, fit_X))):
         raise UnsupportedTypeError("_tree", kind, "the tree does not hold _fit_X; refit the model")
     if not _same_metric(metric, _metric(state["effective_metric_"], state["effective_metric_params_"])):
         raise UnsupportedTypeError("_tree", kind, "the tree's metric is not effective_metric_; refit the model")
