@@ -238,3 +238,15 @@ def test_birch_node_tables_are_bounded_by_the_tree() -> None:
     state = to_state(_birch())
     with pytest.raises(FormatError, match="preallocate"):
         from_state(safetensors.state_from_bytes(_crafted(state, BIRCH_CASES["branching-factor-huge"])))
+
+
+def test_birch_memory_mapped_continues_training(tmp_path) -> None:
+    """The rebuilt tree owns its arrays: partial_fit of a memory-mapped load writes nothing into the file."""
+    model, path = _birch(), tmp_path / "birch.apr"
+    aprender.save(model, path)
+    before = path.read_bytes()
+    loaded = aprender.load(path, mmap=True)
+    loaded.partial_fit(_MORE)
+    model.partial_fit(_MORE)
+    assert np.array_equal(loaded.predict(_MORE), model.predict(_MORE))
+    assert path.read_bytes() == before

@@ -12,24 +12,24 @@ it). Nodes are numbered breadth first from the root (node 0); the subclusters of
 ``i`` are rows ``node_offsets[i]:node_offsets[i + 1]`` of the ``sub_*`` arrays, in the
 node's order:
 
-========================= ============ ======================= ==========================================
-key                       dtype        shape                   meaning
-========================= ============ ======================= ==========================================
-``node_is_leaf``          bool         ``(n_nodes,)``          the node is a leaf
-``node_threshold``        float64      ``(n_nodes,)``          the node's ``threshold``
-``node_branching_factor`` int64        ``(n_nodes,)``          the node's ``branching_factor``
-``node_offsets``          int64        ``(n_nodes + 1,)``      first subcluster of each node, then ``n_sub``
-``leaf_order``            int64        ``(n_leaves,)``         the leaves' node numbers in chain order
-``sub_child``             int64        ``(n_sub,)``            the child node's number, -1 in a leaf
-``sub_n_samples``         int64        ``(n_sub,)``            ``n_samples_``
-``sub_linear_sum``        float32/64   ``(n_sub, n_features)`` ``linear_sum_``
-``sub_squared_sum``       float32/64   ``(n_sub,)``            ``squared_sum_``
-``sub_centroid``          float32/64   ``(n_sub, n_features)`` ``centroid_`` (the node's centroid rows)
-``sub_sq_norm``           float32/64   ``(n_sub,)``            ``sq_norm_`` (the node's squared norms)
-``node_dtype``            string       --                      ``"float32"`` or ``"float64"``: the tables'
-``dummy_threshold``       float        --                      ``dummy_leaf_.threshold``
-``dummy_branching_factor`` int         --                      ``dummy_leaf_.branching_factor``
-========================= ============ ======================= ==========================================
+========================== ============ ======================= =========================================
+key                        dtype        shape                   meaning
+========================== ============ ======================= =========================================
+``node_is_leaf``           bool         ``(n_nodes,)``          the node is a leaf
+``node_threshold``         float64      ``(n_nodes,)``          the node's ``threshold``
+``node_branching_factor``  int64        ``(n_nodes,)``          the node's ``branching_factor``
+``node_offsets``           int64        ``(n_nodes + 1,)``      first subcluster of each node, then n_sub
+``leaf_order``             int64        ``(n_leaves,)``         the leaves' node numbers in chain order
+``sub_child``              int64        ``(n_sub,)``            the child node's number, -1 in a leaf
+``sub_n_samples``          int64        ``(n_sub,)``            ``n_samples_``
+``sub_linear_sum``         float32/64   ``(n_sub, n_features)`` ``linear_sum_``
+``sub_squared_sum``        float32/64   ``(n_sub,)``            ``squared_sum_``
+``sub_centroid``           float32/64   ``(n_sub, n_features)`` ``centroid_`` (the node's centroid rows)
+``sub_sq_norm``            float32/64   ``(n_sub,)``            ``sq_norm_`` (the node's squared norms)
+``node_dtype``             string       --                      the tables' ``"float32"`` or ``"float64"``
+``dummy_threshold``        float        --                      ``dummy_leaf_.threshold``
+``dummy_branching_factor`` int          --                      ``dummy_leaf_.branching_factor``
+========================== ============ ======================= =========================================
 
 On load the arrays are checked as a tree (every index in range, every node but the
 root the child of exactly one subcluster of a node numbered before it, so no cycle

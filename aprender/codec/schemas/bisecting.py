@@ -7,15 +7,15 @@ reads ``n_features`` values of each centre without bounds checks; a leaf answers
 ``label``. Saved, the tree becomes one ``dict`` node of flat arrays, its nodes numbered
 in pre-order (the root is node 0, a node's children follow it):
 
-============ ============ ======================== =============================================
-key          dtype        shape                    meaning
-============ ============ ======================== =============================================
-``left``     int64        ``(n_nodes,)``           the left child's number, -1 for a leaf
-``right``    int64        ``(n_nodes,)``           the right child's number, -1 for a leaf
-``center``   float32/64   ``(n_nodes, n_features)`` each node's ``center`` (centred on ``_X_mean``)
-``score``    float64/int64 ``(n_nodes,)``          each node's ``score`` (inertia or size)
-``label``    int64        ``(n_nodes,)``           a leaf's cluster label, -1 for an inner node
-============ ============ ======================== =============================================
+============ ============= ========================= ===========================================
+key          dtype         shape                     meaning
+============ ============= ========================= ===========================================
+``left``     int64         ``(n_nodes,)``            the left child's number, -1 for a leaf
+``right``    int64         ``(n_nodes,)``            the right child's number, -1 for a leaf
+``center``   float32/64    ``(n_nodes, n_features)`` each node's ``center`` (centred on _X_mean)
+``score``    float64/int64 ``(n_nodes,)``            each node's ``score`` (inertia or size)
+``label``    int64         ``(n_nodes,)``            a leaf's cluster label, -1 for inner nodes
+============ ============= ========================= ===========================================
 
 and ``root_is_matrix`` (a JSON boolean): fitted on sparse data, the root's centre is
 the ``numpy.matrix`` row that ``X.mean(axis=0)`` returns, and is rebuilt as one.
