@@ -22,10 +22,7 @@ from aprender.exceptions import UnsupportedTypeError
 from aprender.format import apr, gguf, safetensors
 
 #: Instances aprender refuses to save, and why (docs/codec.md, "Refused estimators").
-REFUSED = {
-    "Birch": "its CF-tree is a graph of _CFNode objects that point at each other",
-    "BisectingKMeans": "its _BisectingTree is a recursive tree of Python objects",
-}
+REFUSED: dict[str, str] = {}
 
 FORMATS = {
     "safetensors": (safetensors.state_to_bytes, safetensors.state_from_bytes),

@@ -182,7 +182,7 @@ def _crafted(state: ModelState, edit: Callable[[dict, dict], None]) -> bytes:
 
 
 def _birch_file(template: ModelState) -> bytes:
-    """A Birch file no save writes (its CF-tree cannot be stored): fitted arrays of the crafter's choosing."""
+    """A Birch file of the crafter's arrays: one precomputed norm for three centres."""
     meta = copy.deepcopy(template.meta)
     meta["model"].update({"class": "sklearn.cluster.Birch", "params": Birch().get_params(), "attrs": {
         "n_features_in_": 5, "subcluster_centers_": {"__t__": "tensor", "name": "c"},
@@ -245,8 +245,9 @@ def test_crafted_file_is_refused_naming_the_attribute(case, files, child_results
     assert child_results[case].startswith("AprenderError:"), child_results[case]
 
 
-def test_crafted_birch_is_refused(files, child_results) -> None:
-    with pytest.raises(FormatError, match="Birch and BisectingKMeans"):
+def test_crafted_birch_norms_are_refused(files, child_results) -> None:
+    """Birch hands ``_subcluster_norms`` to a pairwise-distance reduction as one norm per centre."""
+    with pytest.raises(FormatError, match="_subcluster_norms"):
         aprender.load(files["birch"])
     assert child_results["birch"].startswith("AprenderError:"), child_results["birch"]
 

@@ -100,6 +100,15 @@ def _sgd(name: str, **params: Any) -> Callable[[], Any]:
     return make
 
 
+def _cluster(name: str, **params: Any) -> Callable[[], Any]:
+    def make() -> Any:
+        from aprender import cluster
+
+        return getattr(cluster, name)(**params)
+
+    return make
+
+
 def _dict_vectorizer() -> Any:
     from aprender.feature_extraction import DictVectorizer
 
@@ -111,8 +120,14 @@ def _dict_vectorizer() -> Any:
 EXTRA: dict[str, Callable[[], tuple[Any, Any]]] = {
     "SGDClassifier-average": _extra(_sgd("SGDClassifier", average=True), "iris"),
     "SGDRegressor-average": _extra(_sgd("SGDRegressor", average=True), "iris"),
-    # loss="log_loss" would be the common choice, but aprender cannot save its CyHalfBinomialLoss yet.
     "SGDClassifier-average-huber": _extra(_sgd("SGDClassifier", average=5, loss="modified_huber"), "iris"),
+    # scikit-learn's own Cython losses (CyHalfBinomialLoss, CyHuberLoss) as _loss_function_
+    "SGDClassifier-log-loss": _extra(_sgd("SGDClassifier", average=True, loss="log_loss"), "iris"),
+    "SGDClassifier-huber": _extra(_sgd("SGDClassifier", loss="huber"), "iris"),
+    "SGDRegressor-huber": _extra(_sgd("SGDRegressor", average=5, loss="huber"), "iris"),
+    # trees of several levels (the instance generator's fit to small data makes one node)
+    "Birch-deep": _extra(_cluster("Birch", branching_factor=3, threshold=0.3, n_clusters=3), "iris"),
+    "BisectingKMeans-8": _extra(_cluster("BisectingKMeans", n_clusters=8, random_state=0), "iris"),
     "DictVectorizer-dense": _extra(_dict_vectorizer, "dicts"),
 }
 

@@ -70,7 +70,8 @@ TYPE_ROOTS: dict[str, tuple[str, ...]] = {
     "random_state": ("numpy.random",),
     "records": (),
     "rng": ("numpy.random",),
-    "sgd_loss": ("sklearn.linear_model",),
+    # scikit-learn 1.6 builds its Cython losses' module as a top-level "_loss".
+    "sgd_loss": ("sklearn.linear_model", "sklearn._loss", "_loss"),
     "sparse": ("scipy.sparse",),
     "std": ("builtins", "numpy"),
     "tree": ("sklearn.tree",),

@@ -11,7 +11,7 @@ that guards them. ``guard`` says how:
   built (the module is named in ``check``);
 - ``"handler"``: the value is rebuilt by a named handler of ``aprender.codec.handlers``
   from checked fields; the class itself may be stored with the generic spec;
-- ``"refused"``: a fitted instance is refused on save and on load.
+- ``"refused"``: a fitted instance is refused on save and on load (no class is, today).
 
 ``NESTED`` lists classes whose own arrays stay in NumPy but which hold an estimator that
 reaches compiled code (that estimator is decoded, and checked, under its own entry).
@@ -76,10 +76,6 @@ _KMEANS = Reach("`cluster_centers_`, `_counts`", "`sklearn.cluster._k_means_lloy
 _NMF = Reach("`components_`, `_n_components`", "`sklearn.decomposition._cdnmf_fast` (transform, cd solver)", "schema",
              "`schemas/decomposition.py` `check_nmf`: `components_` is `_n_components` = `n_components_` rows by "
              "`n_features_in_`")
-_REFUSED = Reach("`root_` / `_bisecting_tree` object graphs, `_subcluster_norms`, centres",
-                 "pairwise-distance reductions, `_k_means_lloyd`", "refused",
-                 "`schemas/cluster.py` `refuse_object_trees`: refused on save (unsupported object graph) and on load")
-
 #: class key -> what reaches compiled code and what guards it.
 COMPILED: dict[str, Reach] = {
     "sklearn.tree.DecisionTreeClassifier": _TREE,
@@ -134,8 +130,20 @@ COMPILED: dict[str, Reach] = {
         "`_single_linkage_tree_` merges", "`sklearn.cluster._hdbscan._tree.labelling_at_cut` (union-find)", "schema",
         "`schemas/cluster.py` `check_hdbscan`: row `i` of a tree over `n` points names ids in `[0, n + i)`; "
         "`handlers/records.py` rebuilds the record array"),
-    "sklearn.cluster.Birch": _REFUSED,
-    "sklearn.cluster.BisectingKMeans": _REFUSED,
+    "sklearn.cluster.Birch": Reach(
+        "`subcluster_centers_`, `_subcluster_norms` (precomputed norms), `subcluster_labels_`; the CF-tree "
+        "(`root_`, `dummy_leaf_`: nodes' preallocated centroid tables, subclusters, leaf chain)",
+        "pairwise-distance reductions (`ArgKmin` with `Y_norm_squared`); `partial_fit` writes the tables in place",
+        "schema", "`schemas/birch.py` `check_birch`: centres `n_features_in_` wide, one finite norm and label per "
+        "centre; the tree stored as flat arrays, every child a node numbered after its own and each node reached "
+        "once, leaves exactly the childless nodes and the leaf chain a permutation of them, 1 to `branching_factor` "
+        "subclusters per node, every value finite; rebuilt with scikit-learn's `_CFNode`/`append_subcluster`"),
+    "sklearn.cluster.BisectingKMeans": Reach(
+        "`_bisecting_tree` centres, `_X_mean`, `cluster_centers_`",
+        "`sklearn.cluster._k_means_lloyd` (`_labels_inertia_threadpool_limit`, per tree level in predict)", "schema",
+        "`schemas/bisecting.py` `check_bisecting_kmeans`: the tree stored as flat arrays, `2 n_clusters - 1` nodes, "
+        "two children or none, each node reached once, leaves labelled `0 .. n_clusters - 1` once each; every "
+        "centre finite, `n_features_in_` wide and of the model's dtype; rebuilt without recursion"),
     "sklearn.cluster.FeatureAgglomeration": Reach(
         "`labels_`", "`np.bincount` (transform allocates one slot per cluster id)", "schema",
         "`schemas/cluster.py` `check_feature_agglomeration`: one id per feature, inside `[0, n_clusters_)`"),

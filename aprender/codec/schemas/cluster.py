@@ -66,17 +66,6 @@ def check_feature_agglomeration(params: Mapping[str, Any], attrs: Mapping[str, A
         raise fail(path, f"'labels_' holds cluster ids outside [0, {k})")
 
 
-def refuse_object_trees(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
-    """Birch and BisectingKMeans cannot be stored (their trees are graphs of Python objects): no file holds one.
-
-    A crafted file could still name them with arrays of its own (Birch hands
-    ``_subcluster_norms`` to a pairwise-distance reduction as precomputed norms, unchecked),
-    so a fitted one is refused here as it is on save.
-    """
-    raise fail(path, "fitted Birch and BisectingKMeans models cannot be stored or loaded: their trees are "
-                     "graphs of Python objects (docs/codec.md, refused estimators)")
-
-
 #: The training set's labels (one per training row); MiniBatchKMeans also its partial_fit
 #: counts, moving averages and random state.
 _KMEANS_TRAINING = ("labels_",)
@@ -93,6 +82,4 @@ SCHEMAS = [
     ),
     ((sk.HDBSCAN,), Spec(validate=check_hdbscan)),
     ((sk.FeatureAgglomeration,), Spec(validate=check_feature_agglomeration)),
-    ((sk.Birch,), Spec(validate=refuse_object_trees)),
-    ((sk.BisectingKMeans,), Spec(validate=refuse_object_trees)),
 ]

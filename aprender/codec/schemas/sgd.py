@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 from sklearn import linear_model as sk
 
 from aprender.codec import Spec
@@ -72,7 +73,34 @@ def check_sgd_one_class(params: Mapping[str, Any], attrs: Mapping[str, Any], pat
     _check_weights(attrs, path, (n_features(attrs, path),), "offset_", (1,))
 
 
-_CLASSIFIER = Spec(validate=check_sgd_classifier)
+def _same(a: Any, b: Any) -> bool:
+    return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype and a.size == b.size \
+        and a.tobytes() == b.tobytes()
+
+
+def realias_averaged_weights(attrs: dict[str, Any], params: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """A Spec ``unpack``: ``coef_``/``intercept_`` are again the averaging arrays they were fitted as.
+
+    An averaged fit ends with ``intercept_ = _average_intercept`` (or ``_standard_intercept``,
+    before ``average`` updates), the very same array, and ``coef_`` the same array or a view
+    of it. ``partial_fit`` of a multiclass model writes each class's intercept into
+    ``intercept_[i]``, that is into the averaging array too: the file stores them apart, and a
+    loaded model continues exactly as the original only once they are one array again. They
+    are joined only when their contents are bit-identical, so nothing a file says changes.
+    """
+    average, t = params.get("average"), attrs.get("t_")
+    if not average or not real(t):
+        return attrs
+    which = "_average" if average <= t - 1 else "_standard"
+    out = dict(attrs)
+    for public, private in (("coef_", f"{which}_coef"), ("intercept_", f"{which}_intercept")):
+        mine, theirs = attrs.get(public), attrs.get(private)
+        if _same(mine, theirs):
+            out[public] = theirs if theirs.shape == mine.shape else theirs.reshape(mine.shape)
+    return out
+
+
+_CLASSIFIER = Spec(validate=check_sgd_classifier, unpack=realias_averaged_weights)
 _REGRESSOR = Spec(validate=check_sgd_regressor)
 
 # The Passive-Aggressive classes are deprecated since scikit-learn 1.8 and go in 1.10.
