@@ -161,8 +161,6 @@ EXAMPLES: dict[str, Example] = {
 REFUSED: dict[str, str] = {
     "Birch": "its CF-tree is a graph of ``_CFNode`` objects that point at each other",
     "BisectingKMeans": "its ``_BisectingTree`` is a recursive tree of Python objects",
-    "IterativeImputer": "``imputation_sequence_`` holds ``_ImputerTriplet`` named tuples, which the codec has no "
-                        "handler for",
 }
 
 
