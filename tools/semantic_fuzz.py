@@ -106,6 +106,23 @@ def _dict_vectorizer() -> Any:
     return DictVectorizer(sparse=False)
 
 
+def _user_model(kind: str) -> tuple[Any, Any]:
+    """A model of tests/test_user_models.py: a DataFrame pipeline, a search over distributions, an imputer."""
+    import test_user_models as user
+
+    if kind == "selectors":
+        df = user.frame()
+        return user.selector_pipeline().fit(df, user.labels(df)), df
+    if kind == "search":
+        search, X, _ = user._search("list")
+        return search, X
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer
+
+    X = user._missing().to_numpy()[:, :4]
+    return IterativeImputer(random_state=0, max_iter=3, sample_posterior=True, add_indicator=True).fit(X), X
+
+
 #: Seeds with settings neither the instance generator nor the zoo uses, whose state has
 #: arrays compiled code writes to (averaged SGD's ``_average_coef``) or dense outputs.
 EXTRA: dict[str, Callable[[], tuple[Any, Any]]] = {
@@ -114,6 +131,9 @@ EXTRA: dict[str, Callable[[], tuple[Any, Any]]] = {
     # loss="log_loss" would be the common choice, but aprender cannot save its CyHalfBinomialLoss yet.
     "SGDClassifier-average-huber": _extra(_sgd("SGDClassifier", average=5, loss="modified_huber"), "iris"),
     "DictVectorizer-dense": _extra(_dict_vectorizer, "dicts"),
+    "ColumnTransformer-selectors": lambda: _user_model("selectors"),
+    "RandomizedSearchCV-distributions": lambda: _user_model("search"),
+    "IterativeImputer-posterior": lambda: _user_model("imputer"),
 }
 
 

@@ -64,7 +64,10 @@ def _ctor(dist: Any) -> str:
 
 
 def _number(value: Any) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
+    """A finite float, or an int that NumPy's samplers can take (int64)."""
+    if type(value) is int:
+        return -(2**63) <= value < 2**63
+    return type(value) is float and math.isfinite(value)
 
 
 def _encode_number(value: Any, path: str) -> int | float:
@@ -72,7 +75,7 @@ def _encode_number(value: Any, path: str) -> int | float:
         value = value.item()
     if not _number(value):
         raise UnsupportedTypeError(path, f"distribution parameter {preview(value, 40)}",
-                                   "a stored distribution's parameters are finite numbers")
+                                   "a stored distribution's parameters are finite numbers (ints within int64)")
     return value
 
 
@@ -105,7 +108,7 @@ def _decode_distribution(node: Mapping[str, Any], dec: Decoder, path: str) -> An
     if len(args) > len(allowed):
         raise fail(path, f"{name} takes at most {len(allowed)} parameters ({', '.join(allowed)}), found {len(args)}")
     if not all(_number(a) for a in args):
-        raise fail(path, f"{name}'s parameters must be finite numbers, found {preview(args, 80)}")
+        raise fail(path, f"{name}'s parameters must be finite numbers (ints within int64), found {preview(args, 80)}")
     keywords: dict[str, int | float] = {}
     for pair in kwds:
         if not (type(pair) is list and len(pair) == 2 and type(pair[0]) is str):
