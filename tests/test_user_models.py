@@ -230,6 +230,15 @@ def test_each_common_distribution_samples_the_same_after_loading(name: str, tmp_
     assert [p["alpha"] for p in again] == [p["alpha"] for p in sampler]
 
 
+def test_a_distribution_object_passed_unfrozen_loads_as_scipys_own(tmp_path: Path) -> None:
+    search = RandomizedSearchCV(Ridge(), {"alpha": stats.expon}, n_iter=3, cv=2, random_state=0)
+    X, y = np.random.RandomState(0).rand(20, 2), np.arange(20.0)
+    _quiet(lambda: search.fit(X, y))
+    for loaded in round_trips(search, tmp_path):
+        assert loaded.param_distributions["alpha"] is stats.expon
+        assert _quiet(lambda: clone(loaded).fit(X, y)).best_params_ == search.best_params_  # noqa: B023
+
+
 # -- IterativeImputer ----------------------------------------------------------------------
 
 

@@ -164,6 +164,9 @@ DISTRIBUTION_EDITS: dict[str, tuple[Edit, str]] = {
     "random-state-bad-keys": (lambda m, t: t.__setitem__(
         _UNIFORM(m)["random_state"]["keys"]["name"], np.zeros(3, dtype=np.uint32)), "624 uint32 keys"),
     "unknown-field": (_set(_LOGUNIFORM, "module", "os"), "'distribution' node has an unknown field 'module'"),
+    "unfrozen-with-args": (_set(_LOGUNIFORM, "frozen", False), "the distribution object loguniform itself takes no "
+                                                               "parameters"),
+    "frozen-wrong-json-type": (_set(_LOGUNIFORM, "frozen", "no"), "'distribution' field 'frozen' must be bool or null"),
 }
 
 

@@ -7,6 +7,8 @@ stored as its distribution's name, its arguments and its random state::
     {"__t__": "distribution", "name": "loguniform", "args": [0.001, 100.0],
      "kwds": [["loc", 0.0]], "random_state": null | random_state node}
 
+A distribution object passed unfrozen (``{"alpha": stats.expon}``) is stored with
+``"frozen": false`` and no parameters, and loads as scipy's own instance.
 and rebuilt by calling the distribution of :data:`DISTRIBUTIONS` (a table of
 ``scipy.stats`` objects written here) with those arguments. ``args`` and ``kwds`` hold
 at most the distribution's shape parameters plus ``loc`` (and ``scale`` for continuous
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
-from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen
+from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen, rv_generic
 
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join, preview
@@ -47,6 +49,8 @@ _DISCRETE = ("randint", "poisson", "geom", "binom", "nbinom", "bernoulli", "beta
 DISTRIBUTIONS: dict[str, Any] = {name: getattr(stats, name) for name in (*_CONTINUOUS, *_DISCRETE)}
 
 _FROZEN = (rv_continuous_frozen, rv_discrete_frozen)
+#: What a search may draw from: a frozen distribution, or a distribution object itself (``stats.uniform``).
+_TYPES = (*_FROZEN, rv_generic)
 #: The random-state tags a distribution's ``random_state`` node may have.
 _STATE_TAGS = ("random_state", "numpy_generator")
 
@@ -80,13 +84,18 @@ def _encode_number(value: Any, path: str) -> int | float:
 
 
 def _encode_distribution(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
-    dist = value.dist
+    frozen = isinstance(value, _FROZEN)
+    dist = value.dist if frozen else value
     name = getattr(dist, "name", None)
     known = DISTRIBUTIONS.get(name) if isinstance(name, str) else None
-    if known is None or type(dist) is not type(known) or _ctor(dist) != _ctor(known):
-        raise UnsupportedTypeError(path, f"frozen scipy.stats distribution {preview(name, 40)}",
+    # A distribution object itself is stored only as scipy's own instance, which loading hands back.
+    if known is None or type(dist) is not type(known) or _ctor(dist) != _ctor(known) or not (frozen or dist is known):
+        raise UnsupportedTypeError(path, f"scipy.stats distribution {preview(name, 40)} "
+                                         f"({type(dist).__module__}.{type(dist).__qualname__})",
                                    "only the distributions of the table DISTRIBUTIONS in "
                                    "aprender/codec/handlers/distributions.py are stored, as scipy.stats builds them")
+    if not frozen:
+        return {"name": name, "args": [], "kwds": [], "random_state": None, "frozen": False}
     args = [_encode_number(a, join(path, i)) for i, a in enumerate(value.args)]
     kwds = [[k, _encode_number(v, join(path, k))] for k, v in value.kwds.items()]
     state = value.random_state
@@ -104,6 +113,10 @@ def _decode_distribution(node: Mapping[str, Any], dec: Decoder, path: str) -> An
     dist = DISTRIBUTIONS.get(name)
     if dist is None:
         raise fail(path, f"distribution {preview(name, 40)} is not among those a file may name")
+    if node.get("frozen", True) is False:
+        if args or kwds or state_node is not None:  # scipy's shared instance: nothing of it comes from the file
+            raise fail(path, f"the distribution object {name} itself takes no parameters and no random_state")
+        return dist
     allowed = _parameters(dist)
     if len(args) > len(allowed):
         raise fail(path, f"{name} takes at most {len(allowed)} parameters ({', '.join(allowed)}), found {len(args)}")
@@ -133,6 +146,6 @@ def _decode_distribution(node: Mapping[str, Any], dec: Decoder, path: str) -> An
     return frozen
 
 
-DISTRIBUTION = register_handler(Handler("distribution", _FROZEN, _encode_distribution, _decode_distribution,
+DISTRIBUTION = register_handler(Handler("distribution", _TYPES, _encode_distribution, _decode_distribution,
                                         {"name": (str,), "args": (list,), "kwds": (list,),
-                                         "random_state": (dict, NULL)}))
+                                         "random_state": (dict, NULL), "frozen": (bool, NULL)}))
