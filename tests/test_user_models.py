@@ -202,6 +202,23 @@ def test_search_over_distributions_predicts_and_refits_the_same(kind: str, tmp_p
     assert same(again.cv_results_["mean_test_score"], reference.cv_results_["mean_test_score"])
 
 
+def test_what_lies_under_a_mask_is_not_written(tmp_path: Path) -> None:
+    """cv_results_["param_*"] of a list of grids are np.empty under their masks: zeros go to the file."""
+    search = _search("list")[0]
+    column = search.cv_results_["param_fit_intercept"]
+    assert column.dtype == bool and column.mask.any()
+    saved = []
+    for junk in (0, 1):
+        column.data.view(np.uint8)[column.mask] = 7 * junk  # 7 is no bool: a GGUF reader refuses it
+        saved.append(aprender.format.safetensors.save(search))
+        aprender.save(search, tmp_path / f"s{junk}.gguf")
+        loaded = aprender.load(tmp_path / f"s{junk}.gguf")
+        got = loaded.cv_results_["param_fit_intercept"]
+        assert np.array_equal(got.mask, column.mask) and np.array_equal(got[~got.mask], column[~column.mask])
+        assert not got.data[got.mask].any()
+    assert saved[0] == saved[1]
+
+
 def test_a_distribution_keeps_its_own_random_state(tmp_path: Path) -> None:
     search, _, _ = _search("dict")
     state = search.param_distributions["C"].random_state.get_state()
@@ -323,9 +340,13 @@ def test_text_column_pipeline(tmp_path: Path) -> None:
         assert same(loaded.predict_proba(df), model.predict_proba(df))
 
 
-def test_the_cli_validates_and_inspects_a_dataframe_pipeline(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_the_cli_validates_inspects_and_converts_a_dataframe_pipeline(tmp_path: Path, capsys: Any) -> None:
     path = tmp_path / "churn.apr"
     _quiet(lambda: aprender.save(_fitted_selector_pipeline(), path))
     assert cli_main(["validate", str(path)]) == 0
     assert cli_main(["inspect", str(path), "--json"]) == 0
     assert "Pipeline" in capsys.readouterr().out
+    converted = tmp_path / "churn.safetensors"
+    assert cli_main(["convert", str(path), "--format", "safetensors", "-o", str(converted)]) == 0
+    df = frame(30, seed=3)
+    assert same(aprender.load(converted).predict_proba(df), _fitted_selector_pipeline().predict_proba(df))
