@@ -140,7 +140,7 @@ def test_loaded_selectors_select_again_when_the_model_is_fitted_anew(tmp_path: P
 
 
 @pytest.mark.parametrize("selector", [
-    make_column_selector(dtype_include=[np.floating, np.integer], dtype_exclude=(bool,)),
+    make_column_selector(dtype_include=[np.floating, np.integer], dtype_exclude=(bool, np.bool_)),
     make_column_selector(dtype_include=pd.CategoricalDtype()),
     make_column_selector(dtype_include=(object, "str", pd.StringDtype(), pd.BooleanDtype())),
     make_column_selector(pattern=r"^inc.*\.k$"),

@@ -61,10 +61,13 @@ _STRINGS = (
 #: Type objects users pass for a kind of columns: (module, name) -> the object.
 _TYPES: dict[str, type] = {
     **{f"builtins.{t.__name__}": t for t in (object, bool, int, float, str)},
-    **{f"numpy.{name}": getattr(np, name) for name in (
-        "number", "integer", "signedinteger", "unsignedinteger", "floating", "complexfloating", "bool_",
-        "object_", "datetime64", "timedelta64", "float16", "float32", "float64", "int8", "int16", "int32",
-        "int64", "uint8", "uint16", "uint32", "uint64")},
+    # keyed by the type's own name, which is how a value is looked up (numpy 2 names np.bool_ "bool")
+    **{f"numpy.{t.__name__}": t for t in (
+        np.number, np.integer, np.signedinteger, np.unsignedinteger, np.floating, np.complexfloating, np.bool_,
+        np.object_, np.datetime64, np.timedelta64, np.float16, np.float32, np.float64, np.int8, np.int16,
+        np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)},
+    # both spellings load, whichever NumPy wrote the file
+    "numpy.bool": np.bool_, "numpy.bool_": np.bool_,
 }
 #: pandas dtype classes whose default instance users pass (pandas is imported only to rebuild one).
 _PANDAS = (
@@ -77,6 +80,7 @@ def _pandas_dtype(name: str) -> Any:
     import pandas  # not a dependency of aprender: a selector that names a pandas dtype was fitted with it
 
     return getattr(pandas, name)()
+
 
 #: Every dtype name a file may hold -> a function that returns the value it stands for.
 DTYPES: dict[str, Callable[[], Any]] = {
