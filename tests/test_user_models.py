@@ -340,6 +340,15 @@ def test_text_column_pipeline(tmp_path: Path) -> None:
         assert same(loaded.predict_proba(df), model.predict_proba(df))
 
 
+def test_a_vocabulary_given_as_a_set(tmp_path: Path) -> None:
+    docs = frame()["review"].tolist()
+    for vocabulary in ({"good", "awful", "service"}, frozenset({"food", "slow"})):
+        model = TfidfVectorizer(vocabulary=vocabulary).fit(docs)
+        for loaded in round_trips(model, tmp_path):
+            assert loaded.vocabulary == vocabulary and type(loaded.vocabulary) is type(vocabulary)
+            assert (loaded.transform(docs) != model.transform(docs)).nnz == 0
+
+
 def test_the_cli_validates_inspects_and_converts_a_dataframe_pipeline(tmp_path: Path, capsys: Any) -> None:
     path = tmp_path / "churn.apr"
     _quiet(lambda: aprender.save(_fitted_selector_pipeline(), path))

@@ -286,3 +286,24 @@ def _na_imputer() -> SimpleImputer:
 ])
 def test_hostile_pandas_missing_value_is_refused(value: Any, message: str, tmp_path) -> None:
     assert message in str(hostile(_na_imputer(), _set(_first("pandas_missing"), "v", value), tmp_path))
+
+
+# -- sets ------------------------------------------------------------------------------------
+
+
+@cache
+def _set_vocabulary() -> Any:
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    return CountVectorizer(vocabulary={"cat", "dog"}).fit(["the cat", "the dog"])
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("v", ["cat", "cat"], "a set holds each value once"),
+    ("v", [["cat"], "dog"], "a set holds only hashable values"),
+    ("v", "cat", "'set' field 'v' must be list, found str"),
+    ("frozen", 1, "'set' field 'frozen' must be bool, found int"),
+    ("v", _deep_list(70), "nested deeper than 64 levels"),
+], ids=["duplicate", "unhashable", "not-a-list", "frozen-int", "deep-nesting"])
+def test_hostile_set_is_refused(field: str, value: Any, message: str, tmp_path) -> None:
+    assert message in str(hostile(_set_vocabulary(), _set(_first("set"), field, value), tmp_path))

@@ -59,6 +59,7 @@ TAG_MODULES: dict[str, str] = {
     "sparse": "sparse",
     "slice": "std",
     "dtype": "std",
+    "set": "std",
     "sklearn_tree": "tree",
 }
 

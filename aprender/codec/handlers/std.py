@@ -3,14 +3,18 @@
 - ``slice``: ColumnTransformer's ``output_indices_`` and slice column selections
   (integer positions or, for DataFrames, column-name bounds).
 - ``numpy.dtype``: SimpleImputer's ``_fit_dtype`` / ``_fill_dtype``.
+- ``set`` / ``frozenset``: a hyperparameter such as ``CountVectorizer(vocabulary={...})``,
+  its items written in sorted order when they sort (strings, numbers), so that the same
+  set gives the same bytes whatever the process's hash seed.
 
-Both are pure metadata (no tensors). The dtype handler rebuilds only plain numeric,
+All are pure metadata (no tensors). The dtype handler rebuilds only plain numeric,
 string and object dtypes spelled in numpy's ``dtype.str`` form; anything else in a
 file is refused rather than handed to ``numpy.dtype``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -18,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aprender.codec._checks import fail
-from aprender.codec._nodes import preview
+from aprender.codec._nodes import join, preview
 from aprender.codec.handlers._base import NULL, Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
@@ -26,7 +30,7 @@ if TYPE_CHECKING:
     from aprender.codec._decode import Decoder
     from aprender.codec._encode import Encoder
 
-__all__ = ["DTYPE", "SLICE"]
+__all__ = ["DTYPE", "SET", "SLICE"]
 
 _BOUNDS = ("start", "stop", "step")
 
@@ -68,3 +72,24 @@ def _decode_dtype(node: Mapping[str, Any], dec: Decoder, path: str) -> np.dtype:
 SLICE = register_handler(Handler("slice", (slice,), _encode_slice, _decode_slice,
                                  {name: (int, str, NULL) for name in _BOUNDS}))
 DTYPE = register_handler(Handler("dtype", (np.dtype,), _encode_dtype, _decode_dtype, {"v": (str,)}))
+
+
+def _encode_set(value: set | frozenset, enc: Encoder, path: str) -> dict[str, Any]:
+    items = list(value)
+    with contextlib.suppress(TypeError):  # items of kinds that do not compare keep the set's own order
+        items.sort()
+    return {"frozen": type(value) is frozenset, "v": [enc.value(v, join(path, i), 1) for i, v in enumerate(items)]}
+
+
+def _decode_set(node: Mapping[str, Any], dec: Decoder, path: str) -> set | frozenset:
+    items = [dec.value(v, join(path, i), 1) for i, v in enumerate(node["v"])]
+    try:
+        out = set(items)
+    except TypeError:
+        raise fail(path, "a set holds only hashable values") from None
+    if len(out) != len(items):
+        raise fail(path, "a set holds each value once")
+    return frozenset(out) if node["frozen"] else out
+
+
+SET = register_handler(Handler("set", (set, frozenset), _encode_set, _decode_set, {"frozen": (bool,), "v": (list,)}))
