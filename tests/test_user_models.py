@@ -349,6 +349,20 @@ def test_a_vocabulary_given_as_a_set(tmp_path: Path) -> None:
             assert (loaded.transform(docs) != model.transform(docs)).nnz == 0
 
 
+def test_a_vectorizer_preprocessed_with_a_builtin_method(tmp_path: Path) -> None:
+    """``preprocessor=str.lower`` is stored by name; as any function outside the default table, it loads if trusted."""
+    from aprender.exceptions import UntrustedFunctionError
+
+    docs = frame()["review"].str.upper().tolist()
+    model = TfidfVectorizer(preprocessor=str.lower).fit(docs)
+    path = tmp_path / "v.apr"
+    aprender.save(model, path)
+    with pytest.raises(UntrustedFunctionError, match=r"builtins\.str\.lower"):
+        aprender.load(path)
+    loaded = aprender.load(path, trusted=[str.lower])
+    assert loaded.preprocessor is str.lower and (loaded.transform(docs) != model.transform(docs)).nnz == 0
+
+
 def test_the_cli_validates_inspects_and_converts_a_dataframe_pipeline(tmp_path: Path, capsys: Any) -> None:
     path = tmp_path / "churn.apr"
     _quiet(lambda: aprender.save(_fitted_selector_pipeline(), path))
