@@ -5,8 +5,8 @@ fitted on a DataFrame of strings, categories and nullable columns (``Int64``,
 ``boolean``, ``string`` with ``pd.NA``, NaN); RandomizedSearchCV and
 HalvingRandomSearchCV over frozen ``scipy.stats`` distributions; IterativeImputer;
 searches with custom scorers, TransformedTargetRegressor, FunctionTransformer and a
-text column. Each goes through SafeTensors and ``.apr`` files (plain, zstd, memory
-mapped), and the loaded model keeps working: it predicts the same bits, and fits
+text column. Each goes through SafeTensors, ``.apr`` (plain, zstd, memory mapped) and
+GGUF files, and the loaded model keeps working: it predicts the same bits, and fits
 again as the original would.
 """
 
@@ -42,6 +42,7 @@ FILES = {
     "apr": (".apr", {}, {}),
     "apr-zstd": (".apr", {"compression": "zstd"}, {}),
     "apr-mmap": (".apr", {}, {"mmap": True}),
+    "gguf": (".gguf", {}, {}),
 }
 
 
