@@ -77,13 +77,6 @@ def _pattern() -> Any:
     return ColumnTransformer([("k", "passthrough", make_column_selector(pattern="^(a+)+$"))]).fit(df)
 
 
-def _dates() -> Any:
-    from sklearn.preprocessing import OneHotEncoder
-
-    dates = pd.DataFrame({"d": pd.to_datetime(["2020-01-01", "2021-06-30"] * 5)})
-    return OneHotEncoder().fit(dates)
-
-
 #: REFUSED id -> (builder taking tmp_path, what the error message must contain).
 CASES: dict[str, tuple[Callable[[Path], Any], str]] = {
     "lambda": (lambda tmp: _lambda(), "functions are stored by name and this one has no unique name"),
@@ -94,7 +87,6 @@ CASES: dict[str, tuple[Callable[[Path], Any], str]] = {
     "selector-dtype-outside-table": (lambda tmp: _categories(), "a stored selector names only the dtypes of the "
                                                                  "table DTYPES"),
     "selector-pattern-backtracks": (lambda tmp: _pattern(), "nests a repetition inside another"),
-    "datetime-array": (lambda tmp: _dates(), "of type ndarray of dtype datetime64"),
 }
 
 

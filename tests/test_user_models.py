@@ -341,6 +341,20 @@ def test_text_column_pipeline(tmp_path: Path) -> None:
         assert same(loaded.predict_proba(df), model.predict_proba(df))
 
 
+def test_encoders_of_a_date_column(tmp_path: Path) -> None:
+    from sklearn.preprocessing import OrdinalEncoder
+
+    df = frame()
+    df["joined"] = pd.to_datetime("2024-01-01") + pd.to_timedelta(df["visits"].fillna(0).astype(int) * 30, unit="D")
+    model = make_pipeline(ColumnTransformer([("date", OneHotEncoder(handle_unknown="ignore"), ["joined"]),
+                                             ("ord", OrdinalEncoder(), ["joined"])]), LogisticRegression())
+    model = _quiet(lambda: model.fit(df, labels(df)))
+    assert model[0].transformers_[0][1].categories_[0].dtype.kind == "M"
+    for loaded in round_trips(model, tmp_path):
+        assert same(loaded.predict_proba(df), model.predict_proba(df))
+        assert loaded[0].transformers_[0][1].categories_[0].dtype == model[0].transformers_[0][1].categories_[0].dtype
+
+
 def test_a_vocabulary_given_as_a_set(tmp_path: Path) -> None:
     docs = frame()["review"].tolist()
     for vocabulary in ({"good", "awful", "service"}, frozenset({"food", "slow"})):

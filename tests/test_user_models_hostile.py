@@ -307,3 +307,32 @@ def _set_vocabulary() -> Any:
 ], ids=["duplicate", "unhashable", "not-a-list", "frozen-int", "deep-nesting"])
 def test_hostile_set_is_refused(field: str, value: Any, message: str, tmp_path) -> None:
     assert message in str(hostile(_set_vocabulary(), _set(_first("set"), field, value), tmp_path))
+
+
+# -- date arrays -------------------------------------------------------------------------------
+
+
+@cache
+def _date_encoder() -> Any:
+    from sklearn.preprocessing import OneHotEncoder
+
+    return OneHotEncoder().fit(pd.DataFrame({"d": pd.to_datetime(["2020-01-01", "2021-06-30"] * 3)}))
+
+
+def _date_tensor(change: Callable[[np.ndarray], np.ndarray]) -> Edit:
+    def edit(meta: dict, tensors: dict) -> None:
+        name = _first("datetime")(meta)["v"]["name"]
+        tensors[name] = change(tensors[name])
+    return edit
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (_set(_first("datetime"), "unit", "ps"), "unit 'ps' is not allowed"),
+    (_set(_first("datetime"), "kind", "O"), "kind 'O' / unit 'us' is not allowed"),
+    (_set(_first("datetime"), "unit", ["us"]), "'datetime' field 'unit' must be str, found list"),
+    (_date_tensor(lambda a: a.astype(np.float64)), "expected kind 'i'"),
+    (_date_tensor(lambda a: a.astype(np.int32)), "a date array is stored as int64, found int32"),
+    (_date_tensor(lambda a: a[::-1].copy()), "'categories_.0' must be sorted"),
+], ids=["unit-unknown", "kind-unknown", "unit-list", "tensor-float", "tensor-int32", "unsorted"])
+def test_hostile_date_array_is_refused(edit: Edit, message: str, tmp_path) -> None:
+    assert message in str(hostile(_date_encoder(), edit, tmp_path))

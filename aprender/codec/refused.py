@@ -58,12 +58,6 @@ REFUSED: dict[str, Refused] = {
         "dtypes are stored as names from `DTYPES` (`aprender/codec/handlers/column_selector.py`)",
         "a dtype name such as `\"category\"`, `\"datetimetz\"`, `\"number\"`, or a default pandas dtype instance",
     ),
-    "datetime-array": Refused(
-        "a `datetime64` or `timedelta64` array in fitted state: a `OneHotEncoder` or `OrdinalEncoder` fitted on a "
-        "date column",
-        "tensors hold numbers, and no handler records a date array's unit yet",
-        "turn dates into numbers or strings before the encoder (`df['d'].dt.year`, `df['d'].dt.strftime('%Y-%m')`)",
-    ),
     "selector-pattern-backtracks": Refused(
         "a `make_column_selector(pattern=...)` longer than 512 characters, that does not compile, or that nests a "
         "repetition (`(a+)+`) or repeats an alternation (`(a|ab)*`)",

@@ -60,6 +60,7 @@ TAG_MODULES: dict[str, str] = {
     "slice": "std",
     "dtype": "std",
     "set": "std",
+    "datetime": "std",
     "sklearn_tree": "tree",
 }
 
