@@ -45,8 +45,8 @@ REFUSED: dict[str, Refused] = {
         "`aprender.register_estimator(cls)` in every process that saves or loads it",
     ),
     "distribution-outside-table": Refused(
-        "a frozen `scipy.stats` distribution outside the reviewed table (`rv_histogram`, a subclass of "
-        "`rv_continuous` of your own, a generator built with non-default settings)",
+        "a `scipy.stats` distribution, frozen or not, outside the reviewed table (`rv_histogram`, a subclass of "
+        "`rv_continuous` of your own, a distribution built with non-default settings)",
         "distributions are rebuilt by name from `DISTRIBUTIONS` (`aprender/codec/handlers/distributions.py`) with "
         "numeric parameters only",
         "one of the table's distributions (`uniform`, `loguniform`, `randint`, `norm`, `expon`, ...; docs/codec.md "
