@@ -17,9 +17,9 @@ from state_edit import find, hostile
 from zoo import assert_identical_outputs, diabetes, iris
 
 import aprender
-from aprender.exceptions import ModelTypeMismatch, UnsupportedTypeError
+from aprender.exceptions import ModelTypeMismatch, UnsupportedTypeError, UntrustedFunctionError
 from aprender.feature_extraction.text import CountVectorizer, TfidfVectorizer
-from aprender.format import ModelType, to_state
+from aprender.format import ModelType, from_state, to_state
 from aprender.impute import SimpleImputer
 from aprender.preprocessing import LabelEncoder, MinMaxScaler, OneHotEncoder
 
@@ -105,8 +105,18 @@ def test_loaded_vectorizer_refits(tmp_path) -> None:
     assert refit.vocabulary_ == fresh.vocabulary_ and np.array_equal(refit.idf_, fresh.idf_)
 
 
-def test_callable_tokenizer_is_refused_with_its_path() -> None:
+def test_builtin_method_tokenizer_is_stored_by_name_and_loads_only_when_trusted() -> None:
     vec = CountVectorizer(tokenizer=str.split, token_pattern=None).fit(CORPUS)
+    state = to_state(vec)
+    assert state.meta["model"]["params"]["tokenizer"] == {"__t__": "function", "name": "builtins.str.split"}
+    with pytest.raises(UntrustedFunctionError, match="'tokenizer'"):
+        from_state(state)
+    loaded = from_state(state, trusted=[str.split])
+    assert loaded.tokenizer is str.split and (loaded.transform(CORPUS) != vec.transform(CORPUS)).nnz == 0
+
+
+def test_lambda_tokenizer_is_refused_with_its_path() -> None:
+    vec = CountVectorizer(tokenizer=lambda doc: doc.split(), token_pattern=None).fit(CORPUS)
     with pytest.raises(UnsupportedTypeError, match="'tokenizer'"):
         to_state(vec)
 

@@ -159,8 +159,6 @@ EXAMPLES: dict[str, Example] = {
 #: Estimators the codec refuses to save (docs/codec.md, "Refused estimators"): their
 #: Examples show the refusal, and their docstrings say why.
 REFUSED: dict[str, str] = {
-    "IterativeImputer": "``imputation_sequence_`` holds ``_ImputerTriplet`` named tuples, which the codec has no "
-                        "handler for",
 }
 
 

@@ -177,7 +177,22 @@ def _examples() -> dict[type, tuple[str, Any, Any]]:
         est, rows = case.make()
         if type(est) not in found:
             found[type(est)] = (f"tests/zoo.py case `{case.id}`{_rows(rows)}", est, rows)
+    imputer, rows = _iterative_imputer()  # experimental: neither the instance generator nor the zoo builds one
+    found.setdefault(type(imputer), (f"`IterativeImputer(random_state=0, max_iter=2)`{_rows(rows)}", imputer, rows))
     return found
+
+
+def _iterative_imputer() -> tuple[Any, Any]:
+    import numpy as np
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer
+
+    rng = np.random.RandomState(0)
+    X = rng.rand(20, 3)
+    X[rng.rand(20, 3) < 0.2] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return IterativeImputer(random_state=0, max_iter=2).fit(X), X
 
 
 def sections() -> tuple[dict[str, list[Section]], dict[str, str]]:

@@ -115,6 +115,23 @@ def _dict_vectorizer() -> Any:
     return DictVectorizer(sparse=False)
 
 
+def _user_model(kind: str) -> tuple[Any, Any]:
+    """A model of tests/test_user_models.py: a DataFrame pipeline, a search over distributions, an imputer."""
+    import test_user_models as user
+
+    if kind == "selectors":
+        df = user.frame()
+        return user.selector_pipeline().fit(df, user.labels(df)), df
+    if kind == "search":
+        search, X, _ = user._search("list")
+        return search, X
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer
+
+    X = user._missing().to_numpy()[:, :4]
+    return IterativeImputer(random_state=0, max_iter=3, sample_posterior=True, add_indicator=True).fit(X), X
+
+
 #: Seeds with settings neither the instance generator nor the zoo uses, whose state has
 #: arrays compiled code writes to (averaged SGD's ``_average_coef``) or dense outputs.
 EXTRA: dict[str, Callable[[], tuple[Any, Any]]] = {
@@ -129,6 +146,9 @@ EXTRA: dict[str, Callable[[], tuple[Any, Any]]] = {
     "Birch-deep": _extra(_cluster("Birch", branching_factor=3, threshold=0.3, n_clusters=3), "iris"),
     "BisectingKMeans-8": _extra(_cluster("BisectingKMeans", n_clusters=8, random_state=0), "iris"),
     "DictVectorizer-dense": _extra(_dict_vectorizer, "dicts"),
+    "ColumnTransformer-selectors": lambda: _user_model("selectors"),
+    "RandomizedSearchCV-distributions": lambda: _user_model("search"),
+    "IterativeImputer-posterior": lambda: _user_model("imputer"),
 }
 
 

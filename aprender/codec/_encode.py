@@ -251,6 +251,10 @@ class Encoder:
             return self.tensor(array, path)
         if array.dtype.names is not None:
             return {"__t__": RECORDS.tag, **RECORDS.encode(array, self, path)}
+        if kind in "Mm":
+            from aprender.codec.handlers.std import DATETIME
+
+            return {"__t__": DATETIME.tag, **DATETIME.encode(array, self, path)}
         if kind == "U":
             return {"__t__": "strarray", "dtype": array.dtype.str, "shape": list(array.shape),
                     "v": array.ravel().tolist()}

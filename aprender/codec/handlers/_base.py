@@ -45,6 +45,10 @@ TAG_MODULES: dict[str, str] = {
     "defaultdict": "containers",
     "ordereddict": "containers",
     "sgd_loss": "sgd_loss",
+    "column_selector": "column_selector",
+    "distribution": "distributions",
+    "imputer_triplet": "impute",
+    "pandas_missing": "pandas_missing",
     "partial": "functions",
     "function": "functions",
     "sklearn_loss": "loss",
@@ -55,6 +59,8 @@ TAG_MODULES: dict[str, str] = {
     "sparse": "sparse",
     "slice": "std",
     "dtype": "std",
+    "set": "std",
+    "datetime": "std",
     "sklearn_tree": "tree",
 }
 
@@ -62,11 +68,15 @@ TAG_MODULES: dict[str, str] = {
 #: its submodules). A value can be an instance of such a type only when a class of its
 #: MRO comes from one of them, and that module is then imported already.
 TYPE_ROOTS: dict[str, tuple[str, ...]] = {
+    "column_selector": ("sklearn.compose",),
     "compiled": ("sklearn.neighbors", "scipy.interpolate"),
     "containers": ("numpy.ma", "collections", "sklearn.utils"),
+    "distributions": ("scipy.stats",),
+    "impute": ("sklearn.impute",),
     "functions": ("builtins", "functools", "numpy"),
     "loss": ("sklearn._loss",),
     "objects": ("sklearn",),
+    "pandas_missing": ("pandas",),
     "random_state": ("numpy.random",),
     "records": (),
     "rng": ("numpy.random",),

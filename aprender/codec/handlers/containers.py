@@ -78,8 +78,13 @@ def _decode_ordereddict(node: Mapping[str, Any], dec: Decoder, path: str) -> Ord
 
 
 def _encode_masked(value: np.ma.MaskedArray, enc: Encoder, path: str) -> dict[str, Any]:
-    return {"data": enc.value(np.asarray(value.data), join(path, "data"), 1),
-            "mask": enc.value(np.ma.getmaskarray(value), join(path, "mask"), 1)}
+    data, mask = np.asarray(value.data), np.ma.getmaskarray(value)
+    if data.dtype.kind in "biuf" and mask.any():
+        # What lies under the mask is never read, and is often np.empty's leftovers (a search's
+        # cv_results_["param_*"] of candidates that lack the parameter): the file gets zeros, so the
+        # same model gives the same bytes, a bool tensor holds only 0 and 1, and no stale memory is written.
+        data = np.where(mask, np.zeros((), dtype=data.dtype), data)
+    return {"data": enc.value(data, join(path, "data"), 1), "mask": enc.value(mask, join(path, "mask"), 1)}
 
 
 def _decode_masked(node: Mapping[str, Any], dec: Decoder, path: str) -> np.ma.MaskedArray:

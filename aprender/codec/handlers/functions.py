@@ -222,8 +222,10 @@ def _decode_partial(node: Mapping[str, Any], dec: Decoder, path: str) -> functoo
     return functools.partial(func, *decoded_args, **decoded)
 
 
-#: What a stored function can be: Python functions, builtins, ufuncs and numpy's dispatchers.
-_FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, np.ufunc, type(np.mean))
+#: What a stored function can be: Python functions, builtins, methods of builtin types (``str.lower``, a
+#: vectorizer's preprocessor), ufuncs and numpy's dispatchers.
+_FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType, np.ufunc,
+                   type(np.mean))
 
 PARTIAL = register_handler(Handler("partial", (functools.partial,), _encode_partial, _decode_partial,
                                    {"func": (dict,), "args": (list,), "keywords": (dict,)}))

@@ -3,14 +3,20 @@
 - ``slice``: ColumnTransformer's ``output_indices_`` and slice column selections
   (integer positions or, for DataFrames, column-name bounds).
 - ``numpy.dtype``: SimpleImputer's ``_fit_dtype`` / ``_fill_dtype``.
+- ``datetime``: ``datetime64`` / ``timedelta64`` arrays (a OneHotEncoder's categories
+  of a date column), as an int64 tensor of counts of one of :data:`TIME_UNITS`.
+- ``set`` / ``frozenset``: a hyperparameter such as ``CountVectorizer(vocabulary={...})``,
+  its items written in sorted order when they sort (strings, numbers), so that the same
+  set gives the same bytes whatever the process's hash seed.
 
-Both are pure metadata (no tensors). The dtype handler rebuilds only plain numeric,
+All but ``datetime`` are pure metadata (no tensors). The dtype handler rebuilds only plain numeric,
 string and object dtypes spelled in numpy's ``dtype.str`` form; anything else in a
 file is refused rather than handed to ``numpy.dtype``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -18,15 +24,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aprender.codec._checks import fail
-from aprender.codec._nodes import preview
-from aprender.codec.handlers._base import NULL, Handler, register_handler
+from aprender.codec._nodes import join, preview
+from aprender.codec.handlers._base import NULL, TENSOR, Handler, register_handler, tensor_field
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
     from aprender.codec._decode import Decoder
     from aprender.codec._encode import Encoder
 
-__all__ = ["DTYPE", "SLICE"]
+__all__ = ["DATETIME", "DTYPE", "SET", "SLICE", "TIME_UNITS"]
 
 _BOUNDS = ("start", "stop", "step")
 
@@ -68,3 +74,53 @@ def _decode_dtype(node: Mapping[str, Any], dec: Decoder, path: str) -> np.dtype:
 SLICE = register_handler(Handler("slice", (slice,), _encode_slice, _decode_slice,
                                  {name: (int, str, NULL) for name in _BOUNDS}))
 DTYPE = register_handler(Handler("dtype", (np.dtype,), _encode_dtype, _decode_dtype, {"v": (str,)}))
+
+
+def _encode_set(value: set | frozenset, enc: Encoder, path: str) -> dict[str, Any]:
+    items = list(value)
+    with contextlib.suppress(TypeError):  # items of kinds that do not compare keep the set's own order
+        items.sort()
+    return {"frozen": type(value) is frozenset, "v": [enc.value(v, join(path, i), 1) for i, v in enumerate(items)]}
+
+
+def _decode_set(node: Mapping[str, Any], dec: Decoder, path: str) -> set | frozenset:
+    items = [dec.value(v, join(path, i), 1) for i, v in enumerate(node["v"])]
+    try:
+        out = set(items)
+    except TypeError:
+        raise fail(path, "a set holds only hashable values") from None
+    if len(out) != len(items):
+        raise fail(path, "a set holds each value once")
+    return frozenset(out) if node["frozen"] else out
+
+
+SET = register_handler(Handler("set", (set, frozenset), _encode_set, _decode_set, {"frozen": (bool,), "v": (list,)}))
+
+
+#: The units of the date and duration arrays that are stored (NumPy's, from years to nanoseconds).
+TIME_UNITS = frozenset(["Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns"])
+
+
+def _encode_datetime(value: np.ndarray, enc: Encoder, path: str) -> dict[str, Any]:
+    unit, count = np.datetime_data(value.dtype)
+    if count != 1 or unit not in TIME_UNITS:
+        raise UnsupportedTypeError(path, f"ndarray of dtype {value.dtype}",
+                                   f"date and duration arrays are stored in one of the units {sorted(TIME_UNITS)}")
+    ints = np.ascontiguousarray(value).view(value.dtype.newbyteorder("=")).view(np.int64)
+    return {"kind": value.dtype.kind, "unit": unit, "v": enc.tensor(ints, path)}
+
+
+def _decode_datetime(node: Mapping[str, Any], dec: Decoder, path: str) -> np.ndarray:
+    kind, unit = node["kind"], node["unit"]
+    if kind not in ("M", "m") or unit not in TIME_UNITS:
+        raise fail(path, f"date array kind {preview(kind, 8)} / unit {preview(unit, 8)} is not allowed "
+                         f"(kind 'M' or 'm', unit one of {sorted(TIME_UNITS)})")
+    ints = tensor_field(dec, node, "v", path, "i")
+    if ints.dtype != np.int64:
+        raise fail(path, f"a date array is stored as int64, found {ints.dtype}")
+    return ints.view(f"{kind}8[{unit}]")
+
+
+#: Found by the encoder from an array's dtype (kinds 'M' and 'm'), not by a type.
+DATETIME = register_handler(Handler("datetime", (), _encode_datetime, _decode_datetime,
+                                    {"kind": (str,), "unit": (str,), "v": TENSOR}))

@@ -40,7 +40,7 @@ __all__ = ["GENERIC", "check_generic"]
 _LAST_AXIS = ("coef_",)
 #: Attributes that are one value per input feature (1-d) when they are arrays.
 _PER_FEATURE = ("feature_importances_", "mean_", "var_", "scale_", "feature_names_in_", "location_")
-_ARRAY_KINDS = frozenset("biufUO")
+_ARRAY_KINDS = frozenset("biufUOMm")
 #: Attributes that are one (n_features, n_features) matrix when they are arrays.
 _SQUARE = ("covariance_", "precision_")
 #: Statistics that are finite in every fitted estimator.

@@ -33,10 +33,10 @@ def check_simple_imputer(params: Mapping[str, Any], attrs: Mapping[str, Any], pa
         statistics.astype(fill)
     except (TypeError, ValueError, OverflowError):
         raise fail(path, f"'statistics_' cannot be cast to the fill dtype {fill}") from None
-    _check_indicator(attrs, n, path)
+    check_indicator(attrs, n, path)
 
 
-def _check_indicator(attrs: Mapping[str, Any], n: int, path: str) -> None:
+def check_indicator(attrs: Mapping[str, Any], n: int, path: str) -> None:
     indicator = attrs.get("indicator_")
     fitted_on = getattr(indicator, "_n_features", None)
     if indicator is not None and (not isinstance(indicator, sk.MissingIndicator) or fitted_on != n):
@@ -50,7 +50,7 @@ def check_knn_imputer(params: Mapping[str, Any], attrs: Mapping[str, Any], path:
     fit_X = array(attrs, "_fit_X", path, ndim=(2,), kinds="biuf", shape={1: n})
     array(attrs, "_mask_fit_X", path, ndim=(2,), kinds="b", shape={0: fit_X.shape[0], 1: n})
     array(attrs, "_valid_mask", path, ndim=(1,), kinds="b", shape={0: n})
-    _check_indicator(attrs, n, path)
+    check_indicator(attrs, n, path)
 
 
 def check_missing_indicator(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
