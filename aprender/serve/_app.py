@@ -309,7 +309,7 @@ def run(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, workers:
     if hasattr(os, "fork"):
         from aprender.serve._workers import serve_forked
 
-        serve_forked(config, host, port, workers, log_level)
+        serve_forked(lambda: create_app(config, freeze_gc=True), host, port, workers, log_level)
         return
     folder = tempfile.mkdtemp(prefix="aprender-serve-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder

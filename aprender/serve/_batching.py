@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from aprender.serve._inputs import Frame
+
 __all__ = ["Batcher", "Overloaded"]
 
 Outputs = dict[str, np.ndarray]
@@ -83,7 +85,7 @@ class Batcher:
         return len(self._queue)
 
     async def submit(self, X: np.ndarray) -> Outputs:
-        """Queue ``X`` (a 2-D array, 1-D documents or a DataFrame) and wait for its outputs.
+        """Queue ``X`` (a 2-D array, 1-D documents or a :class:`~aprender.serve._inputs.Frame`); wait for its outputs.
 
         Raises :class:`Overloaded` on a full queue.
         """
@@ -168,18 +170,16 @@ class Batcher:
 
 
 def _same_kind(a: Any, b: Any) -> bool:
-    """Whether two inputs can go in one call: arrays of one dtype, or DataFrames of the same columns and dtypes."""
+    """Whether two inputs can go in one call: arrays of one dtype, or frames of the same columns and dtypes."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype and a.ndim == b.ndim
-    return list(a.columns) == list(b.columns) and list(a.dtypes) == list(b.dtypes)
+    return isinstance(a, Frame) and isinstance(b, Frame) and a.kind() == b.kind()
 
 
 def _concat(parts: list[Any]) -> Any:
     if isinstance(parts[0], np.ndarray):
         return np.concatenate(parts)
-    import pandas as pd
-
-    return pd.concat(parts, ignore_index=True)
+    return Frame.concat(parts)
 
 
 def _settle(future: asyncio.Future[Outputs], result: Outputs | None = None, *,
