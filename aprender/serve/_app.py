@@ -266,6 +266,7 @@ def create_app(config: ServeConfig, *, freeze_gc: bool = False) -> Starlette:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            await registry.parser.close()
 
     routes = [*_realizar.routes, *_v2.routes, *_ollama.routes, *_mlflow.routes,
               Route("/metrics", _metrics_text, methods=["GET"]),

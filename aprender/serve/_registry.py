@@ -42,6 +42,7 @@ from aprender.serve._repository import (
     scan_model,
 )
 from aprender.serve._rowwise import Split, row_exact_split
+from aprender.serve._tensors import Parser
 
 __all__ = ["Limits", "LoadedModel", "Registry"]
 
@@ -213,6 +214,8 @@ class Registry:
         self.ready = False
         self._cache: OrderedDict[tuple[str, int], LoadedModel] = OrderedDict()
         self._loading: dict[tuple[str, int], asyncio.Future[LoadedModel]] = {}
+        #: Parses large JSON request bodies in a child process (see aprender.serve._tensors).
+        self.parser = Parser()
 
     # -- resolution -------------------------------------------------------------------
 
