@@ -34,6 +34,8 @@ __all__ = ["DTYPES", "OFFLOAD_BYTES", "Parser", "Tensor", "read_tensors"]
 OFFLOAD_BYTES = 1 << 20
 #: Strings per JSON list sent back by the parser: each list is parsed in one short call.
 _CHUNK = 1 << 15
+#: Most bytes copied to or from the parser process in one step of the event loop.
+_PIECE = 1 << 20
 _FRAME = struct.Struct("<Q")
 
 #: v2 datatype -> numpy dtype (little-endian, as the binary extension sends them).
@@ -205,18 +207,31 @@ class Parser:
                 stdout=asyncio.subprocess.PIPE, limit=1 << 20)
         return self._process
 
-    async def parse(self, body: bytes) -> tuple[dict[str, Any], list[Tensor]]:
-        """The request (without ``inputs``) and its input tensors, parsed in the parser process."""
+    async def parse(self, chunks: list[bytes]) -> tuple[dict[str, Any], list[Tensor]]:
+        """The request (without ``inputs``) and its input tensors, parsed in the parser process from the
+        body's ``chunks``. Bytes go each way in pieces of at most a MiB, each a short copy, so that the
+        event loop serves other requests between them."""
         async with self._lock:
             process = await self._started()
-            assert process.stdin is not None and process.stdout is not None
+            stdin, stdout = process.stdin, process.stdout
+            assert stdin is not None and stdout is not None
             try:
-                process.stdin.write(_FRAME.pack(len(body)))
-                process.stdin.write(body)
-                await process.stdin.drain()
-                header_size, data_size = struct.unpack("<QQ", await process.stdout.readexactly(16))
-                header = orjson.loads(await process.stdout.readexactly(header_size))
-                data = await process.stdout.readexactly(data_size)
+                stdin.write(_FRAME.pack(sum(len(c) for c in chunks)))
+                for chunk in chunks:
+                    view = memoryview(chunk)
+                    for at in range(0, len(view), _PIECE):
+                        stdin.write(view[at:at + _PIECE])
+                        await stdin.drain()
+                header_size, data_size = struct.unpack("<QQ", await stdout.readexactly(16))
+                header = orjson.loads(await stdout.readexactly(header_size))
+                data = bytearray(data_size)
+                at = 0
+                while at < data_size:
+                    piece = await stdout.read(min(_PIECE, data_size - at))
+                    if not piece:
+                        raise asyncio.IncompleteReadError(b"", data_size - at)
+                    data[at:at + len(piece)] = piece
+                    at += len(piece)
             except (OSError, asyncio.IncompleteReadError):
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()

@@ -18,7 +18,6 @@ import struct
 from typing import Any
 
 import numpy as np
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -141,11 +140,12 @@ async def _read_request(call: Call, inputs: Inputs) -> tuple[dict[str, Any], Any
     large JSON body is parsed in the parser process, and a large request's Python-level conversions
     (BYTES elements, DataFrame columns) run in a thread, which gives the event loop the GIL back
     every switch interval."""
-    body = await call.read()
+    chunks = await call.read_chunks()
     header = call.header(_HEADER)
-    if header is None and len(body) > OFFLOAD_BYTES:
-        request_json, tensors = await call.registry.parser.parse(body)
+    if header is None and sum(len(c) for c in chunks) > OFFLOAD_BYTES:
+        request_json, tensors = await call.registry.parser.parse(chunks)
     else:
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         request_json, binary = _split_body(header, body)
         if len(body) > OFFLOAD_BYTES:
             tensors = await asyncio.to_thread(read_tensors, request_json, binary)
@@ -176,17 +176,16 @@ def _requested(request_json: dict[str, Any], model: LoadedModel) -> list[tuple[s
     return result
 
 
-async def _json_data(values: np.ndarray, strings: bool) -> Any:
-    """``values`` for the JSON response; a large output is written in chunks, each a short call, with
-    the event loop's other work between them (the same text as one call: element by element)."""
-    if values.size <= _CHUNK:
-        return [str(v) for v in values] if strings else values
-    parts = []
+async def _json_array(values: np.ndarray, strings: bool) -> list[Any]:
+    """The JSON text of a large output as parts, each written by one short call (the same text as
+    one call would write: element by element), with the event loop's other work between them."""
+    parts: list[Any] = [b"["]
     for start in range(0, values.size, _CHUNK):
         chunk = values[start:start + _CHUNK]
-        parts.append(dumps([str(v) for v in chunk] if strings else chunk)[1:-1])
+        text = memoryview(dumps([str(v) for v in chunk] if strings else chunk))
+        parts += [b","] * (start > 0) + [text[1:-1]]
         await asyncio.sleep(0)
-    return orjson.Fragment(b"[" + b",".join(parts) + b"]")
+    return [*parts, b"]"]
 
 
 def _bytes_tensor(values: np.ndarray) -> bytes:
@@ -204,7 +203,7 @@ async def infer(call: Call) -> Reply:
     request_json, X = await _read_request(call, model.inputs)
     requested = _requested(request_json, model)
     _, results = await registry.infer(model.version, X, tuple(n for n, _ in requested), model)
-    outputs, blobs = [], []
+    outputs, blobs, large = [], [], {}
     for name, as_binary in requested:
         value = results[name]
         kind = datatype(value.dtype)
@@ -214,19 +213,33 @@ async def infer(call: Call) -> Reply:
                     else np.ascontiguousarray(value, value.dtype.newbyteorder("<")).tobytes())
             entry["parameters"] = {"binary_data_size": len(blob)}
             blobs.append(blob)
+        elif value.size > _CHUNK:
+            large[len(outputs)] = await _json_array(value.ravel(), kind == "BYTES")
         else:
-            entry["data"] = await _json_data(value.ravel(), kind == "BYTES")
+            entry["data"] = value.ravel() if kind != "BYTES" else [str(v) for v in value.ravel()]
         outputs.append(entry)
     version = model.version
-    response: dict[str, Any] = {"model_name": version.name, "model_version": str(version.version),
-                                "outputs": outputs}
+    response: dict[str, Any] = {"model_name": version.name, "model_version": str(version.version)}
     if isinstance(request_json.get("id"), str):
         response["id"] = request_json["id"]
-    header = dumps(response)
+    if not large:
+        header = dumps({**response, "outputs": outputs})
+        if not blobs:
+            return Reply(header)
+        return Reply(b"".join([header, *blobs]), content_type="application/octet-stream",
+                     headers={"Inference-Header-Content-Length": str(len(header))})
+    # a large JSON output: the answer goes out in the parts it was written in, never joined
+    parts: list[Any] = [dumps(response)[:-1] + b',"outputs":[']
+    for i, entry in enumerate(outputs):
+        parts += [b","] * (i > 0)
+        parts += [dumps(entry)] if i not in large else [dumps(entry)[:-1] + b',"data":', *large[i], b"}"]
+    parts.append(b"]}")
+    header_size = sum(len(p) for p in parts)
+    headers = {"Content-Length": str(header_size + sum(len(b) for b in blobs))}
     if not blobs:
-        return Reply(header)
-    return Reply(b"".join([header, *blobs]), content_type="application/octet-stream",
-                 headers={"Inference-Header-Content-Length": str(len(header))})
+        return Reply(tuple(parts), headers=headers)
+    return Reply((*parts, *blobs), content_type="application/octet-stream",
+                 headers={**headers, "Inference-Header-Content-Length": str(header_size)})
 
 
 async def repository_index(request: Request) -> Response:
