@@ -45,6 +45,8 @@ _ROW_EXACT = frozenset({
     ("sklearn.impute._base", "SimpleImputer"), ("sklearn.impute._base", "MissingIndicator"),
 })
 _PIPELINE = ("sklearn.pipeline", "Pipeline")
+#: Rows transformed per call of a large request.
+_SLICE = 1 << 14
 _COLUMN_TRANSFORMER = ("sklearn.compose._column_transformer", "ColumnTransformer")
 
 
@@ -87,12 +89,26 @@ class Split:
 
     def run(self, X: Frame, names: tuple[str, ...]) -> dict[str, np.ndarray]:
         """``names`` of the pipeline on ``X``: each request of the batch gets its own final call."""
-        Xt = self.transform(X.frame())
+        Xt = self._transformed(X.frame())
         blocks, start = [], 0
         for n in X.bounds:
             blocks.append(_rows(Xt, start, start + n))
             start += n
         return {name: _stack([np.asarray(self.final[name](block)) for block in blocks]) for name in names}
+
+
+    def _transformed(self, frame: Any) -> Any:
+        """The transforms of ``frame``; a large frame in slices of ``_SLICE`` rows (the same rows, as
+        the transforms are row-exact), so that the thread running it gives the event loop the GIL
+        back between them: the encoders' work on string columns holds the GIL for whole numpy calls
+        (~0.5 s per call for a million rows)."""
+        if len(frame) <= _SLICE:
+            return self.transform(frame)
+        first = self.transform(frame.iloc[:_SLICE])
+        if not isinstance(first, np.ndarray):  # sparse or pandas output: at once
+            return self.transform(frame)
+        return np.concatenate([first, *(self.transform(frame.iloc[at:at + _SLICE])
+                                        for at in range(_SLICE, len(frame), _SLICE))])
 
 
 def _rows(Xt: Any, start: int, stop: int) -> Any:
