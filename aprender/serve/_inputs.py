@@ -7,8 +7,9 @@ Three kinds of model:
   and may be sent one by one.
 - **frame**: a DataFrame pipeline whose columns are strings as well as numbers (a
   ``ColumnTransformer`` selecting columns by name, encoders of string categories,
-  HistGradientBoosting with categorical columns). Requests name the columns; a ``pandas.DataFrame``
-  with the fitted column order is built, strings as ``object`` columns and numbers as ``float64``.
+  HistGradientBoosting with categorical columns). Requests name the columns, which become a
+  :class:`Frame` (strings as ``object`` arrays, numbers as ``float64``); the model gets one
+  ``pandas.DataFrame`` in the fitted column order per call, for all the requests batched in it.
 - **text**: a pipeline that starts with a text vectorizer; its input is one string per row.
 
 A column's type comes from what first reads it: a string column is one whose imputer statistics
