@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -156,17 +157,38 @@ def test_a_large_json_request_does_not_hold_up_other_models(serve_repository, mo
         assert same(answer.json()["outputs"][0]["data"], expected)  # floats written exactly, in chunks
 
 
+def _big_rows(n: int = 30_000) -> list[list[float]]:
+    rows = np.random.default_rng(0).standard_normal((n, 2)).tolist()
+    assert len(orjson.dumps(rows)) > OFFLOAD_BYTES
+    return rows
+
+
 def test_a_large_json_request_is_refused_as_a_small_one_is(serve_repository):
     """The parser process gives the same errors as parsing on the event loop."""
     root, _ = serve_repository
-    rows = np.random.default_rng(0).standard_normal((60_000, 2)).tolist()
-    rows[41_234][1] = "x"
-    body = orjson.dumps({"inputs": [{"name": "input-0", "shape": [60_000, 2], "datatype": "FP64", "data": rows}]})
+    rows = _big_rows()
+    rows[21_234][1] = "x"
+    body = orjson.dumps({"inputs": [{"name": "input-0", "shape": [len(rows), 2], "datatype": "FP64", "data": rows}]})
     small = orjson.dumps({"inputs": [{"name": "input-0", "shape": [1, 2], "datatype": "FP64", "data": [[0, "x"]]}]})
-    assert len(body) > OFFLOAD_BYTES
     with serving(ServeConfig((str(root / "line"),))) as url:
         answers = [httpx.post(f"{url}/v2/models/line/infer", content=b) for b in (body, small, body[:-9])]
     assert [a.status_code for a in answers] == [400, 400, 400]
     assert answers[0].json()["error"] == answers[1].json()["error"] == \
         "input 'input-0': 'data' does not hold FP64 values (or null)"
     assert answers[2].json()["error"].startswith("request body is not valid JSON")
+
+
+def test_a_parser_killed_between_requests_is_replaced(serve_repository):
+    root, fitted = serve_repository
+    rows = np.array(_big_rows())
+    with serving(ServeConfig((str(root / "line"),))) as url:
+        first = httpx.post(f"{url}/v2/models/line/infer", json=_v2(rows))
+        (pid,) = _parser_pids()
+        os.kill(pid, signal.SIGKILL)
+        while pid in _parser_pids():
+            time.sleep(0.005)
+        after = httpx.post(f"{url}/v2/models/line/infer", json=_v2(rows))
+        replaced = _parser_pids()
+    assert first.status_code == after.status_code == 200 and len(replaced) == 1 and replaced != [pid]
+    assert same(after.json()["outputs"][0]["data"], fitted["line:1"].predict(rows))
+    assert _parser_pids() == []  # stopped with the server

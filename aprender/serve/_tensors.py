@@ -193,6 +193,29 @@ def main() -> None:
         write.flush()
 
 
+async def _exchange(process: asyncio.subprocess.Process, chunks: list[bytes]) -> tuple[dict[str, Any], bytearray]:
+    """Send a body to the parser process; its JSON header and tensor bytes."""
+    stdin, stdout = process.stdin, process.stdout
+    assert stdin is not None and stdout is not None
+    stdin.write(_FRAME.pack(sum(len(c) for c in chunks)))
+    for chunk in chunks:
+        view = memoryview(chunk)
+        for at in range(0, len(view), _PIECE):
+            stdin.write(view[at:at + _PIECE])
+            await stdin.drain()
+    header_size, data_size = struct.unpack("<QQ", await stdout.readexactly(16))
+    header = orjson.loads(await stdout.readexactly(header_size))
+    data = bytearray(data_size)
+    at = 0
+    while at < data_size:
+        piece = await stdout.read(min(_PIECE, data_size - at))
+        if not piece:
+            raise asyncio.IncompleteReadError(b"", data_size - at)
+        data[at:at + len(piece)] = piece
+        at += len(piece)
+    return header, data
+
+
 class Parser:
     """A parser process, started on first use and again if it dies; one body at a time."""
 
@@ -200,43 +223,37 @@ class Parser:
         self._process: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
 
-    async def _started(self) -> asyncio.subprocess.Process:
-        if self._process is None or self._process.returncode is not None:
-            self._process = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", "from aprender.serve._tensors import main; main()", stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, limit=1 << 20)
+    async def _start(self) -> asyncio.subprocess.Process:
+        self._process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", "from aprender.serve._tensors import main; main()", stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, limit=1 << 20)
         return self._process
 
     async def parse(self, chunks: list[bytes]) -> tuple[dict[str, Any], list[Tensor]]:
         """The request (without ``inputs``) and its input tensors, parsed in the parser process from the
         body's ``chunks``. Bytes go each way in pieces of at most a MiB, each a short copy, so that the
-        event loop serves other requests between them."""
+        event loop serves other requests between them.
+
+        A parser that had died since its last body is replaced and the body sent again; one that fails
+        on this body (killed, out of memory) fails this request with 503.
+        """
         async with self._lock:
-            process = await self._started()
-            stdin, stdout = process.stdin, process.stdout
-            assert stdin is not None and stdout is not None
+            reused = self._process is not None and self._process.returncode is None
+            process = self._process if reused else await self._start()
             try:
-                stdin.write(_FRAME.pack(sum(len(c) for c in chunks)))
-                for chunk in chunks:
-                    view = memoryview(chunk)
-                    for at in range(0, len(view), _PIECE):
-                        stdin.write(view[at:at + _PIECE])
-                        await stdin.drain()
-                header_size, data_size = struct.unpack("<QQ", await stdout.readexactly(16))
-                header = orjson.loads(await stdout.readexactly(header_size))
-                data = bytearray(data_size)
-                at = 0
-                while at < data_size:
-                    piece = await stdout.read(min(_PIECE, data_size - at))
-                    if not piece:
-                        raise asyncio.IncompleteReadError(b"", data_size - at)
-                    data[at:at + len(piece)] = piece
-                    at += len(piece)
+                header, data = await _exchange(process, chunks)
             except (OSError, asyncio.IncompleteReadError):
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
-                raise HTTPError(503, "the JSON parser process failed on this request (out of memory?); "
-                                     "send large batches as binary tensors") from None
+                self._process = None
+                try:
+                    if not reused:
+                        raise
+                    header, data = await _exchange(await self._start(), chunks)
+                except (OSError, asyncio.IncompleteReadError):
+                    self._process = None
+                    raise HTTPError(503, "the JSON parser process failed on this request (out of memory?); "
+                                         "send large batches as binary tensors") from None
         if "error" in header:
             raise HTTPError(header["status"], header["error"])
         tensors, at = [], 0
