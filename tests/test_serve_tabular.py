@@ -310,3 +310,27 @@ def test_a_large_request_is_transformed_in_slices_with_the_same_bits(served):
     assert transforms == [_rowwise._SLICE, _rowwise._SLICE, 5]
     assert np.array_equal(got["predict_proba"], model.predict_proba(rows))
     assert got["predict"].tolist() == model.predict(rows).tolist()
+
+
+def test_batched_pipelines_with_sparse_or_pandas_transforms_answer_each_request_exactly():
+    """The final estimator gets each request's own rows whatever the transforms give: a sparse
+    matrix (one-hot output kept sparse) or a DataFrame (set_output pandas)."""
+    from aprender.serve._inputs import Frame, describe_inputs
+    from aprender.serve._registry import _split
+
+    sparse = make_pipeline(ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["home city", "kind"]),
+                                              ("num", StandardScaler(), ["age"])], sparse_threshold=1.0),
+                           LogisticRegression(max_iter=500))
+    frame_out = make_pipeline(ColumnTransformer([("num", StandardScaler(), ["age", "income.k"])]),
+                              LogisticRegression()).set_output(transform="pandas")
+    data = FRAME[["age", "income.k", "home city", "kind"]].fillna({"income.k": 0.0})
+    for model, columns in ((sparse, ["age", "home city", "kind"]), (frame_out, ["age", "income.k"])):
+        model.fit(data[columns], LABELS)
+        inputs = describe_inputs(model)
+        split = _split(model, ("predict_proba",), inputs)
+        assert split is not None
+        parts = [data.iloc[a:b] for a, b in ((0, 1), (1, 5), (5, 7), (7, 20))]
+        merged = Frame.concat([inputs.records(_records(p[list(inputs.names)])) for p in parts])
+        got = split.run(merged, ("predict_proba",))["predict_proba"]
+        expected = np.concatenate([model.predict_proba(p) for p in parts])
+        assert np.array_equal(got, expected)

@@ -123,6 +123,18 @@ def _stack(parts: list[np.ndarray]) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
+def _final_method(final: Any, name: str, width: int) -> Callable[[Any], Any]:
+    """The final estimator's method, through its exact fast path for dense rows (the fast paths are
+    checked on dense float64 rows only; sparse or pandas rows take the method)."""
+    method = getattr(final, name)
+    if hasattr(final, "feature_names_in_"):  # fitted on a DataFrame (set_output pandas): it gets one
+        return method
+    fast = fast_method(final, name, width)
+    if fast is None:
+        return method
+    return lambda Xt: fast(Xt) if isinstance(Xt, np.ndarray) else method(Xt)
+
+
 def row_exact_split(estimator: Any, names: tuple[str, ...], probe: Frame) -> Split | None:
     """The :class:`Split` of a pipeline whose transforms are row-exact, or None.
 
@@ -141,7 +153,7 @@ def row_exact_split(estimator: Any, names: tuple[str, ...], probe: Frame) -> Spl
         return None
     try:
         width = head.transform(probe.frame().iloc[:1]).shape[1]
-        methods = {name: fast_method(final, name, width) or getattr(final, name) for name in names}
+        methods = {name: _final_method(final, name, width) for name in names}
         split = Split(head.transform, methods)
         got = split.run(probe, names)
         frame, start = probe.frame(), 0
