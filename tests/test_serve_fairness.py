@@ -55,7 +55,8 @@ def _v2(rows: np.ndarray, output: str = "predict") -> dict:
 def test_a_shed_request_is_answered_while_the_model_is_busy(serve_repository, monkeypatch):
     """--max-queue 1 with calls of 8 rows: one call held busy, the requests that fit in the next call
     all queue (a queue bound below the batch size does not cut the batches short), and the one that
-    finds the next call full gets its 503 while the held call is still running."""
+    finds the next call full gets its 503 while the held call is still running, before its body is
+    even read."""
     root, fitted = serve_repository
     gate, entered, calls = _hold_calls(monkeypatch, lambda X: len(X) == 2)
     parts = [(0, 2), (2, 5), (5, 8), (8, 10)]  # held, then 3 + 3 + 2 rows: the next call's 8
@@ -71,15 +72,17 @@ def test_a_shed_request_is_answered_while_the_model_is_busy(serve_repository, mo
             while (await client.get("/v1/metrics")).json()["queue_depth"] != len(queued):
                 await asyncio.sleep(0.005)
             refused = await client.post("/v2/models/pca/infer", json=_v2(X[10:11], "transform"))
-            busy = not held.done()  # the 503 came back while the held call was still running
+            unread = await client.post("/v2/models/pca/infer", content=b"{not even JSON")
+            busy = not held.done()  # the 503s came back while the held call was still running
             gate.set()
-            return refused, busy, [await held] + [await q for q in queued]
+            return refused, unread, busy, [await held] + [await q for q in queued]
 
     with serving(ServeConfig((str(root / "pca"),), max_queue=1, max_batch_size=8)) as url:
         calls.clear()  # (warm-up)
-        refused, busy, answers = asyncio.run(scenario(url))
+        refused, unread, busy, answers = asyncio.run(scenario(url))
     assert refused.status_code == 503 and refused.headers["retry-after"] == "1" and busy
     assert refused.json() == {"error": "service_overloaded", "code": "E_OVERLOADED", "retry_after_ms": 100}
+    assert unread.status_code == 503  # refused before its body was read (it would be a 400)
     assert calls == [2, 8]  # the three queued requests went in one call
     pca = fitted["pca:1"]
     for answer, (a, b) in zip(answers, parts, strict=True):

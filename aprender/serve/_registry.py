@@ -407,13 +407,21 @@ class Registry:
                     stats.queue.dec()
         except Overloaded:
             stats.failure.inc()
-            raise HTTPError(503, "service_overloaded", "E_OVERLOADED", headers={"Retry-After": "1"},
-                            extra={"retry_after_ms": 100}) from None
+            raise _overloaded() from None
         except (ValueError, TypeError) as exc:
             stats.failure.inc()
             raise HTTPError(400, f"model '{version.name}' rejected the input: {exc}") from None
         stats.success.inc()
         return model, result
+
+    def refuse_if_full(self, model: LoadedModel) -> None:
+        """503 at once, before the request's body is read, when every queue of ``model`` is full (see
+        :class:`~aprender.serve.Batcher`): a large body would otherwise be read and parsed only to be
+        refused."""
+        if model.batchers and all(b.full for b in model.batchers.values()):
+            if model.metrics is not None:
+                model.metrics.failure.inc()
+            raise _overloaded()
 
     def _batcher(self, model: LoadedModel, outputs: tuple[str, ...], run: Any, stats: ModelMetrics) -> Batcher:
         batcher = model.batchers.get(outputs)
@@ -427,6 +435,11 @@ class Registry:
         if version.settings.max_batch_time is not None:
             return version.settings.max_batch_time
         return self.limits.max_batch_time
+
+
+def _overloaded() -> HTTPError:
+    return HTTPError(503, "service_overloaded", "E_OVERLOADED", headers={"Retry-After": "1"},
+                     extra={"retry_after_ms": 100})
 
 
 def _runner(model: LoadedModel, outputs: tuple[str, ...]) -> Any:

@@ -200,6 +200,7 @@ def _bytes_tensor(values: np.ndarray) -> bytes:
 async def infer(call: Call) -> Reply:
     registry = call.registry
     model = await registry.get(registry.resolve(call.params["model"], call.params.get("version")))
+    registry.refuse_if_full(model)
     request_json, X = await _read_request(call, model.inputs)
     requested = _requested(request_json, model)
     _, results = await registry.infer(model.version, X, tuple(n for n, _ in requested), model)
