@@ -41,6 +41,9 @@ _FRAME = struct.Struct("<Q")
 #: v2 datatype -> numpy dtype (little-endian, as the binary extension sends them).
 DTYPES = {"BOOL": "?", "UINT8": "<u1", "UINT16": "<u2", "UINT32": "<u4", "UINT64": "<u8", "INT8": "<i1",
            "INT16": "<i2", "INT32": "<i4", "INT64": "<i8", "FP16": "<f2", "FP32": "<f4", "FP64": "<f8"}
+#: What the server reads of a request besides its inputs.
+_REQUEST_KEYS = ("id", "parameters", "outputs")
+
 
 def _flat(data: Any, name: str) -> list[Any]:
     """JSON tensor data, nested or flat, as a flat list."""
@@ -174,7 +177,7 @@ def _encode(body: bytes) -> list[bytes]:
             chunks = [orjson.dumps(values[i:i + _CHUNK]) for i in range(0, len(values), _CHUNK)]
             described.append({"name": name, "shape": shape, "chunks": [len(c) for c in chunks]})
             blobs.extend(chunks)
-    rest = {k: v for k, v in request_json.items() if k != "inputs"}
+    rest = {k: request_json[k] for k in _REQUEST_KEYS if k in request_json}
     return [orjson.dumps({"request": rest, "tensors": described}), *blobs]
 
 
