@@ -6,7 +6,10 @@ same DataFrame, exactly: strings, categories, nullable integers and missing valu
 
 from __future__ import annotations
 
+import asyncio
 import io
+import itertools
+import threading
 
 import httpx
 import numpy as np
@@ -205,6 +208,129 @@ def test_csv_with_a_missing_string():
     from aprender.serve._inputs import BYTES, FP64, Column, Inputs
 
     inputs = Inputs("frame", 2, (Column("x", FP64), Column("c", BYTES)))
-    frame = inputs.from_columns(pd.read_csv(io.StringIO("x,c\n1.5,\n,b\n")).to_dict(orient="list"))
+    frame = inputs.from_columns(pd.read_csv(io.StringIO("x,c\n1.5,\n,b\n")).to_dict(orient="list")).frame()
     assert frame["x"].tolist()[0] == 1.5 and np.isnan(frame["x"].tolist()[1])
     assert frame["c"].isna().tolist() == [True, False] and frame["c"][1] == "b"
+
+
+def test_concurrent_dataframe_requests_are_batched_and_each_answer_is_exact(served, monkeypatch, tmp_path):
+    """Requests that queue while a call runs go in one call (one ColumnTransformer.transform for all
+    their rows), yet each answer has the bits of the pipeline's own predict_proba on that request's
+    DataFrame alone, which a plain merged predict_proba does not give (BLAS sums a matrix-vector
+    product in another order than one row's dot product)."""
+    from aprender.serve import _registry
+
+    _, loaded, _ = served
+    model = loaded["churn"]
+    aprender.save(model, tmp_path / "churn.apr")
+    gate, entered, calls = threading.Event(), threading.Event(), []
+    real_runner = _registry._runner
+
+    def held_runner(loaded_model, outputs):
+        run = real_runner(loaded_model, outputs)
+
+        def held(X):
+            calls.append(X.bounds)
+            if len(calls) == 1:  # the first call waits until the others have queued behind it
+                entered.set()
+                gate.wait(30)
+            return run(X)
+
+        return held
+
+    monkeypatch.setattr(_registry, "_runner", held_runner)
+    sizes = [1, 3, 1, 2, 5, 1, 4, 1, 2]
+    starts = np.cumsum([0, *sizes])
+    frames = [FRAME.iloc[a:b] for a, b in itertools.pairwise(starts)]
+
+    def body(rows):
+        return {"model_id": "churn:1", "features": _records(rows), "options": {"return_probabilities": True}}
+
+    async def scenario():
+        async with httpx.AsyncClient(base_url=url) as client:
+            first = asyncio.ensure_future(client.post("/predict", json=body(frames[0])))
+            while not entered.is_set():
+                await asyncio.sleep(0.01)
+            rest = [asyncio.ensure_future(client.post("/predict", json=body(f))) for f in frames[1:]]
+            while (await client.get("/v1/metrics")).json()["queue_depth"] < len(rest):
+                await asyncio.sleep(0.01)
+            gate.set()
+            return [await first] + [await r for r in rest]
+
+    with serving(ServeConfig((str(tmp_path / "churn.apr"),))) as url:
+        meta = httpx.get(f"{url}/v2/models/churn").json()["parameters"]
+        assert "batched exactly" in meta["warmup"] and meta["max_batch_size"] == 64
+        calls.clear()  # (the readiness probe's calls)
+        answers = asyncio.run(scenario())
+    # the queued requests went in one call (in the order they arrived, which the connections decide)
+    assert calls[0] == (1,) and sorted(calls[1]) == sorted(sizes[1:])
+    for rows, answer in zip(frames, answers, strict=True):
+        got = answer.json()
+        assert answer.status_code == 200, answer.text
+        assert np.array_equal(np.array(got["probabilities"]), model.predict_proba(rows))  # bit for bit
+        assert got["prediction"] == model.predict(rows).tolist()
+
+
+def test_only_row_exact_transforms_are_batched():
+    """A transform whose rows depend on the batch's arithmetic (PCA's matrix product) or on unknown
+    code (FunctionTransformer) keeps batching off; scalers and encoders get it."""
+    from aprender.decomposition import PCA
+    from aprender.preprocessing import FunctionTransformer
+    from aprender.serve._inputs import describe_inputs
+    from aprender.serve._registry import _split
+
+    numbers = FRAME[["age", "income.k"]].fillna(0.0)
+    outputs = ("predict", "predict_proba")
+    for head, batched in ((StandardScaler(), True), (PCA(n_components=2), False),
+                          (FunctionTransformer(np.log1p), False)):
+        columns = ColumnTransformer([("num", head, ["age", "income.k"])])
+        model = make_pipeline(columns, LogisticRegression()).fit(numbers, LABELS)
+        inputs = describe_inputs(model)
+        assert inputs.kind == "frame"
+        assert (_split(model, outputs, inputs) is not None) is batched, head
+
+
+def test_a_large_request_is_transformed_in_slices_with_the_same_bits(served):
+    """A request of more rows than one slice: the transforms run slice by slice (so that the thread
+    gives the event loop the GIL back between them), and the answer is the pipeline's own."""
+    from aprender.serve import _rowwise
+    from aprender.serve._inputs import describe_inputs
+    from aprender.serve._registry import _split
+
+    _, loaded, _ = served
+    model = loaded["churn"]
+    rows = FRAME.sample(_rowwise._SLICE * 2 + 5, replace=True, random_state=0).reset_index(drop=True)
+    inputs = describe_inputs(model)
+    X = inputs.records(_records(rows))
+    split = _split(model, ("predict", "predict_proba"), inputs)
+    transforms = []
+    real = split.transform
+    split = _rowwise.Split(lambda f: transforms.append(len(f)) or real(f), split.final)
+    got = split.run(X, ("predict", "predict_proba"))
+    assert transforms == [_rowwise._SLICE, _rowwise._SLICE, 5]
+    assert np.array_equal(got["predict_proba"], model.predict_proba(rows))
+    assert got["predict"].tolist() == model.predict(rows).tolist()
+
+
+def test_batched_pipelines_with_sparse_or_pandas_transforms_answer_each_request_exactly():
+    """The final estimator gets each request's own rows whatever the transforms give: a sparse
+    matrix (one-hot output kept sparse) or a DataFrame (set_output pandas)."""
+    from aprender.serve._inputs import Frame, describe_inputs
+    from aprender.serve._registry import _split
+
+    sparse = make_pipeline(ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["home city", "kind"]),
+                                              ("num", StandardScaler(), ["age"])], sparse_threshold=1.0),
+                           LogisticRegression(max_iter=500))
+    frame_out = make_pipeline(ColumnTransformer([("num", StandardScaler(), ["age", "income.k"])]),
+                              LogisticRegression()).set_output(transform="pandas")
+    data = FRAME[["age", "income.k", "home city", "kind"]].fillna({"income.k": 0.0})
+    for model, columns in ((sparse, ["age", "home city", "kind"]), (frame_out, ["age", "income.k"])):
+        model.fit(data[columns], LABELS)
+        inputs = describe_inputs(model)
+        split = _split(model, ("predict_proba",), inputs)
+        assert split is not None
+        parts = [data.iloc[a:b] for a, b in ((0, 1), (1, 5), (5, 7), (7, 20))]
+        merged = Frame.concat([inputs.records(_records(p[list(inputs.names)])) for p in parts])
+        got = split.run(merged, ("predict_proba",))["predict_proba"]
+        expected = np.concatenate([model.predict_proba(p) for p in parts])
+        assert np.array_equal(got, expected)

@@ -78,6 +78,28 @@ def test_infer_equals_the_model(client, models, binary):
     assert result.get_response()["model_version"] == "1"
 
 
+def test_a_large_json_output_is_written_in_chunks_with_the_same_values(client, server, models, monkeypatch):
+    """A JSON output of more values than one chunk goes out in parts (here chunks of 7 values), beside
+    a binary output and with the request's id: tritonclient reads the same values, bit for bit."""
+    from aprender.serve import _v2
+
+    monkeypatch.setattr(_v2, "_CHUNK", 7)
+    model = models[1]["iris:1"]
+    outputs = [triton.InferRequestedOutput("predict_proba", binary_data=False),
+               triton.InferRequestedOutput("predict", binary_data=True)]
+    result = client.infer("iris", [_input(X[:50])], model_version="1", outputs=outputs, request_id="big")
+    assert same(result.as_numpy("predict_proba"), model.predict_proba(X[:50]))
+    assert same(result.as_numpy("predict"), model.predict(X[:50]))
+    assert result.get_response()["id"] == "big"
+    body = {"inputs": [{"name": "x", "shape": [30, 4], "datatype": "FP64", "data": X[:30].tolist()}],
+            "outputs": [{"name": "predict"}, {"name": "predict_proba"}]}
+    answer = httpx.post(f"{server}/v2/models/iris/versions/1/infer", json=body)
+    assert int(answer.headers["content-length"]) == len(answer.content)
+    out = {o["name"]: o for o in answer.json()["outputs"]}
+    assert same(out["predict"]["data"], model.predict(X[:30]))
+    assert same(np.reshape(out["predict_proba"]["data"], (30, 3)), model.predict_proba(X[:30]))
+
+
 def test_infer_default_output_and_float32(client, models):
     model = models[1]["iris:2"]
     rows = X[:10].astype(np.float32)

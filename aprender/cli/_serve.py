@@ -27,11 +27,13 @@ _MIB = 1 << 20
 @click.option("--max-model-memory", type=click.FloatRange(min=0), metavar="MIB",
               help="MiB of model files kept loaded (LRU).")
 @click.option("--max-batch-size", type=click.IntRange(min=1),
-              help="Rows per model call (1: no batching). [64 for trees, forests, KNN, SVC; 1 otherwise]")
+              help="Rows per model call (1: no batching). [64 for trees, forests, KNN, SVC and DataFrame "
+              "pipelines that batch exactly; 1 otherwise]")
 @click.option("--max-batch-time", default=0.0, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
               help="Wait this long for more rows once a batch is queued.")
 @click.option("--max-queue", default=1024, show_default=True, type=click.IntRange(min=1),
-              help="Requests waiting per model before 503.")
+              help="Requests (not rows) waiting per model and output set beyond those that fit in the next "
+              "call: one more gets 503 at once. Never cuts a batch short.")
 @click.option("--max-body-size", default=64.0, show_default=True, type=click.FloatRange(min=0), metavar="MIB",
               help="Largest request body (413 above).")
 @click.option("--api-key", envvar="APRENDER_API_KEY", help="Bearer token for the repository and load/unload routes "

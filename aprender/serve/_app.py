@@ -52,12 +52,14 @@ class ServeConfig:
     max_model_memory : int, optional
         Most bytes of model files kept loaded (LRU).
     max_batch_size : int, optional
-        Rows per model call for every model without a ``model-settings.json`` value;
-        by default 64 for trees, forests, KNN and SVC and 1 (no batching) for the rest.
+        Rows per model call for every model without a ``model-settings.json`` value; by default 64
+        for trees, forests, KNN, SVC and DataFrame pipelines that batch exactly, 1 (no batching) for
+        the rest.
     max_batch_time : float
         Seconds to wait for more rows once a batch is queued (0: none).
     max_queue : int
-        Requests waiting per model (and output set) before 503.
+        Requests (not rows) waiting per model and output set beyond those that fit in the next call;
+        one more is refused with 503 at once.
     max_body_size : int
         Largest request body in bytes (413 above).
     api_key : str, optional
@@ -266,6 +268,7 @@ def create_app(config: ServeConfig, *, freeze_gc: bool = False) -> Starlette:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            await registry.parser.close()
 
     routes = [*_realizar.routes, *_v2.routes, *_ollama.routes, *_mlflow.routes,
               Route("/metrics", _metrics_text, methods=["GET"]),
@@ -309,7 +312,7 @@ def run(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, workers:
     if hasattr(os, "fork"):
         from aprender.serve._workers import serve_forked
 
-        serve_forked(config, host, port, workers, log_level)
+        serve_forked(lambda: create_app(config, freeze_gc=True), host, port, workers, log_level)
         return
     folder = tempfile.mkdtemp(prefix="aprender-serve-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder

@@ -5,8 +5,12 @@ dispatched at once, so a lone client never waits for a window; requests arriving
 runs queue up and go together in the next call, up to ``max_batch_size`` rows (a request with
 more rows goes alone), optionally waiting up to ``max_batch_time`` seconds from the first queued
 request for more rows. Results are split back per request. If a merged call fails, its requests
-are rerun one by one so that a bad input fails only itself. The queue is bounded: a request
-finding ``max_queue`` requests waiting raises :class:`Overloaded`.
+are rerun one by one so that a bad input fails only itself.
+
+The queue is bounded, in requests: a request is refused (:class:`Overloaded`, at once, before it
+waits for anything) when ``max_queue`` requests are already waiting *and* their rows already fill
+the next call (``max_batch_size`` rows). A request that still fits in the next call is never
+refused, so a queue bound below the batch size cannot cut the batches short.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from aprender.serve._inputs import Frame
 
 __all__ = ["Batcher", "Overloaded"]
 
@@ -49,7 +55,8 @@ class Batcher:
         Seconds to wait for more rows, from the first queued request, before a call that is
         not full; 0 dispatches whatever is queued as soon as the model is free.
     max_queue : int
-        Most requests waiting; one more raises :class:`Overloaded`.
+        Most requests waiting beyond those that fit in the next call: one more, when the waiting rows
+        already fill a call, raises :class:`Overloaded`.
     on_batch : callable, optional
         ``on_batch(rows)`` after each call, for metrics.
     inline_rows : int
@@ -74,6 +81,7 @@ class Batcher:
         self.max_queue = max_queue
         self._on_batch = on_batch
         self._queue: deque[_Pending] = deque()
+        self._rows = 0  # rows waiting
         self._worker: asyncio.Task[None] | None = None
         self._arrived: asyncio.Event | None = None
 
@@ -82,31 +90,34 @@ class Batcher:
         """Requests waiting for a call."""
         return len(self._queue)
 
+    @property
+    def full(self) -> bool:
+        """Whether a request arriving now is refused: ``max_queue`` requests wait and fill the next call."""
+        return len(self._queue) >= self.max_queue and self._rows >= self.max_batch_size
+
     async def submit(self, X: np.ndarray) -> Outputs:
-        """Queue ``X`` (a 2-D array, 1-D documents or a DataFrame) and wait for its outputs.
+        """Queue ``X`` (a 2-D array, 1-D documents or a :class:`~aprender.serve._inputs.Frame`); wait for its outputs.
 
         Raises :class:`Overloaded` on a full queue.
         """
-        if len(self._queue) >= self.max_queue:
-            raise Overloaded(f"{len(self._queue)} requests already waiting")
+        if self.full:
+            raise Overloaded(f"{len(self._queue)} requests ({self._rows} rows) already waiting")
         loop = asyncio.get_running_loop()
         pending = _Pending(X, loop.create_future(), time.monotonic())
         self._queue.append(pending)
+        self._rows += len(X)
         if self._arrived is not None:
             self._arrived.set()
         if self._worker is None or self._worker.done():
             self._worker = loop.create_task(self._drain())
         return await pending.future
 
-    def _rows_queued(self) -> int:
-        return sum(len(p.X) for p in self._queue)
-
     async def _wait_for_rows(self) -> None:
         """Wait until ``max_batch_size`` rows are queued or ``max_batch_time`` has passed."""
         deadline = self._queue[0].queued_at + self.max_batch_time
         self._arrived = asyncio.Event()
         try:
-            while self._rows_queued() < self.max_batch_size and (left := deadline - time.monotonic()) > 0:
+            while self._rows < self.max_batch_size and (left := deadline - time.monotonic()) > 0:
                 self._arrived.clear()
                 try:
                     await asyncio.wait_for(self._arrived.wait(), left)
@@ -125,6 +136,7 @@ class Batcher:
                 break
             batch.append(self._queue.popleft())
             rows += len(nxt.X)
+        self._rows -= rows
         return batch
 
     async def _drain(self) -> None:
@@ -168,18 +180,16 @@ class Batcher:
 
 
 def _same_kind(a: Any, b: Any) -> bool:
-    """Whether two inputs can go in one call: arrays of one dtype, or DataFrames of the same columns and dtypes."""
+    """Whether two inputs can go in one call: arrays of one dtype, or frames of the same columns and dtypes."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype and a.ndim == b.ndim
-    return list(a.columns) == list(b.columns) and list(a.dtypes) == list(b.dtypes)
+    return isinstance(a, Frame) and isinstance(b, Frame) and a.kind() == b.kind()
 
 
 def _concat(parts: list[Any]) -> Any:
     if isinstance(parts[0], np.ndarray):
         return np.concatenate(parts)
-    import pandas as pd
-
-    return pd.concat(parts, ignore_index=True)
+    return Frame.concat(parts)
 
 
 def _settle(future: asyncio.Future[Outputs], result: Outputs | None = None, *,

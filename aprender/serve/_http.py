@@ -98,6 +98,13 @@ async def receive_body(headers: list[tuple[bytes, bytes]], receive: Receive, lim
 
     Raises :class:`starlette.requests.ClientDisconnect` if the client goes away first.
     """
+    chunks = await receive_chunks(headers, receive, limit)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def receive_chunks(headers: list[tuple[bytes, bytes]], receive: Receive, limit: int) -> list[bytes]:
+    """The request body as the chunks it arrived in (see :func:`receive_body`): a large body is never
+    copied into one object on the event loop."""
     declared = header(headers, b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise HTTPError(413, f"request body of {int(declared)} bytes exceeds the limit of {limit} bytes "
@@ -114,7 +121,7 @@ async def receive_body(headers: list[tuple[bytes, bytes]], receive: Receive, lim
             raise HTTPError(413, f"request body exceeds the limit of {limit} bytes (--max-body-size)")
         chunks.append(chunk)
         if not message.get("more_body", False):
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            return chunks
 
 
 async def read_body(request: Request) -> bytes:
@@ -193,6 +200,10 @@ class Call:
         """The request body (413 above ``max_body_size``); read once."""
         return await receive_body(self.headers, self.receive, self.max_body_size)
 
+    async def read_chunks(self) -> list[bytes]:
+        """The request body as the chunks it arrived in (413 above ``max_body_size``); read once."""
+        return await receive_chunks(self.headers, self.receive, self.max_body_size)
+
     async def read_json(self) -> dict[str, Any]:
         """The request body as a JSON object (400 if it is not one)."""
         return json_object(await self.read())
@@ -200,7 +211,8 @@ class Call:
 
 @dataclass(frozen=True)
 class Reply:
-    """An inference route's answer: one body, or a tuple of chunks streamed as they are (NDJSON).
+    """An inference route's answer: one body, or a tuple of chunks streamed as they are (NDJSON, or a
+    large answer with its ``Content-Length`` in ``headers``).
 
     Examples
     --------
@@ -222,10 +234,20 @@ def error_reply(exc: HTTPError) -> Reply:
     return Reply(dumps({"error": exc.message, "code": exc.code, **exc.extra}), exc.status, headers=exc.headers)
 
 
+#: A body larger than this is sent in pieces of this size, each a short write with the event
+#: loop's other work between them.
+_PIECE = 1 << 20
+
+
 async def send_reply(send: Send, reply: Reply) -> None:
     """Send ``reply`` as ASGI messages (what Starlette's Response and StreamingResponse send)."""
     headers = [(b"content-type", reply.content_type.encode("latin-1"))]
     headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()]
+    if isinstance(reply.body, bytes) and len(reply.body) > _PIECE:
+        view = memoryview(reply.body)
+        reply = Reply(tuple(view[i:i + _PIECE] for i in range(0, len(view), _PIECE)), reply.status,
+                      reply.content_type, reply.headers)
+        headers.append((b"content-length", str(len(view)).encode("latin-1")))
     if isinstance(reply.body, bytes):
         headers.append((b"content-length", str(len(reply.body)).encode("latin-1")))
         await send({"type": "http.response.start", "status": reply.status, "headers": headers})

@@ -7,8 +7,9 @@ Three kinds of model:
   and may be sent one by one.
 - **frame**: a DataFrame pipeline whose columns are strings as well as numbers (a
   ``ColumnTransformer`` selecting columns by name, encoders of string categories,
-  HistGradientBoosting with categorical columns). Requests name the columns; a ``pandas.DataFrame``
-  with the fitted column order is built, strings as ``object`` columns and numbers as ``float64``.
+  HistGradientBoosting with categorical columns). Requests name the columns, which become a
+  :class:`Frame` (strings as ``object`` arrays, numbers as ``float64``); the model gets one
+  ``pandas.DataFrame`` in the fitted column order per call, for all the requests batched in it.
 - **text**: a pipeline that starts with a text vectorizer; its input is one string per row.
 
 A column's type comes from what first reads it: a string column is one whose imputer statistics
@@ -28,7 +29,7 @@ import numpy as np
 
 from aprender.serve._http import HTTPError
 
-__all__ = ["Column", "Inputs", "describe_inputs", "rows_of"]
+__all__ = ["Column", "Frame", "Inputs", "describe_inputs", "known_strings", "rows_of"]
 
 #: The v2 datatype of each column kind.
 BYTES, FP64 = "BYTES", "FP64"
@@ -42,6 +43,50 @@ class Column:
 
     name: str
     datatype: str
+
+
+class Frame:
+    """A frame model's input: named columns (1-D arrays of equal length), turned into one
+    ``pandas.DataFrame`` only when the model is called, so that a batch of requests builds one
+    DataFrame, not one per request and a concatenation.
+
+    ``bounds`` holds the number of rows of each request merged into it, in order.
+
+    Examples
+    --------
+    >>> a = Frame({"x": np.array([1.0, 2.0])}, ("x",))
+    >>> both = Frame.concat([a, Frame({"x": np.array([3.0])}, ("x",))])
+    >>> len(both), both.bounds, both.frame()["x"].tolist()
+    (3, (2, 1), [1.0, 2.0, 3.0])
+    """
+
+    __slots__ = ("bounds", "columns", "names")
+
+    def __init__(self, columns: Mapping[str, np.ndarray], names: tuple[str, ...],
+                 bounds: tuple[int, ...] | None = None) -> None:
+        self.columns = columns
+        self.names = names
+        self.bounds = bounds if bounds is not None else (len(columns[names[0]]),)
+
+    def __len__(self) -> int:
+        return sum(self.bounds)
+
+    def kind(self) -> tuple[Any, ...]:
+        """What must agree for two frames to go in one call: column names and dtypes."""
+        return tuple((name, self.columns[name].dtype) for name in self.names)
+
+    def frame(self) -> Any:
+        """The ``pandas.DataFrame``, columns in fitted order."""
+        import pandas as pd
+
+        return pd.DataFrame(self.columns, columns=list(self.names))
+
+    @classmethod
+    def concat(cls, parts: Sequence[Frame]) -> Frame:
+        """The rows of ``parts`` one after another; ``bounds`` keeps each request's rows."""
+        names = parts[0].names
+        return cls({name: np.concatenate([p.columns[name] for p in parts]) for name in names}, names,
+                   tuple(n for p in parts for n in p.bounds))
 
 
 def rows_of(X: Any) -> int:
@@ -132,7 +177,8 @@ class Inputs:
         return self.from_columns({c.name: [r.get(c.name) for r in records] for c in self.columns}, what)
 
     def from_columns(self, values: Mapping[str, Sequence[Any] | np.ndarray], what: str = "inputs") -> Any:
-        """Columns by name (each a list or a 1-D array, equally long): the model's input.
+        """Columns by name (each a list or a 1-D array, equally long): the model's input (a
+        :class:`Frame` for a frame model).
 
         A missing column is refused, except a string column, which is then all missing.
         """
@@ -158,15 +204,28 @@ class Inputs:
             return arrays["text"]
         if self.kind == "matrix":
             return np.column_stack([arrays[c.name] for c in self.columns])
-        import pandas as pd
-
-        return pd.DataFrame(arrays, columns=list(self.names))
+        return Frame(arrays, self.names)
 
     def warm(self) -> Any:
         """One row of valid input (zeros, empty strings) to warm the model up with."""
         if self.kind == "matrix":
             return np.zeros((1, self.n_features))
         return self.from_columns({c.name: [0.0 if c.datatype != BYTES else ""] for c in self.columns}, "warm-up")
+
+    def probe(self, strings: Mapping[str, Sequence[str]], bounds: tuple[int, ...] = (1, 3, 2)) -> Frame:
+        """Requests of a frame model merged (``bounds``): numbers of several magnitudes and signs, and
+        the strings each column is known to take (``strings``, else ``""``)."""
+        n = sum(bounds)
+        rng = np.random.default_rng(0)
+        columns: dict[str, list[Any]] = {}
+        for column in self.columns:
+            if column.datatype == BYTES:
+                known = list(strings.get(column.name) or [""])
+                columns[column.name] = [known[i % len(known)] for i in range(n)]
+            else:
+                columns[column.name] = (rng.standard_normal(n) * 10.0 ** rng.integers(-2, 4, n)).tolist()
+        frame = self.from_columns(columns, "probe")
+        return Frame(frame.columns, frame.names, bounds)
 
 
 def _column(raw: Sequence[Any] | np.ndarray, column: Column, what: str) -> np.ndarray:
@@ -253,6 +312,26 @@ def _string_columns(transformer: Any, n: int) -> list[bool]:
         if name not in ("FunctionTransformer", "MissingIndicator"):
             break  # a numeric step: what it reads are numbers
     return [False] * n
+
+
+def known_strings(estimator: Any) -> dict[int, list[str]]:
+    """The string categories each column's encoder was fitted on, by column index (for probes)."""
+    transformer = _column_transformer(estimator)
+    if transformer is None:
+        return {}
+    fitted = dict((name, t) for name, t, _ in transformer.transformers_)
+    out: dict[int, list[str]] = {}
+    for name, indices in transformer._transformer_to_input_indices.items():
+        part = fitted.get(name)
+        steps = [s for _, s in part.steps] if hasattr(part, "steps") else [part]
+        encoder = next((s for s in steps if hasattr(s, "categories_")), None)
+        if encoder is None or len(encoder.categories_) != len(indices):
+            continue
+        for i, categories in zip(indices, encoder.categories_, strict=True):
+            strings = [c for c in np.asarray(categories, dtype=object).tolist() if isinstance(c, str)]
+            if strings:
+                out[int(i)] = strings
+    return out
 
 
 def _column_transformer(estimator: Any) -> Any:

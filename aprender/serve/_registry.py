@@ -26,7 +26,7 @@ from aprender.format import apr
 from aprender.serve._batching import Batcher, Overloaded
 from aprender.serve._fast import fast_method
 from aprender.serve._http import HTTPError
-from aprender.serve._inputs import Inputs, describe_inputs, rows_of
+from aprender.serve._inputs import Frame, Inputs, describe_inputs, known_strings, rows_of
 from aprender.serve._metrics import Metrics, ModelMetrics
 from aprender.serve._repository import (
     OUTPUTS,
@@ -41,6 +41,8 @@ from aprender.serve._repository import (
     scan,
     scan_model,
 )
+from aprender.serve._rowwise import Split, row_exact_split
+from aprender.serve._tensors import Parser
 
 __all__ = ["Limits", "LoadedModel", "Registry"]
 
@@ -89,6 +91,7 @@ class LoadedModel:
     runners: dict[tuple[str, ...], Any] = field(default_factory=dict)
     metrics: ModelMetrics | None = None
     scanned: Version | None = None
+    split: Split | None = None
 
     @property
     def n_features(self) -> int:
@@ -116,6 +119,7 @@ def _warm(estimator: Any, outputs: tuple[str, ...], inputs: Inputs) -> tuple[str
     """Call every output a few times on a row of zeros (empty strings); return what happened and each
     output's dtype and shape per row (guessed from ``classes_`` if that row is refused)."""
     row = inputs.warm()
+    row = row.frame() if isinstance(row, Frame) else row
     try:
         for _ in range(_WARMUP_CALLS):
             results = {name: np.asarray(getattr(estimator, name)(row)) for name in outputs}
@@ -129,12 +133,20 @@ def _warm(estimator: Any, outputs: tuple[str, ...], inputs: Inputs) -> tuple[str
             {name: (value.dtype, value.shape[1:]) for name, value in results.items()})
 
 
-def _batch_size(version: Version, limits: Limits) -> int:
+def _batch_size(version: Version, limits: Limits, split: Split | None) -> int:
     if version.settings.max_batch_size is not None:
         return max(1, version.settings.max_batch_size)
     if limits.max_batch_size is not None:
         return max(1, limits.max_batch_size)
-    return _DEFAULT_BATCH if version.estimator.startswith(_BATCHED) else 1
+    return _DEFAULT_BATCH if split is not None or version.estimator.startswith(_BATCHED) else 1
+
+
+def _split(estimator: Any, outputs: tuple[str, ...], inputs: Inputs) -> Split | None:
+    """A DataFrame pipeline's exact batching (see :mod:`aprender.serve._rowwise`), or None."""
+    if inputs.kind != "frame":
+        return None
+    strings = {inputs.names[i]: values for i, values in known_strings(estimator).items() if i < inputs.n_features}
+    return row_exact_split(estimator, outputs, inputs.probe(strings))
 
 
 def load_version(version: Version, limits: Limits, policy: Policy) -> LoadedModel:
@@ -171,8 +183,11 @@ def load_version(version: Version, limits: Limits, policy: Policy) -> LoadedMode
     if fast:
         warmup += f"; exact fast path for {', '.join(name for name in outputs if name in fast)}"
     methods = {name: method or getattr(estimator, name) for name, method in methods.items()}
+    split = _split(estimator, outputs, inputs)
+    if split is not None:
+        warmup += "; batched exactly (the transforms once per batch, the final estimator once per request)"
     return LoadedModel(version, estimator, outputs, time.perf_counter() - start, time.time(),
-                       warmup, signature, inputs, _batch_size(version, limits), methods, fast)
+                       warmup, signature, inputs, _batch_size(version, limits, split), methods, fast, split=split)
 
 
 class Registry:
@@ -199,6 +214,8 @@ class Registry:
         self.ready = False
         self._cache: OrderedDict[tuple[str, int], LoadedModel] = OrderedDict()
         self._loading: dict[tuple[str, int], asyncio.Future[LoadedModel]] = {}
+        #: Parses large JSON request bodies in a child process (see aprender.serve._tensors).
+        self.parser = Parser()
 
     # -- resolution -------------------------------------------------------------------
 
@@ -390,13 +407,21 @@ class Registry:
                     stats.queue.dec()
         except Overloaded:
             stats.failure.inc()
-            raise HTTPError(503, "service_overloaded", "E_OVERLOADED", headers={"Retry-After": "1"},
-                            extra={"retry_after_ms": 100}) from None
+            raise _overloaded() from None
         except (ValueError, TypeError) as exc:
             stats.failure.inc()
             raise HTTPError(400, f"model '{version.name}' rejected the input: {exc}") from None
         stats.success.inc()
         return model, result
+
+    def refuse_if_full(self, model: LoadedModel) -> None:
+        """503 at once, before the request's body is read, when every queue of ``model`` is full (see
+        :class:`~aprender.serve.Batcher`): a large body would otherwise be read and parsed only to be
+        refused."""
+        if model.batchers and all(b.full for b in model.batchers.values()):
+            if model.metrics is not None:
+                model.metrics.failure.inc()
+            raise _overloaded()
 
     def _batcher(self, model: LoadedModel, outputs: tuple[str, ...], run: Any, stats: ModelMetrics) -> Batcher:
         batcher = model.batchers.get(outputs)
@@ -412,11 +437,21 @@ class Registry:
         return self.limits.max_batch_time
 
 
+def _overloaded() -> HTTPError:
+    return HTTPError(503, "service_overloaded", "E_OVERLOADED", headers={"Retry-After": "1"},
+                     extra={"retry_after_ms": 100})
+
+
 def _runner(model: LoadedModel, outputs: tuple[str, ...]) -> Any:
     methods = [(name, model.methods[name]) for name in outputs]
+    names, split = outputs, model.split
 
     def run(X: Any) -> dict[str, np.ndarray]:
-        outputs = {name: np.asarray(method(X)) for name, method in methods}
+        if isinstance(X, Frame) and split is not None:
+            outputs = split.run(X, names)
+        else:
+            Xm = X.frame() if isinstance(X, Frame) else X
+            outputs = {name: np.asarray(method(Xm)) for name, method in methods}
         for name, value in outputs.items():
             if value.ndim == 0 or value.shape[0] != rows_of(X):
                 raise ValueError(f"{name}() did not return one row per input row (shape {value.shape}); "

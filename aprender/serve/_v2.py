@@ -12,6 +12,7 @@ tritonclient sends none.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import struct
 from typing import Any
@@ -36,14 +37,16 @@ from aprender.serve._http import (
 )
 from aprender.serve._inputs import Inputs, check_rows
 from aprender.serve._registry import LoadedModel
+from aprender.serve._tensors import DTYPES, OFFLOAD_BYTES, Tensor, read_tensors
 
 __all__ = ["calls", "routes"]
 
-#: v2 datatype -> numpy dtype (little-endian, as the binary extension sends them).
-_DTYPES = {"BOOL": "?", "UINT8": "<u1", "UINT16": "<u2", "UINT32": "<u4", "UINT64": "<u8", "INT8": "<i1",
-           "INT16": "<i2", "INT32": "<i4", "INT64": "<i8", "FP16": "<f2", "FP32": "<f4", "FP64": "<f8"}
-_NAMES = {np.dtype(v): k for k, v in _DTYPES.items()}
+_NAMES = {np.dtype(v): k for k, v in DTYPES.items()}
 _HEADER = b"inference-header-content-length"
+#: Values of a request above which its conversion into the model's input runs in a thread.
+_THREAD_VALUES = 1 << 16
+#: Values of an output serialised per call (~1 ms of orjson).
+_CHUNK = 1 << 16
 
 
 def datatype(dtype: np.dtype) -> str:
@@ -110,116 +113,15 @@ def _split_body(header: str | None, body: bytes) -> tuple[Any, memoryview]:
     return parse_json(view[:size], "the JSON header"), view[size:]
 
 
-def _flat(data: Any, name: str) -> list[Any]:
-    """JSON tensor data, nested or flat, as a flat list."""
-    if not isinstance(data, list):
-        raise HTTPError(400, f"input '{name}': 'data' must be a list")
-    out: list[Any] = []
-    stack = [iter(data)]
-    while stack:  # iterative: a deeply nested list cannot exhaust the recursion limit
-        for item in stack[-1]:
-            if isinstance(item, list):
-                if len(stack) > 32:
-                    raise HTTPError(400, f"input '{name}': 'data' is nested deeper than 32 levels")
-                stack.append(iter(item))
-                break
-            out.append(item)
-        else:
-            stack.pop()
-    return out
-
-
-def _bytes_elements(blob: memoryview, count: int, name: str) -> list[str]:
-    """The binary extension's BYTES layout: each element a 4-byte little-endian length, then its bytes."""
-    out, at = [], 0
-    for _ in range(count):
-        if at + 4 > len(blob):
-            raise HTTPError(400, f"input '{name}': binary BYTES data ends inside an element's length")
-        (size,) = struct.unpack_from("<I", blob, at)
-        at += 4
-        if at + size > len(blob):
-            raise HTTPError(400, f"input '{name}': binary BYTES element of {size} bytes overruns the data")
-        out.append(bytes(blob[at:at + size]).decode("utf-8", "replace"))
-        at += size
-    if at != len(blob):
-        raise HTTPError(400, f"input '{name}': {len(blob) - at} bytes left after {count} BYTES elements")
-    return out
-
-
-def _tensor(tensor: Any, binary: memoryview, offset: int) -> tuple[str, tuple[int, ...], Any, int]:
-    """One input tensor: (name, shape, values, bytes of the binary part it used).
-
-    Values are a numpy array for a numeric tensor (float64 with NaN where JSON had null), or a list
-    of strings (``None`` for null) for a ``BYTES`` tensor.
-    """
-    if not isinstance(tensor, dict):
-        raise HTTPError(400, "every input must be a JSON object")
-    name = tensor.get("name", "input-0")
-    name = name if isinstance(name, str) else str(name)[:40]
-    kind, shape = tensor.get("datatype"), tensor.get("shape")
-    if kind not in _DTYPES and kind != "BYTES":
-        raise HTTPError(400, f"input '{name}': datatype {kind!r} is not a v2 datatype (BYTES, {', '.join(_DTYPES)})")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                                              for d in shape):
-        raise HTTPError(400, f"input '{name}': 'shape' must be a list of non-negative integers")
-    count = math.prod(shape)
-    params = tensor.get("parameters") or {}
-    size = params.get("binary_data_size") if isinstance(params, dict) else None
-    if size is not None:
-        left = len(binary) - offset
-        itemsize = np.dtype(_DTYPES[kind]).itemsize if kind != "BYTES" else None
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0 or size > left \
-                or (itemsize is not None and size != count * itemsize):
-            raise HTTPError(400, f"input '{name}': binary_data_size {size!r} does not match shape {shape} of {kind} "
-                                 f"within the {left} binary bytes left")
-        blob = binary[offset:offset + size]
-        if kind == "BYTES":
-            return name, tuple(shape), _bytes_elements(blob, count, name), size
-        return name, tuple(shape), np.frombuffer(blob, dtype=_DTYPES[kind]), size
-    if "data" not in tensor:
-        raise HTTPError(400, f"input '{name}': no 'data' and no binary_data_size")
-    data = tensor["data"]
-    if kind != "BYTES":
-        try:  # the usual request: a (nested) list of numbers, converted in C
-            raw = np.asarray(data)
-        except ValueError:  # ragged
-            raw = None
-        if raw is not None and raw.dtype.kind in "biuf":
-            if (raw.dtype.kind == "b") != (kind == "BOOL"):
-                raise HTTPError(400, f"input '{name}': 'data' does not hold {kind} values")
-            if raw.size != count:
-                raise HTTPError(400, f"input '{name}': {raw.size} values do not fill shape {shape}")
-            return name, tuple(shape), raw.astype(_DTYPES[kind]).ravel(), 0
-    values = _flat(data, name)  # strings, or numbers with null (a missing value) among them
-    if len(values) != count:
-        raise HTTPError(400, f"input '{name}': {len(values)} values do not fill shape {shape}")
-    if kind == "BYTES":
-        if not all(v is None or isinstance(v, str) for v in values):
-            raise HTTPError(400, f"input '{name}': BYTES 'data' must hold strings (or null)")
-        return name, tuple(shape), values, 0
-    boolean = kind == "BOOL"
-    if not all(v is None or (isinstance(v, bool) if boolean else isinstance(v, (int, float)) and not
-                             isinstance(v, bool)) for v in values):
-        raise HTTPError(400, f"input '{name}': 'data' does not hold {kind} values (or null)")
-    return name, tuple(shape), np.array([np.nan if v is None else v for v in values], dtype=np.float64), 0
-
-
-def _model_input(request_json: Any, binary: memoryview, inputs: Inputs) -> Any:
-    """The model's input from a v2 request: one ``[rows, features]`` tensor for a matrix, or one
-    tensor per column (named after it; MLServer's pandas codec, ``"content_type": "pd"``)."""
-    if not isinstance(request_json, dict):
-        raise HTTPError(400, "the inference request must be a JSON object")
-    tensors = request_json.get("inputs")
-    if not isinstance(tensors, list) or not tensors:
-        raise HTTPError(400, "expected 'inputs', a non-empty list of tensors")
-    offset, columns = 0, {}
-    for tensor in tensors:
-        name, shape, values, used = _tensor(tensor, binary, offset)
-        offset += used
+def _model_input(tensors: list[Tensor], inputs: Inputs) -> Any:
+    """The model's input from a v2 request's tensors: one ``[rows, features]`` tensor for a matrix, or
+    one tensor per column (named after it; MLServer's pandas codec, ``"content_type": "pd"``)."""
+    columns = {}
+    for name, shape, values in tensors:
         whole = inputs.kind == "matrix" and len(tensors) == 1 and name not in inputs.names
         if whole:
             if isinstance(values, list):
-                raise HTTPError(400, f"input '{name}': this model takes numbers ({', '.join(_DTYPES)}), not BYTES")
+                raise HTTPError(400, f"input '{name}': this model takes numbers ({', '.join(DTYPES)}), not BYTES")
             return check_rows(values.reshape(shape), inputs.n_features, f"input '{name}'")
         if len(shape) == 2 and shape[1] == 1:
             shape = shape[:1]
@@ -231,6 +133,27 @@ def _model_input(request_json: Any, binary: memoryview, inputs: Inputs) -> Any:
             raise HTTPError(400, f"input '{name}' is given twice")
         columns[name] = values
     return inputs.from_columns(columns, "inputs")
+
+
+async def _read_request(call: Call, inputs: Inputs) -> tuple[dict[str, Any], Any]:
+    """The request (its JSON object) and the model's input, without holding the event loop long: a
+    large JSON body is parsed in the parser process, and a large request's Python-level conversions
+    (BYTES elements, DataFrame columns) run in a thread, which gives the event loop the GIL back
+    every switch interval."""
+    chunks = await call.read_chunks()
+    header = call.header(_HEADER)
+    if header is None and sum(len(c) for c in chunks) > OFFLOAD_BYTES:
+        request_json, tensors = await call.registry.parser.parse(chunks)
+    else:
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        request_json, binary = _split_body(header, body)
+        if len(body) > OFFLOAD_BYTES:
+            tensors = await asyncio.to_thread(read_tensors, request_json, binary)
+        else:
+            tensors = read_tensors(request_json, binary)
+    if sum(math.prod(shape) for _, shape, _ in tensors) > _THREAD_VALUES:
+        return request_json, await asyncio.to_thread(_model_input, tensors, inputs)
+    return request_json, _model_input(tensors, inputs)
 
 
 def _requested(request_json: dict[str, Any], model: LoadedModel) -> list[tuple[str, bool]]:
@@ -253,6 +176,18 @@ def _requested(request_json: dict[str, Any], model: LoadedModel) -> list[tuple[s
     return result
 
 
+async def _json_array(values: np.ndarray, strings: bool) -> list[Any]:
+    """The JSON text of a large output as parts, each written by one short call (the same text as
+    one call would write: element by element), with the event loop's other work between them."""
+    parts: list[Any] = [b"["]
+    for start in range(0, values.size, _CHUNK):
+        chunk = values[start:start + _CHUNK]
+        text = memoryview(dumps([str(v) for v in chunk] if strings else chunk))
+        parts += [b","] * (start > 0) + [text[1:-1]]
+        await asyncio.sleep(0)
+    return [*parts, b"]"]
+
+
 def _bytes_tensor(values: np.ndarray) -> bytes:
     """The binary extension's BYTES layout: each element as a 4-byte little-endian length and UTF-8."""
     parts = []
@@ -265,12 +200,11 @@ def _bytes_tensor(values: np.ndarray) -> bytes:
 async def infer(call: Call) -> Reply:
     registry = call.registry
     model = await registry.get(registry.resolve(call.params["model"], call.params.get("version")))
-    body = await call.read()
-    request_json, binary = _split_body(call.header(_HEADER), body)
-    X = _model_input(request_json, binary, model.inputs)
+    registry.refuse_if_full(model)
+    request_json, X = await _read_request(call, model.inputs)
     requested = _requested(request_json, model)
     _, results = await registry.infer(model.version, X, tuple(n for n, _ in requested), model)
-    outputs, blobs = [], []
+    outputs, blobs, large = [], [], {}
     for name, as_binary in requested:
         value = results[name]
         kind = datatype(value.dtype)
@@ -280,19 +214,33 @@ async def infer(call: Call) -> Reply:
                     else np.ascontiguousarray(value, value.dtype.newbyteorder("<")).tobytes())
             entry["parameters"] = {"binary_data_size": len(blob)}
             blobs.append(blob)
+        elif value.size > _CHUNK:
+            large[len(outputs)] = await _json_array(value.ravel(), kind == "BYTES")
         else:
             entry["data"] = value.ravel() if kind != "BYTES" else [str(v) for v in value.ravel()]
         outputs.append(entry)
     version = model.version
-    response: dict[str, Any] = {"model_name": version.name, "model_version": str(version.version),
-                                "outputs": outputs}
+    response: dict[str, Any] = {"model_name": version.name, "model_version": str(version.version)}
     if isinstance(request_json.get("id"), str):
         response["id"] = request_json["id"]
-    header = dumps(response)
+    if not large:
+        header = dumps({**response, "outputs": outputs})
+        if not blobs:
+            return Reply(header)
+        return Reply(b"".join([header, *blobs]), content_type="application/octet-stream",
+                     headers={"Inference-Header-Content-Length": str(len(header))})
+    # a large JSON output: the answer goes out in the parts it was written in, never joined
+    parts: list[Any] = [dumps(response)[:-1] + b',"outputs":[']
+    for i, entry in enumerate(outputs):
+        parts += [b","] * (i > 0)
+        parts += [dumps(entry)] if i not in large else [dumps(entry)[:-1] + b',"data":', *large[i], b"}"]
+    parts.append(b"]}")
+    header_size = sum(len(p) for p in parts)
+    headers = {"Content-Length": str(header_size + sum(len(b) for b in blobs))}
     if not blobs:
-        return Reply(header)
-    return Reply(b"".join([header, *blobs]), content_type="application/octet-stream",
-                 headers={"Inference-Header-Content-Length": str(len(header))})
+        return Reply(tuple(parts), headers=headers)
+    return Reply((*parts, *blobs), content_type="application/octet-stream",
+                 headers={**headers, "Inference-Header-Content-Length": str(header_size)})
 
 
 async def repository_index(request: Request) -> Response:

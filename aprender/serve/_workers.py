@@ -19,22 +19,22 @@ import shutil
 import signal
 import tempfile
 import time
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from aprender.serve._app import ServeConfig
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["serve_forked"]
 
 _log = logging.getLogger("aprender.serve")
 
 
-def serve_forked(config: ServeConfig, host: str, port: int, workers: int, log_level: str) -> None:
-    """Load and warm the models, bind the port, fork ``workers`` servers; restart one that dies."""
+def serve_forked(create_app: Callable[[], Any], host: str, port: int, workers: int, log_level: str) -> None:
+    """Load and warm the models, bind the port, fork ``workers`` servers; restart one that dies.
+
+    ``create_app()`` builds the application (``aprender.serve.create_app`` with the configuration
+    bound), called once the metrics know they are shared between processes.
+    """
     import uvicorn
     from prometheus_client import values
-
-    from aprender.serve._app import create_app
 
     folder = tempfile.mkdtemp(prefix="aprender-serve-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder  # read by the metrics, which aggregate every worker
@@ -42,7 +42,7 @@ def serve_forked(config: ServeConfig, host: str, port: int, workers: int, log_le
     # imported, which was before this process knew it would have workers: pick again.
     values.ValueClass = values.get_value_class()
     try:
-        app = create_app(config, freeze_gc=True)
+        app = create_app()
         asyncio.run(app.state.registry.warm_all())
         server_config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
                                        ws="none")
