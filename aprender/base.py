@@ -22,6 +22,10 @@ PathLike = str | os.PathLike
 class SerializableMixin:
     """Adds pickle-free ``save_*`` / ``load_*`` methods to an estimator.
 
+    One pair per format of :data:`aprender.format._formats.FORMATS` that loads back
+    (``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``,
+    ``save_gguf`` / ``load_gguf``), and ``save_onnx`` / ``to_onnx`` for export.
+
     Put it first among the bases: ``class LinearRegression(SerializableMixin,
     sklearn.linear_model.LinearRegression)``. The class must be registered (all of
     aprender's are; use :func:`aprender.register_estimator` for your own).
@@ -96,7 +100,7 @@ class SerializableMixin:
         """
         from aprender.format import safetensors
 
-        return safetensors.load_file(path, expected=cls, trusted=trusted)
+        return safetensors.load_file(path, cls, trusted=trusted)
 
     def save_apr(self, path: PathLike, **options: Any) -> None:
         """Save the fitted model to an ``.apr`` file (atomically).
@@ -136,7 +140,7 @@ class SerializableMixin:
 
         return apr.load(path, cls, **keys)
 
-    def to_gguf(self, path: PathLike, *, quantize: str | None = None, **options: Any) -> None:
+    def save_gguf(self, path: PathLike, *, quantize: str | None = None, **options: Any) -> None:
         """Save the fitted model to a GGUF file, optionally GGML-quantized.
 
         Parameters
@@ -145,36 +149,45 @@ class SerializableMixin:
             Destination ``.gguf`` file.
         quantize : {"q8_0", "q4_0", "q4_1"}, optional
             Block-quantize the tensors the estimator marks as quantizable.
+        **options
+            As for :func:`aprender.format.gguf.save_file` (``dtype=``, ``metadata=`` ...).
+
+        ``to_gguf`` is the older name of this method.
 
         Examples
         --------
         >>> import tempfile, os
         >>> from aprender.cluster import KMeans
         >>> km = KMeans(n_clusters=2, n_init=1, random_state=0).fit([[0.0], [9.0]])
-        >>> km.to_gguf(os.path.join(tempfile.mkdtemp(), "km.gguf"))
+        >>> km.save_gguf(os.path.join(tempfile.mkdtemp(), "km.gguf"))
         """
         from aprender.format import gguf
 
         gguf.save_file(self, path, quantize=quantize, **options)
 
     @classmethod
-    def from_gguf(cls: type[T], path: PathLike, *, trusted: Any = None) -> T:
-        """Load a model of this class from a GGUF file written by :meth:`to_gguf`.
+    def load_gguf(cls: type[T], path: PathLike, *, trusted: Any = None) -> T:
+        """Load a model of this class from a GGUF file written by :meth:`save_gguf`.
 
-        ``trusted`` as for :meth:`load_safetensors`.
+        Quantized weights come back dequantized. ``trusted`` as for
+        :meth:`load_safetensors`. ``from_gguf`` is the older name of this method.
 
         Examples
         --------
         >>> import tempfile, os
         >>> from aprender.cluster import KMeans
         >>> path = os.path.join(tempfile.mkdtemp(), "km.gguf")
-        >>> KMeans(n_clusters=1, n_init=1).fit([[1.0], [3.0]]).to_gguf(path)
-        >>> KMeans.from_gguf(path).cluster_centers_
+        >>> KMeans(n_clusters=1, n_init=1).fit([[1.0], [3.0]]).save_gguf(path)
+        >>> KMeans.load_gguf(path).cluster_centers_
         array([[2.]])
         """
         from aprender.format import gguf
 
         return gguf.load_file(path, cls, trusted=trusted)
+
+    #: The older names of :meth:`save_gguf` and :meth:`load_gguf` (saved code and docs use them).
+    to_gguf = save_gguf
+    from_gguf = load_gguf
 
     def to_onnx(
         self,
@@ -211,6 +224,9 @@ class SerializableMixin:
 
     def save_onnx(self, path: PathLike, X: Any = None, **kwargs: Any) -> None:
         """Write :meth:`to_onnx`'s model to ``path`` (atomically).
+
+        There is no ``load_onnx``: an ONNX graph does not turn back into an
+        estimator (run it with ONNX Runtime, and keep an ``.apr`` copy to load).
 
         Examples
         --------

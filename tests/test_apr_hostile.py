@@ -156,7 +156,7 @@ def test_truncation_at_every_length_in_bytes(option: str) -> None:
 
 @pytest.mark.parametrize("mmap", [False, True])
 def test_truncated_files_are_rejected(mmap: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(apr, "MMAP_MIN_BYTES", 0)  # the mapped path, even for this small file
+    monkeypatch.setattr(apr._load, "MMAP_MIN_BYTES", 0)  # the mapped path, even for this small file
     data = small()
     path = tmp_path / "cut.apr"
     for n in range(len(data)):

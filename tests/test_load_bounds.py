@@ -217,7 +217,7 @@ def test_what_a_small_file_claims_is_never_allocated(bomb: Path, tmp_path: Path)
 @pytest.fixture
 def tiny_map(monkeypatch: pytest.MonkeyPatch) -> None:
     """Map files of every size (small files are read instead by default)."""
-    monkeypatch.setattr(apr, "MMAP_MIN_BYTES", 0)
+    monkeypatch.setattr(apr._load, "MMAP_MIN_BYTES", 0)
 
 
 def overwrite_in_place(path: Path, data: bytes) -> None:

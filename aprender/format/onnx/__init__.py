@@ -50,6 +50,7 @@ except ImportError as exc:
 
 from aprender.codec import ModelType
 from aprender.exceptions import AprenderError, FormatError, UnsupportedExportError
+from aprender.format._formats import model_type_keyword
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import existing_file, write_atomic
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
@@ -59,15 +60,21 @@ from aprender.format.onnx._registry import check_exportable, nested, register_co
 
 __all__ = [
     "EXPORT_ONLY",
+    "dumps",
     "input_feed",
     "inspect_file",
     "load",
     "load_file",
+    "loads",
+    "read_state",
     "register_converter",
     "save",
     "save_file",
+    "state_from_bytes",
+    "state_to_bytes",
     "to_onnx",
     "validate_file",
+    "write_state",
 ]
 
 #: Why ONNX files cannot be loaded back (the message of load/load_file).
@@ -362,19 +369,23 @@ def to_onnx(
     return onx
 
 
-def save(model: Any, X: Any = None, **options: Any) -> bytes:
-    """Serialize :func:`to_onnx`'s model to bytes.
+def dumps(model: Any, X: Any = None, **options: Any) -> bytes:
+    """Serialize :func:`to_onnx`'s model to bytes (also named ``save``).
 
     Examples
     --------
     >>> import onnx
     >>> from aprender.preprocessing import StandardScaler
     >>> from aprender.format import onnx as apr_onnx
-    >>> data = apr_onnx.save(StandardScaler().fit([[0.0], [2.0]]))
+    >>> data = apr_onnx.dumps(StandardScaler().fit([[0.0], [2.0]]))
     >>> onnx.load_from_string(data).graph.output[0].name
     'variable'
     """
     return to_onnx(model, X, **options).SerializeToString()
+
+
+#: The older name of :func:`dumps`.
+save = dumps
 
 
 def save_file(model: Any, path: str | os.PathLike, X: Any = None, **options: Any) -> None:
@@ -392,15 +403,49 @@ def save_file(model: Any, path: str | os.PathLike, X: Any = None, **options: Any
     >>> os.path.getsize(path) > 0
     True
     """
-    write_atomic(path, [save(model, X, **options)])
+    write_atomic(path, [dumps(model, X, **options)])
 
 
-def load(data: bytes | bytearray | memoryview, expected: Any = None, **options: Any) -> NoReturn:
-    """Always raises :class:`UnsupportedExportError`: ONNX is export-only."""
+def _model_of(state: Any) -> Any:
+    from aprender.codec import from_state
+    from aprender.format.quantize import dequantize, is_quantized
+
+    return from_state(dequantize(state) if is_quantized(state) else state)
+
+
+def state_to_bytes(state: Any, X: Any = None, **options: Any) -> bytes:
+    """The ONNX graph of the model a :class:`~aprender.codec.ModelState` holds (rebuilt, then converted)."""
+    return dumps(_model_of(state), X, **options)
+
+
+def write_state(state: Any, path: str | os.PathLike, X: Any = None, **options: Any) -> None:
+    """Write the ONNX graph of the model ``state`` holds to ``path`` atomically."""
+    save_file(_model_of(state), path, X, **options)
+
+
+@model_type_keyword
+def loads(data: bytes | bytearray | memoryview, model_type: Any = None, **options: Any) -> NoReturn:
+    """Always raises :class:`UnsupportedExportError`: ONNX is export-only (also named ``load``)."""
     raise UnsupportedExportError(f"cannot load a model from ONNX bytes: {EXPORT_ONLY}.")
 
 
-def load_file(path: str | os.PathLike, expected: Any = None, **options: Any) -> NoReturn:
+#: The older name of :func:`loads`.
+load = loads
+
+
+def state_from_bytes(data: bytes | bytearray | memoryview, **options: Any) -> NoReturn:
+    """Always raises :class:`UnsupportedExportError`: an ONNX graph holds no ModelState."""
+    raise UnsupportedExportError(f"cannot read a model state from ONNX bytes: {EXPORT_ONLY}.")
+
+
+def read_state(path: str | os.PathLike, **options: Any) -> NoReturn:
+    """Always raises :class:`UnsupportedExportError`: an ONNX graph holds no ModelState."""
+    p = existing_file(path)
+    raise UnsupportedExportError(f"cannot read a model state from '{p}': {EXPORT_ONLY}.")
+
+
+@model_type_keyword
+def load_file(path: str | os.PathLike, model_type: Any = None, **options: Any) -> NoReturn:
     """Always raises :class:`UnsupportedExportError`: ONNX is export-only.
 
     ``aprender.load("model.onnx")`` lands here. A missing file raises
