@@ -508,7 +508,7 @@ def test_import_refuses_aprender_files_and_raw_tensors_refuse_gguf(cli, files, t
     raw = tmp_path / "raw.apr"
     cli("import", files["hf"], "-o", raw)
     run = cli("convert", raw, "-o", tmp_path / "raw.gguf")
-    assert run.code == 1 and "raw tensors (model type Custom) can go to .apr or .safetensors" in one_error_line(run)
+    assert run.code == 1 and "raw tensors (model type Custom) can go to .safetensors or .apr" in one_error_line(run)
     run = cli("quantize", raw, "--type", "q8_0", "-o", tmp_path / "rawq.apr")
     assert run.code == 1 and "only models can be quantized" in one_error_line(run)
     assert cli("convert", raw, "-o", tmp_path / "raw.safetensors").code == 0

@@ -33,6 +33,7 @@ from aprender.cli._secrets import (
 )
 from aprender.exceptions import SignatureInvalid
 from aprender.format import Compression, ModelInfo, apr
+from aprender.format._formats import FORMATS, titles
 
 __all__ = ["decrypt", "encrypt", "keygen", "sign", "verify"]
 
@@ -128,8 +129,9 @@ def verify(file: Path, key: Path | None, as_json: bool) -> int:
 
     def check() -> None:
         fmt = file_format(file)
-        if fmt != "apr":
-            raise SignatureInvalid(f"'{file}': {fmt} files carry no signature; only .apr files are signed")
+        if not FORMATS[fmt].signs:
+            raise SignatureInvalid(f"'{file}': {fmt} files carry no signature; only {titles('signs')} files are "
+                                   "signed")
         # the signature is checked before any header field or metadata is trusted
         result["public_key_hex"] = apr.verify_file(file, verifying_key).hex()
 

@@ -15,6 +15,7 @@ from aprender.cli._options import INPUT, debug_option, json_option
 from aprender.cli._render import console, emit_json, kv_table, number, short, size, table
 from aprender.cli._secrets import Secrets, secret_options
 from aprender.format import ModelInfo
+from aprender.format._formats import FORMATS
 
 __all__ = ["inspect", "inspect_report"]
 
@@ -55,7 +56,7 @@ def _leaves(prefix: str, value: Any) -> list[tuple[str, Any]]:
 
 def _original_dtypes(info: ModelInfo) -> dict[str, Any]:
     """Per quantized tensor, its dtype before quantization (the file's record; foreign files have none)."""
-    record = info.metadata.get("quantization") if info.format in ("apr", "gguf") else None
+    record = info.metadata.get("quantization") if FORMATS[info.format].quantizes else None
     originals = record.get("tensors") if isinstance(record, dict) else None
     if not isinstance(originals, dict):
         return {}

@@ -12,6 +12,7 @@ import click
 
 from aprender.cli._render import emit_json
 from aprender.exceptions import AprenderError
+from aprender.format._formats import FORMATS as TABLE
 
 __all__ = [
     "FORMATS",
@@ -31,8 +32,8 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Formats a command may write or read, in the order --help lists them.
-FORMATS = ("safetensors", "apr", "gguf", "onnx")
+#: Formats a command may write or read, in the order --help lists them (the rows of the format table).
+FORMATS = tuple(TABLE)
 
 #: An existing input file; a missing one is a usage error (exit 2) named by click.
 INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)

@@ -7,7 +7,7 @@ from typing import Any
 
 from aprender.codec import ModelType
 from aprender.exceptions import FormatError, SignatureInvalid
-from aprender.format._formats import FORMATS, Backend, Format, by_suffix, sniff_head
+from aprender.format._formats import FORMATS, Backend, Format, by_suffix, sniff_head, titles
 from aprender.format._info import ModelInfo, ValidationReport
 from aprender.format._io import existing_file
 
@@ -182,13 +182,9 @@ def validate(path: str | os.PathLike, **keys: Any) -> ValidationReport:
     """
     fmt = file_format(path)
     if not fmt.signs and keys.get("verifying_key") is not None:
-        raise SignatureInvalid(f"'{path}': {fmt.name} files carry no signature; only "
-                               f"{_having('signs')} files are signed")
+        raise SignatureInvalid(f"'{path}': {fmt.name} files carry no signature; only {titles('signs')} files are "
+                               "signed")
     if not fmt.encrypts and any(v is not None for v in keys.values()):
-        raise ValueError(f"'{path}': {fmt.name} files are never encrypted; keys open {_having('encrypts')} files only")
+        raise ValueError(f"'{path}': {fmt.name} files are never encrypted; keys open {titles('encrypts')} files only")
     return fmt.backend.validate_file(path, **keys) if fmt.encrypts or fmt.signs else fmt.backend.validate_file(path)
 
-
-def _having(capability: str) -> str:
-    """The titles of the formats with ``capability`` (``".apr"``), for messages."""
-    return "/".join(f.title for f in FORMATS.values() if getattr(f, capability))

@@ -21,7 +21,7 @@ import functools
 import importlib
 import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from aprender.codec import ModelState
     from aprender.format._info import ModelInfo, ValidationReport
 
-__all__ = ["FORMATS", "Backend", "Format", "by_suffix", "loadable", "model_type_keyword", "register", "sniff_head"]
+__all__ = ["FORMATS", "Backend", "Format", "by_suffix", "having", "model_type_keyword", "register", "sniff_head",
+           "titles"]
 
 PathLike = str | os.PathLike
 
@@ -174,9 +175,14 @@ def sniff_head(head: bytes, suffix: str) -> Format | None:
     return next((f for f in order if f.matches(head, suffix.lower())), None)
 
 
-def loadable() -> Iterator[Format]:
-    """The formats whose files read back into a model."""
-    return (f for f in FORMATS.values() if f.loads)
+def having(capability: str) -> list[Format]:
+    """The formats with ``capability`` (a boolean field of :class:`Format`: ``"loads"``, ``"signs"`` ...)."""
+    return [f for f in FORMATS.values() if getattr(f, capability)]
+
+
+def titles(capability: str, joiner: str = " or ") -> str:
+    """The titles of the formats with ``capability``, for messages (``".apr or GGUF"``)."""
+    return joiner.join(f.title for f in having(capability))
 
 
 F = TypeVar("F", bound=Callable[..., Any])
