@@ -35,8 +35,9 @@ import dask.dataframe as dd
 import numpy as np
 from dask.dataframe.utils import meta_nonempty
 
-from aprender._dask_scoring import ModelPlugin, load_model_file, output_frame, score_block, score_frame
+from aprender.dask._scoring import ModelPlugin, load_model_file, output_frame, score_block, score_frame
 from aprender.exceptions import FormatError, SignatureInvalid
+from aprender.format._formats import sniff_head, titles
 
 __all__ = ["ModelBytes", "model_bytes", "predict", "release"]
 
@@ -50,7 +51,8 @@ class ModelBytes:
     ----------
     data : bytes
         The .apr or SafeTensors file.
-    suffix : {".apr", ".safetensors"}
+    suffix : str
+        The suffix of the format (a row of :data:`aprender.format._formats.FORMATS` that loads).
     digest : str
         Hex SHA-256 of ``data``.
     model : estimator
@@ -96,17 +98,14 @@ def model_bytes(model_or_path: Any, trusted_key: bytes | None = None) -> ModelBy
         raise FileNotFoundError(f"no such model file: '{path}'")
     with open(path, "rb") as f:
         head = f.read(16)
-    if head[:4] == b"APR\x00":
-        suffix = ".apr"
-    elif head[8:9] == b"{":
-        suffix = ".safetensors"
-        if trusted_key is not None:
-            raise SignatureInvalid(f"'{path}' is SafeTensors, which carries no signature; sign an .apr file to "
-                                   "require trusted_key")
-    else:
-        raise FormatError(f"'{path}': aprender.dask ships .apr or SafeTensors files, and this is neither")
+    fmt = sniff_head(head, path.suffix)
+    if fmt is None or not fmt.loads:
+        raise FormatError(f"'{path}': aprender.dask ships {titles('loads')} files, and this is none of them")
+    if trusted_key is not None and not fmt.signs:
+        raise SignatureInvalid(f"'{path}' is {fmt.title}, which carries no signature; sign an {titles('signs')} "
+                               "file to require trusted_key")
     data = path.read_bytes()
-    return ModelBytes(data, suffix, load_model_file(path, trusted_key))
+    return ModelBytes(data, fmt.suffix, load_model_file(path, trusted_key, fmt))
 
 
 def _client(client: Any) -> Any:
