@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from aprender.codec import ModelState, from_state, to_state
 from aprender.exceptions import FormatError
-from aprender.format import ModelState, SaveOptions, from_state, safetensors, to_state
+from aprender.format import SaveOptions, safetensors
 from aprender.format._io import sha256_file, write_atomic
 
 __all__ = ["CARD", "CONFIG", "WEIGHTS", "from_pretrained", "save_pretrained"]

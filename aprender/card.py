@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from aprender.format import to_state
+from aprender.codec import to_state
 
 __all__ = ["Card", "Evaluation", "Plot"]
 

@@ -19,8 +19,9 @@ from zoo import Case, assert_identical_outputs, iris
 
 import aprender
 from aprender.cluster import KMeans
+from aprender.codec import ModelState, ModelType, from_state, to_state
 from aprender.exceptions import ModelTypeMismatch, VersionSkewWarning
-from aprender.format import Compression, ModelInfo, ModelState, ModelType, SaveOptions, apr, from_state, to_state
+from aprender.format import Compression, ModelInfo, SaveOptions, apr
 from aprender.format.apr import _crypto as crypto
 from aprender.format.quantize import dequantize, quantize
 from aprender.linear_model import LinearRegression

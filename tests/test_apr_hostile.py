@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from zoo import iris
 
 import aprender
+from aprender.codec import to_state
 from aprender.exceptions import (
     AprenderError,
     ChecksumMismatch,
@@ -26,7 +27,7 @@ from aprender.exceptions import (
     SignatureInvalid,
     UnsupportedVersion,
 )
-from aprender.format import apr, to_state
+from aprender.format import apr
 from aprender.format.apr import _crypto as crypto
 from aprender.format.apr._layout import Entry, Flags, Header, align, pack_index
 from aprender.linear_model import LinearRegression

@@ -26,7 +26,8 @@ from zoo import assert_identical_outputs, iris
 import aprender
 from aprender.cli import _progress as progress
 from aprender.cli import main
-from aprender.format import apr, to_state
+from aprender.codec import to_state
+from aprender.format import apr
 from aprender.linear_model import LogisticRegression
 from aprender.preprocessing import StandardScaler
 

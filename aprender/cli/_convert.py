@@ -24,7 +24,8 @@ from aprender.cli._options import (
 from aprender.cli._progress import phases
 from aprender.cli._render import console, emit_json, say, size, table, warn
 from aprender.cli._secrets import Secrets, secret_options
-from aprender.format import Compression, ModelState
+from aprender.codec import ModelState
+from aprender.format import Compression
 from aprender.format._formats import FORMATS as TABLE
 from aprender.format._formats import Format, having
 from aprender.format.quantize import QTYPES, is_quantized, quantizable_tensors, quantize

@@ -20,8 +20,9 @@ from aprender._lazy import bfloat16
 from aprender.cli._foreign import custom_state, foreign_source, is_raw
 from aprender.cli._options import CommandError
 from aprender.cli._secrets import Secrets
+from aprender.codec import ModelState, from_state, to_state
 from aprender.exceptions import UnsupportedExportError
-from aprender.format import ModelInfo, ModelState, from_state, to_state
+from aprender.format import ModelInfo
 from aprender.format._api import file_format as sniff_format
 from aprender.format._formats import FORMATS as TABLE
 from aprender.format._formats import by_suffix, having

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from aprender.codec import SCHEMA_VERSION
-from aprender.format import ModelInfo, ModelState, ModelType
+from aprender.codec import SCHEMA_VERSION, ModelState, ModelType
+from aprender.format import ModelInfo
 
 __all__ = ["block_bits", "custom_state", "foreign_source", "is_raw"]
 

@@ -143,7 +143,7 @@ def save_model(
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise FileExistsError(f"'{folder}' already exists and is not an empty folder")
     import aprender
-    from aprender.format import to_state
+    from aprender.codec import to_state
 
     state = to_state(model)  # fitted and storable, before anything is written
     folder.mkdir(parents=True, exist_ok=True)

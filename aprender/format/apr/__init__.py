@@ -1,6 +1,6 @@
 """ModelState <-> .apr, aprender's own container (APR v2, docs/apr-format.md).
 
-An .apr file holds exactly the codec's :class:`~aprender.format.ModelState` and adds
+An .apr file holds exactly the codec's :class:`~aprender.codec.ModelState` and adds
 what SafeTensors cannot carry: a model-type code, CRC32 checksums of the header and
 of the whole file, zstd or LZ4 compression, an Ed25519 signature, AES-256-GCM
 encryption for a password (Argon2id) or for an X25519 recipient, user records

@@ -71,7 +71,7 @@ def read_state(
     verifying_key: Any = None,
     max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
 ) -> ModelState:
-    """Read and verify the :class:`~aprender.format.ModelState` stored in an .apr file.
+    """Read and verify the :class:`~aprender.codec.ModelState` stored in an .apr file.
 
     Quantized tensors stay GGML blocks (see :mod:`aprender.format.quantize`). Keys and
     ``max_decompressed_ratio`` as for :func:`load`.
@@ -88,7 +88,7 @@ def state_from_bytes(
     verifying_key: Any = None,
     max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
 ) -> ModelState:
-    """Parse and verify .apr bytes into a :class:`~aprender.format.ModelState` (arrays are copies)."""
+    """Parse and verify .apr bytes into a :class:`~aprender.codec.ModelState` (arrays are copies)."""
     keys = key_set(password, secret_key, verifying_key, max_decompressed_ratio)
     parsed, buffer = _from_bytes(data, keys, verifying_key is not None)
     state = state_of(parsed, buffer, keys)

@@ -52,14 +52,15 @@ def state_to_bytes(
     recipient_public_key: Any = None,
     **fields: Any,
 ) -> bytes:
-    """Serialize a :class:`~aprender.format.ModelState` to .apr bytes.
+    """Serialize a :class:`~aprender.codec.ModelState` to .apr bytes.
 
     Parameters are those of :func:`save` that concern the container.
 
     Examples
     --------
     >>> from aprender.preprocessing import StandardScaler
-    >>> from aprender.format import apr, to_state
+    >>> from aprender.codec import to_state
+    >>> from aprender.format import apr
     >>> apr.state_to_bytes(to_state(StandardScaler().fit([[1.0], [3.0]])))[:4]
     b'APR\\x00'
     """
@@ -79,7 +80,7 @@ def write_state(
     recipient_public_key: Any = None,
     **fields: Any,
 ) -> None:
-    """Write a :class:`~aprender.format.ModelState` to an .apr file (atomically).
+    """Write a :class:`~aprender.codec.ModelState` to an .apr file (atomically).
 
     Tensors are written straight from their arrays: a plain save makes no copy.
     """
@@ -122,7 +123,7 @@ def save(
     quantize : {"q8_0", "q4_0", "q4_1"}, optional
         GGML block-quantize the tensors the estimator marks as quantizable.
     dtype : {"float32", "float16", "bfloat16"}, optional
-        Downcast float tensors (see :func:`~aprender.format.to_state`).
+        Downcast float tensors (see :func:`~aprender.codec.to_state`).
     metadata : dict, optional
         JSON-able user metadata kept in the codec's ``meta["user"]``.
     inference_only : bool, default=False
@@ -141,7 +142,8 @@ def save(
     --------
     >>> import tempfile, os
     >>> from aprender.cluster import KMeans
-    >>> from aprender.format import ModelType, SaveOptions, apr
+    >>> from aprender.codec import ModelType
+    >>> from aprender.format import SaveOptions, apr
     >>> km = KMeans(n_clusters=2, n_init=1, random_state=0).fit([[0.0], [0.1], [5.0], [5.1]])
     >>> opts = SaveOptions().with_name("km").with_license("MIT")
     >>> apr.save(km, os.path.join(tempfile.mkdtemp(), "km.apr"), ModelType.KMEANS, opts)

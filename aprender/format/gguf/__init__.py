@@ -118,7 +118,8 @@ def write_state(state: ModelState, path: str | os.PathLike) -> None:
     --------
     >>> import tempfile, os
     >>> from aprender.cluster import KMeans
-    >>> from aprender.format import gguf, to_state
+    >>> from aprender.codec import to_state
+    >>> from aprender.format import gguf
     >>> path = os.path.join(tempfile.mkdtemp(), "km.gguf")
     >>> gguf.write_state(to_state(KMeans(n_clusters=1, n_init=1).fit([[1.0], [3.0]])), path)
     >>> gguf.read_state(path).tensors["cluster_centers_"]

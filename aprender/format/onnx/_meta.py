@@ -2,7 +2,7 @@
 
 Every key starts with ``aprender.``; values are plain strings, JSON where noted
 (docs/onnx.md lists them). The class and parameter tree come from the codec
-(:func:`~aprender.format.to_state`) so they read exactly as in the other formats,
+(:func:`~aprender.codec.to_state`) so they read exactly as in the other formats,
 without the fitted attributes, which the graph itself carries.
 """
 
