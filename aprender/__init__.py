@@ -18,8 +18,7 @@ import types
 from typing import TYPE_CHECKING
 
 from aprender._lazy import lazy_attributes
-
-__version__ = "0.1.0"
+from aprender._version import __version__
 
 if TYPE_CHECKING:
     from aprender._pretrained import from_pretrained, save_pretrained

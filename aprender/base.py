@@ -19,6 +19,13 @@ T = TypeVar("T", bound="SerializableMixin")
 PathLike = str | os.PathLike
 
 
+def _backend(name: str) -> Any:
+    """The backend module of a format, by its row in the format table (imported on first use)."""
+    from aprender.format._formats import FORMATS
+
+    return FORMATS[name].backend
+
+
 class SerializableMixin:
     """Adds pickle-free ``save_*`` / ``load_*`` methods to an estimator.
 
@@ -74,9 +81,7 @@ class SerializableMixin:
         >>> scaler.save_safetensors(os.path.join(tempfile.mkdtemp(), "s.safetensors"),
         ...                         metadata={"name": "scaler"})
         """
-        from aprender.format import safetensors
-
-        safetensors.save_file(self, path, dtype=dtype, metadata=metadata, inference_only=inference_only)
+        _backend("safetensors").save_file(self, path, dtype=dtype, metadata=metadata, inference_only=inference_only)
 
     @classmethod
     def load_safetensors(cls: type[T], path: PathLike, *, trusted: Any = None) -> T:
@@ -98,9 +103,7 @@ class SerializableMixin:
         >>> KMeans.load_safetensors(path).n_clusters
         2
         """
-        from aprender.format import safetensors
-
-        return safetensors.load_file(path, cls, trusted=trusted)
+        return _backend("safetensors").load_file(path, cls, trusted=trusted)
 
     def save_apr(self, path: PathLike, **options: Any) -> None:
         """Save the fitted model to an ``.apr`` file (atomically).
@@ -115,9 +118,7 @@ class SerializableMixin:
         >>> model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
         >>> model.save_apr(os.path.join(tempfile.mkdtemp(), "model.apr"))
         """
-        from aprender.format import apr
-
-        apr.save(self, path, **options)
+        _backend("apr").save(self, path, **options)
 
     @classmethod
     def load_apr(cls: type[T], path: PathLike, **keys: Any) -> T:
@@ -136,9 +137,7 @@ class SerializableMixin:
         >>> LinearRegression.load_apr(path).predict([[2.0]])
         array([5.])
         """
-        from aprender.format import apr
-
-        return apr.load(path, cls, **keys)
+        return _backend("apr").load(path, cls, **keys)
 
     def save_gguf(self, path: PathLike, *, quantize: str | None = None, **options: Any) -> None:
         """Save the fitted model to a GGUF file, optionally GGML-quantized.
@@ -161,9 +160,7 @@ class SerializableMixin:
         >>> km = KMeans(n_clusters=2, n_init=1, random_state=0).fit([[0.0], [9.0]])
         >>> km.save_gguf(os.path.join(tempfile.mkdtemp(), "km.gguf"))
         """
-        from aprender.format import gguf
-
-        gguf.save_file(self, path, quantize=quantize, **options)
+        _backend("gguf").save_file(self, path, quantize=quantize, **options)
 
     @classmethod
     def load_gguf(cls: type[T], path: PathLike, *, trusted: Any = None) -> T:
@@ -181,9 +178,7 @@ class SerializableMixin:
         >>> KMeans.load_gguf(path).cluster_centers_
         array([[2.]])
         """
-        from aprender.format import gguf
-
-        return gguf.load_file(path, cls, trusted=trusted)
+        return _backend("gguf").load_file(path, cls, trusted=trusted)
 
     #: The older names of :meth:`save_gguf` and :meth:`load_gguf` (saved code and docs use them).
     to_gguf = save_gguf
@@ -218,9 +213,7 @@ class SerializableMixin:
         >>> onx.graph.input[0].name
         'X'
         """
-        from aprender.format import onnx
-
-        return onnx.to_onnx(self, X, target_opset=target_opset, dtype=dtype, options=options)
+        return _backend("onnx").to_onnx(self, X, target_opset=target_opset, dtype=dtype, options=options)
 
     def save_onnx(self, path: PathLike, X: Any = None, **kwargs: Any) -> None:
         """Write :meth:`to_onnx`'s model to ``path`` (atomically).
@@ -235,9 +228,7 @@ class SerializableMixin:
         >>> model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
         >>> model.save_onnx(os.path.join(tempfile.mkdtemp(), "model.onnx"))
         """
-        from aprender.format import onnx
-
-        onnx.save_file(self, path, X, **kwargs)
+        _backend("onnx").save_file(self, path, X, **kwargs)
 
     def save_pretrained(self, folder: PathLike, **options: Any) -> Path:
         """Write a Hugging Face-style model folder (see :func:`aprender.save_pretrained`).

@@ -11,9 +11,9 @@ from rich.markup import escape
 from aprender.cli._files import DTYPES, cast, info_of, is_foreign, output_format, read, write
 from aprender.cli._foreign import is_raw
 from aprender.cli._options import (
-    FORMATS,
     INPUT,
     CommandError,
+    FormatChoice,
     check_output,
     debug_option,
     force_option,
@@ -120,7 +120,7 @@ def _print_conversion(verb: str, s: dict[str, Any]) -> None:
 
 @click.command(short_help="Convert to safetensors, apr, gguf or onnx.")
 @click.argument("input_path", metavar="INPUT", type=INPUT)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), help="Output format (default: from the OUTPUT suffix).")
+@click.option("--format", "fmt", type=FormatChoice(), help="Output format (default: from the OUTPUT suffix).")
 @output_option("File to write.")
 @click.option("--quantize", "qtype", type=click.Choice(QTYPES), help="GGML block-quantize the weights (apr, gguf).")
 @click.option("--compress", type=click.Choice(_COMPRESSIONS), help="Compress the data section (apr only).")

@@ -21,7 +21,7 @@ from aprender.codec._encode import Encoder, float_dtype
 from aprender.codec._model_type import ModelType
 from aprender.codec._nodes import MAX_JSON_DEPTH, preview
 from aprender.codec._registry import entry_for_class, entry_for_key, same_schema
-from aprender.codec.trust import make_trust
+from aprender.codec.handlers.functions import make_trust
 from aprender.exceptions import FormatError, ModelTypeMismatch, UnsupportedVersion
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ def _version_items() -> tuple[tuple[str, str], ...]:
     """The library versions every save records; fixed once the process has imported them."""
     import sklearn
 
-    from aprender import __version__
+    from aprender._version import __version__
 
     return (("aprender", __version__), ("numpy", np.__version__), ("sklearn", sklearn.__version__))
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from aprender.serve._http import HTTPError
+from aprender.serve._errors import HTTPError
 
 __all__ = ["Column", "Inputs", "describe_inputs", "rows_of"]
 

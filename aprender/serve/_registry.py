@@ -24,8 +24,8 @@ import aprender
 from aprender.exceptions import AprenderError
 from aprender.format import apr
 from aprender.serve._batching import Batcher, Overloaded
+from aprender.serve._errors import HTTPError
 from aprender.serve._fast import fast_method
-from aprender.serve._http import HTTPError
 from aprender.serve._inputs import Inputs, describe_inputs, rows_of
 from aprender.serve._metrics import Metrics, ModelMetrics
 from aprender.serve._repository import (

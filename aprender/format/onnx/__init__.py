@@ -53,10 +53,15 @@ from aprender.exceptions import AprenderError, FormatError, UnsupportedExportErr
 from aprender.format._formats import model_type_keyword
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import existing_file, write_atomic
+from aprender.format.onnx._gaps import check_exportable
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format.onnx._meta import doc_string, model_props, read_props
 from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
-from aprender.format.onnx._registry import check_exportable, nested, register_converter, sync
+from aprender.format.onnx._registry import nested, register_converter, sync
+
+# aprender's own estimators bring their converters with this package: importing each
+# converter module registers it once (skl2onnx sees them on the first export's sync()).
+from aprender.format.onnx import _moe, _threshold  # noqa: F401  isort: skip
 
 __all__ = [
     "EXPORT_ONLY",

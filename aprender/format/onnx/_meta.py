@@ -105,7 +105,7 @@ def _registered_type(model: Any) -> str:
 
 def doc_string(model: Any, key: str) -> str:
     """One line naming the exported class."""
-    from aprender import __version__
+    from aprender._version import __version__
 
     return f"{type(model).__name__} ({key}) exported by aprender {__version__}"
 
