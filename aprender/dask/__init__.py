@@ -1,6 +1,6 @@
 """Score Dask collections on a ``distributed`` cluster, with the model shipped as file bytes.
 
-:func:`predict` sends the bytes of the model's ``.apr`` (or SafeTensors) file and its
+:func:`predict` sends the bytes of the model's ``.apr`` (or SafeTensors, GGUF) file and its
 SHA-256 to every worker once, in a ``WorkerPlugin``; each worker checks the digest,
 loads the file once (memory-mapped for an uncompressed ``.apr``) and caches the model.
 The task graph carries only the plugin's name, so the estimator object is never
@@ -50,7 +50,7 @@ class ModelBytes:
     Attributes
     ----------
     data : bytes
-        The .apr or SafeTensors file.
+        The model file (.apr, SafeTensors or GGUF).
     suffix : str
         The suffix of the format (a row of :data:`aprender.format._formats.FORMATS` that loads).
     digest : str
@@ -141,7 +141,7 @@ def predict(
     Parameters
     ----------
     model_or_path : estimator or str or PathLike
-        A fitted model (saved to plain .apr bytes here) or an .apr / SafeTensors file
+        A fitted model (saved to plain .apr bytes here) or an .apr / SafeTensors / GGUF file
         (its bytes are shipped as they are: a signed or compressed .apr stays so).
     data : dask.dataframe.DataFrame or dask.array.Array
         Rows to score. A 2-d array is rechunked to whole rows if needed.
@@ -169,7 +169,7 @@ def predict(
         ``trusted_key`` was given and a worker found the file unsigned or signed by
         another key.
     FormatError
-        The file is not an .apr or SafeTensors file, or the bytes arrived changed.
+        The file is of no format that loads, or the bytes arrived changed.
     """
     key = _raw_key(trusted_key)
     shipped = model_bytes(model_or_path, key)

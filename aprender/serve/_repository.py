@@ -25,7 +25,7 @@ import aprender
 from aprender.exceptions import AprenderError, SignatureInvalid
 from aprender.format import apr
 from aprender.format._api import PICKLE_SUFFIXES, pickle_refusal
-from aprender.format._formats import by_suffix, having
+from aprender.format._formats import FORMATS, by_suffix, having
 from aprender.format._io import sha256_file
 from aprender.serve._snapshot import OutsideRepository, snapshot
 
@@ -253,7 +253,7 @@ def describe_copy(copy: Path, path: Path, name: str, version: int, settings: Set
     return Version(name=name, version=version, path=path, format=info.format, sha256=sha256_file(copy),
                    size=stat.st_size, mtime=path.stat().st_mtime, class_key=info.class_key,
                    versions=versions if isinstance(versions, dict) else {}, signature=status, signer=signer,
-                   mmap=info.format == "apr" and not info.compressed and not info.signed, settings=settings,
+                   mmap=FORMATS[info.format].mmaps and not info.compressed and not info.signed, settings=settings,
                    root=root)
 
 
