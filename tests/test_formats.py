@@ -139,6 +139,8 @@ def test_expected_is_a_deprecated_alias_of_model_type(tmp_path) -> None:
         assert isinstance(safetensors.load_file(path, expected=LinearRegression), LinearRegression)
     with pytest.raises(TypeError, match="both model_type= and its older name"):
         safetensors.load_file(path, model_type=LinearRegression, expected=LinearRegression)
+    with pytest.warns(DeprecationWarning, match="from_state"):  # the codec's rebuild names it the same way
+        assert isinstance(from_state(to_state(_line()), expected=LinearRegression), LinearRegression)
 
 
 def test_a_registered_fifth_format_is_saved_loaded_inspected_and_validated(toy, tmp_path) -> None:

@@ -20,10 +20,10 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aprender._warn import model_type_keyword
 
 if TYPE_CHECKING:
     from aprender.codec import ModelState
@@ -183,22 +183,3 @@ def having(capability: str) -> list[Format]:
 def titles(capability: str, joiner: str = " or ") -> str:
     """The titles of the formats with ``capability``, for messages (``".apr or GGUF"``)."""
     return joiner.join(f.title for f in having(capability))
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def model_type_keyword(func: F) -> F:
-    """Accept ``expected=``, the older name of a load's ``model_type`` argument, with a DeprecationWarning."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if "expected" in kwargs:
-            if "model_type" in kwargs:
-                raise TypeError(f"{func.__name__}() got both model_type= and its older name expected=")
-            warnings.warn(f"{func.__name__}(expected=...) is deprecated; pass model_type=", DeprecationWarning,
-                          stacklevel=2)
-            kwargs["model_type"] = kwargs.pop("expected")
-        return func(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
