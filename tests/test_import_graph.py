@@ -9,6 +9,7 @@ is reported as the chain of modules that closes it.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -70,15 +71,20 @@ def _imports(module: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
+@functools.cache
+def _graph() -> dict[str, frozenset[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: frozenset(_imports(name, path, known)) for name, path in modules.items()}
+
+
 def import_graph() -> dict[str, set[str]]:
     """Module -> the aprender modules it imports.
 
     A submodule's implicit import of its parent package is left out, as grimp leaves it
     out: every package whose ``__init__`` names a submodule would otherwise be a circle.
     """
-    modules = _modules()
-    known = set(modules)
-    return {name: _imports(name, path, known) for name, path in modules.items()}
+    return {name: set(targets) for name, targets in _graph().items()}  # parsed once per session
 
 
 def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
