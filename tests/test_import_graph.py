@@ -187,3 +187,10 @@ def test_no_import_circles() -> None:
 def test_known_circle_is_cut(circle: frozenset[str]) -> None:
     """Each known circle, until its branch is merged (then this XPASSes, strictly: delete its entry)."""
     assert _known_cut(circle, import_graph())
+
+
+def test_a_circle_is_found_and_printed_as_its_chain() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"a"}}
+    assert _strongly_connected(graph) == [["a", "b", "c"]]
+    assert _cycle(graph, ["a", "b", "c"]) == ["a", "b", "c", "a"]
+    assert _strongly_connected(_edges_without(graph, {frozenset({"a", "b", "c"})})) == []
