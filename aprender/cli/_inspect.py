@@ -98,21 +98,10 @@ def _stats(array: np.ndarray) -> dict[str, Any]:
                 "nan": n_nan}
 
 
-def _onnx_arrays(path: Path) -> dict[str, np.ndarray]:
-    import onnx
-    from onnx import numpy_helper
-
-    graph = onnx.load(str(path), load_external_data=False).graph
-    arrays = {}
-    for init in graph.initializer:
-        if init.data_type != onnx.TensorProto.STRING:
-            arrays[init.name] = numpy_helper.to_array(init)
-    return arrays
-
-
 def _tensor_stats(path: Path, info: ModelInfo, secrets: Secrets) -> tuple[dict[str, Any] | None, str | None]:
-    if info.format == "onnx":
-        return {name: _stats(a) for name, a in _onnx_arrays(path).items()}, None
+    fmt = FORMATS[info.format]
+    if not fmt.loads:  # an exported graph: its initializers, as the backend reads them
+        return {name: _stats(a) for name, a in fmt.backend.load_tensors(path).items()}, None
     if info.encrypted and not secrets.keys_for(info, required=False):
         return {}, ("the data is encrypted: statistics need --password-file, --password-env or --secret-key "
                       "(the table above needs no key)")

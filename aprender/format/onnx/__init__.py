@@ -53,7 +53,7 @@ from aprender.format._formats import model_type_keyword
 from aprender.format._io import existing_file, write_atomic
 from aprender.format.onnx._gaps import check_exportable
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
-from aprender.format.onnx._inspect import inspect_file, validate_file
+from aprender.format.onnx._inspect import inspect_file, load_tensors, validate_file
 from aprender.format.onnx._meta import doc_string, model_props
 from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
 from aprender.format.onnx._registry import nested, register_converter, sync
@@ -69,6 +69,7 @@ __all__ = [
     "inspect_file",
     "load",
     "load_file",
+    "load_tensors",
     "loads",
     "read_state",
     "register_converter",

@@ -14,7 +14,7 @@ from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import existing_file
 from aprender.format.onnx._meta import read_props
 
-__all__ = ["inspect_file", "validate_file"]
+__all__ = ["inspect_file", "load_tensors", "validate_file"]
 
 
 def _read_model(path: str | os.PathLike) -> tuple[onnx.ModelProto, int, str]:
@@ -147,3 +147,12 @@ def validate_file(path: str | os.PathLike) -> ValidationReport:
         raise FormatError(f"'{where}': the ONNX model fails onnx.checker: {str(exc).strip()}") from None
     return ValidationReport(str(path), "onnx", ("ONNX protobuf parsed", "onnx.checker (full check, shape inference)"),
                             model=False)
+
+
+def load_tensors(path: str | os.PathLike, **options: Any) -> dict[str, np.ndarray]:
+    """The graph's numeric initializers (weights, thresholds ...) by name; string initializers are left out."""
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(existing_file(path)), load_external_data=False).graph
+    return {init.name: numpy_helper.to_array(init) for init in graph.initializer
+            if init.data_type != onnx.TensorProto.STRING}
