@@ -222,6 +222,12 @@ def test_inspect_onnx(cli, files, tmp_path: Path) -> None:
     assert report["format"] == "onnx"
     assert report["class"] == "aprender.linear_model.LogisticRegression"
     assert report["extra"]["inputs"] == [{"name": "X", "dtype": "float32", "shape": [None, 4]}]
+    from aprender.cluster import KMeans
+
+    kmeans = tmp_path / "kmeans.onnx"
+    KMeans(n_clusters=2, n_init=1, random_state=0).fit([[0.0], [1.0], [5.0], [6.0]]).save_onnx(kmeans)
+    tensors = {t["name"]: t["stats"] for t in cli("inspect", kmeans, "--tensors", "--json").json["tensors"]}
+    assert {"min": 0.5, "max": 5.5, "mean": 3.0, "nan": 0} in tensors.values()  # the centroids, from the backend
 
 
 def test_inspect_quantization_details(cli, files, tmp_path: Path) -> None:
