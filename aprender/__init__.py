@@ -18,14 +18,14 @@ import types
 from typing import TYPE_CHECKING
 
 from aprender._lazy import lazy_attributes
-
-__version__ = "0.1.0"
+from aprender._version import __version__
 
 if TYPE_CHECKING:
     from aprender._pretrained import from_pretrained, save_pretrained
+    from aprender.codec import ModelType, register_estimator
     from aprender.codec.handlers.functions import register_function
     from aprender.distill import distill
-    from aprender.format import ModelType, inspect, load, register_estimator, save, validate
+    from aprender.format._api import inspect, load, save, validate
 
 __all__ = [
     "ModelType",
@@ -62,5 +62,6 @@ __getattr__, __dir__ = lazy_attributes("aprender", {
     "_pretrained": ["from_pretrained", "save_pretrained"],
     "codec.handlers.functions": ["register_function"],
     "distill": ["distill"],
-    "format": ["ModelType", "inspect", "load", "register_estimator", "save", "validate"],
+    "codec": ["ModelType", "register_estimator"],
+    "format._api": ["inspect", "load", "save", "validate"],
 })

@@ -9,20 +9,20 @@ it rebuilds, and refuses a folder whose ``config.json`` says anything else.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from aprender.codec import ModelState, from_state, to_state
 from aprender.exceptions import FormatError
-from aprender.format import ModelState, SaveOptions, from_state, safetensors, to_state
+from aprender.format import SaveOptions, safetensors
+from aprender.format._io import sha256_file, write_atomic
 
-__all__ = ["CARD", "CONFIG", "WEIGHTS", "from_pretrained", "save_pretrained", "sha256_file", "write_atomic"]
+__all__ = ["CARD", "CONFIG", "WEIGHTS", "from_pretrained", "save_pretrained"]
 
 PathLike = str | os.PathLike
 CONFIG = "config.json"
@@ -30,29 +30,6 @@ WEIGHTS = "model.safetensors"
 CARD = "README.md"
 #: config.json keys that describe how the folder was made rather than the model.
 _PROVENANCE = ("created_at", "provenance")
-
-
-def sha256_file(path: PathLike) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def write_atomic(path: PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _plain(values: Any) -> list[Any]:
@@ -147,7 +124,7 @@ def save_pretrained(
     if provenance is not None:
         stamped = SaveOptions().with_provenance(**provenance).stamped()
         config.update(created_at=stamped.created_at, provenance=dict(stamped.provenance or {}))
-    write_atomic(target / CONFIG, _json_bytes(config))
+    write_atomic(target / CONFIG, [_json_bytes(config)])
     card.for_file(weights, folder=True).save(target / CARD)
     return target
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
-__all__ = ["warn"]
+__all__ = ["model_type_keyword", "warn"]
 
 #: Frames in these folders are skipped: aprender's own, and scikit-learn's (its fit
 #: wrappers stand between a user's ``fit`` call and aprender's estimator code).
@@ -27,3 +30,22 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def model_type_keyword(func: F) -> F:
+    """Accept ``expected=``, the older name of a load's ``model_type`` argument, with a DeprecationWarning."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if "expected" in kwargs:
+            if "model_type" in kwargs:
+                raise TypeError(f"{func.__name__}() got both model_type= and its older name expected=")
+            warnings.warn(f"{func.__name__}(expected=...) is deprecated; pass model_type=", DeprecationWarning,
+                          stacklevel=2)
+            kwargs["model_type"] = kwargs.pop("expected")
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -19,8 +19,19 @@ T = TypeVar("T", bound="SerializableMixin")
 PathLike = str | os.PathLike
 
 
+def _backend(name: str) -> Any:
+    """The backend module of a format, by its row in the format table (imported on first use)."""
+    from aprender.format._formats import FORMATS
+
+    return FORMATS[name].backend
+
+
 class SerializableMixin:
     """Adds pickle-free ``save_*`` / ``load_*`` methods to an estimator.
+
+    One pair per format of :data:`aprender.format._formats.FORMATS` that loads back
+    (``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``,
+    ``save_gguf`` / ``load_gguf``), and ``save_onnx`` / ``to_onnx`` for export.
 
     Put it first among the bases: ``class LinearRegression(SerializableMixin,
     sklearn.linear_model.LinearRegression)``. The class must be registered (all of
@@ -70,9 +81,7 @@ class SerializableMixin:
         >>> scaler.save_safetensors(os.path.join(tempfile.mkdtemp(), "s.safetensors"),
         ...                         metadata={"name": "scaler"})
         """
-        from aprender.format import safetensors
-
-        safetensors.save_file(self, path, dtype=dtype, metadata=metadata, inference_only=inference_only)
+        _backend("safetensors").save_file(self, path, dtype=dtype, metadata=metadata, inference_only=inference_only)
 
     @classmethod
     def load_safetensors(cls: type[T], path: PathLike, *, trusted: Any = None) -> T:
@@ -94,9 +103,7 @@ class SerializableMixin:
         >>> KMeans.load_safetensors(path).n_clusters
         2
         """
-        from aprender.format import safetensors
-
-        return safetensors.load_file(path, expected=cls, trusted=trusted)
+        return _backend("safetensors").load_file(path, cls, trusted=trusted)
 
     def save_apr(self, path: PathLike, **options: Any) -> None:
         """Save the fitted model to an ``.apr`` file (atomically).
@@ -111,9 +118,7 @@ class SerializableMixin:
         >>> model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
         >>> model.save_apr(os.path.join(tempfile.mkdtemp(), "model.apr"))
         """
-        from aprender.format import apr
-
-        apr.save(self, path, **options)
+        _backend("apr").save(self, path, **options)
 
     @classmethod
     def load_apr(cls: type[T], path: PathLike, **keys: Any) -> T:
@@ -132,11 +137,9 @@ class SerializableMixin:
         >>> LinearRegression.load_apr(path).predict([[2.0]])
         array([5.])
         """
-        from aprender.format import apr
+        return _backend("apr").load(path, cls, **keys)
 
-        return apr.load(path, cls, **keys)
-
-    def to_gguf(self, path: PathLike, *, quantize: str | None = None, **options: Any) -> None:
+    def save_gguf(self, path: PathLike, *, quantize: str | None = None, **options: Any) -> None:
         """Save the fitted model to a GGUF file, optionally GGML-quantized.
 
         Parameters
@@ -145,36 +148,41 @@ class SerializableMixin:
             Destination ``.gguf`` file.
         quantize : {"q8_0", "q4_0", "q4_1"}, optional
             Block-quantize the tensors the estimator marks as quantizable.
+        **options
+            As for :func:`aprender.format.gguf.save_file` (``dtype=``, ``metadata=`` ...).
+
+        ``to_gguf`` is the older name of this method.
 
         Examples
         --------
         >>> import tempfile, os
         >>> from aprender.cluster import KMeans
         >>> km = KMeans(n_clusters=2, n_init=1, random_state=0).fit([[0.0], [9.0]])
-        >>> km.to_gguf(os.path.join(tempfile.mkdtemp(), "km.gguf"))
+        >>> km.save_gguf(os.path.join(tempfile.mkdtemp(), "km.gguf"))
         """
-        from aprender.format import gguf
-
-        gguf.save_file(self, path, quantize=quantize, **options)
+        _backend("gguf").save_file(self, path, quantize=quantize, **options)
 
     @classmethod
-    def from_gguf(cls: type[T], path: PathLike, *, trusted: Any = None) -> T:
-        """Load a model of this class from a GGUF file written by :meth:`to_gguf`.
+    def load_gguf(cls: type[T], path: PathLike, *, trusted: Any = None) -> T:
+        """Load a model of this class from a GGUF file written by :meth:`save_gguf`.
 
-        ``trusted`` as for :meth:`load_safetensors`.
+        Quantized weights come back dequantized. ``trusted`` as for
+        :meth:`load_safetensors`. ``from_gguf`` is the older name of this method.
 
         Examples
         --------
         >>> import tempfile, os
         >>> from aprender.cluster import KMeans
         >>> path = os.path.join(tempfile.mkdtemp(), "km.gguf")
-        >>> KMeans(n_clusters=1, n_init=1).fit([[1.0], [3.0]]).to_gguf(path)
-        >>> KMeans.from_gguf(path).cluster_centers_
+        >>> KMeans(n_clusters=1, n_init=1).fit([[1.0], [3.0]]).save_gguf(path)
+        >>> KMeans.load_gguf(path).cluster_centers_
         array([[2.]])
         """
-        from aprender.format import gguf
+        return _backend("gguf").load_file(path, cls, trusted=trusted)
 
-        return gguf.load_file(path, cls, trusted=trusted)
+    #: The older names of :meth:`save_gguf` and :meth:`load_gguf` (saved code and docs use them).
+    to_gguf = save_gguf
+    from_gguf = load_gguf
 
     def to_onnx(
         self,
@@ -205,12 +213,13 @@ class SerializableMixin:
         >>> onx.graph.input[0].name
         'X'
         """
-        from aprender.format import onnx
-
-        return onnx.to_onnx(self, X, target_opset=target_opset, dtype=dtype, options=options)
+        return _backend("onnx").to_onnx(self, X, target_opset=target_opset, dtype=dtype, options=options)
 
     def save_onnx(self, path: PathLike, X: Any = None, **kwargs: Any) -> None:
         """Write :meth:`to_onnx`'s model to ``path`` (atomically).
+
+        There is no ``load_onnx``: an ONNX graph does not turn back into an
+        estimator (run it with ONNX Runtime, and keep an ``.apr`` copy to load).
 
         Examples
         --------
@@ -219,9 +228,7 @@ class SerializableMixin:
         >>> model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
         >>> model.save_onnx(os.path.join(tempfile.mkdtemp(), "model.onnx"))
         """
-        from aprender.format import onnx
-
-        onnx.save_file(self, path, X, **kwargs)
+        _backend("onnx").save_file(self, path, X, **kwargs)
 
     def save_pretrained(self, folder: PathLike, **options: Any) -> Path:
         """Write a Hugging Face-style model folder (see :func:`aprender.save_pretrained`).

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from aprender.format import to_state
+from aprender.codec import to_state
 
 __all__ = ["Card", "Evaluation", "Plot"]
 
@@ -258,7 +258,7 @@ class Card:
         ``folder=True`` means a :func:`aprender.save_pretrained` folder: the load
         snippet then uses :func:`aprender.from_pretrained`.
         """
-        from aprender._pretrained import sha256_file
+        from aprender.format._io import sha256_file
 
         p = Path(path)
         self.file, self.folder = (p.name, sha256_file(p)), folder
@@ -353,10 +353,10 @@ class Card:
         >>> open(path).readline()
         '---\\n'
         """
-        from aprender._pretrained import write_atomic
+        from aprender.format._io import write_atomic
 
         p = Path(path)
         for plot in self.plots:
-            write_atomic(p.parent / plot.file, plot.png)
-        write_atomic(p, self.render().encode("utf-8"))
+            write_atomic(p.parent / plot.file, [plot.png])
+        write_atomic(p, [self.render().encode("utf-8")])
 

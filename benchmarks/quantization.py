@@ -28,8 +28,9 @@ from sklearn.metrics import accuracy_score, adjusted_rand_score, r2_score
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
+from aprender.codec import to_state
 from aprender.exceptions import AprenderError
-from aprender.format import gguf, to_state
+from aprender.format import gguf
 from aprender.format.quantize import quantizable_tensors
 
 #: Storage variants: (label, save options).

@@ -36,7 +36,7 @@ def main(folder: Path) -> None:
         raise SystemExit("roundtrip changed the predictions")
 
     model.save_apr(folder / "iris.apr", compression="zstd")
-    model.to_gguf(folder / "iris-q8.gguf", quantize="q8_0")
+    model.save_gguf(folder / "iris-q8.gguf", quantize="q8_0")
     written = ["iris.apr", "iris-q8.gguf"]
     try:
         model.save_onnx(folder / "iris.onnx")

@@ -27,7 +27,7 @@ register_estimator(UnpicklableLogisticRegression, key="tests.UnpicklableLogistic
 
 def loaded(name: str) -> dict[str, Any] | None:
     """What the worker process cached under the plugin ``name`` (None if nothing)."""
-    from aprender import _dask_scoring
+    from aprender.dask import _scoring as _dask_scoring
 
     model = _dask_scoring._MODELS.get(name)
     if model is None:

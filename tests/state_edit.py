@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 import aprender
+from aprender.codec import ModelState, to_state
 from aprender.exceptions import FormatError
-from aprender.format import ModelState, safetensors, to_state
+from aprender.format import safetensors
 
 
 def estimator_nodes(node: Any) -> Iterator[dict]:

@@ -9,8 +9,8 @@ import pytest
 
 import aprender
 from aprender.cluster import KMeans
+from aprender.codec import ModelType
 from aprender.exceptions import FormatError, ModelTypeMismatch
-from aprender.format import ModelType
 from aprender.linear_model import LinearRegression
 
 

@@ -19,8 +19,9 @@ from zoo import Case, assert_identical_outputs, iris
 
 import aprender
 from aprender.cluster import KMeans
+from aprender.codec import ModelState, ModelType, from_state, to_state
 from aprender.exceptions import ModelTypeMismatch, VersionSkewWarning
-from aprender.format import Compression, ModelInfo, ModelState, ModelType, SaveOptions, apr, from_state, to_state
+from aprender.format import Compression, ModelInfo, SaveOptions, apr
 from aprender.format.apr import _crypto as crypto
 from aprender.format.quantize import dequantize, quantize
 from aprender.linear_model import LinearRegression
@@ -289,7 +290,7 @@ def _mapped_root(array: np.ndarray) -> Any:
 
 
 def test_mmap_returns_read_only_views(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(apr, "MMAP_MIN_BYTES", 0)  # map even this small file
+    monkeypatch.setattr(apr._load, "MMAP_MIN_BYTES", 0)  # map even this small file
     model = _small_model()
     path = tmp_path / "lr.apr"
     model.save_apr(path)
@@ -305,7 +306,7 @@ def test_mmap_svc_copies_only_what_predict_proba_writes(tmp_path: Path, monkeypa
     # libsvm.predict_proba takes these four as non-const memoryviews; the support vectors stay mapped.
     from aprender.svm import SVC, SVR
 
-    monkeypatch.setattr(apr, "MMAP_MIN_BYTES", 0)
+    monkeypatch.setattr(apr._load, "MMAP_MIN_BYTES", 0)
     X, y = iris()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # SVC(probability=True) is deprecated in sklearn 1.9

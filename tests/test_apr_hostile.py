@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from zoo import iris
 
 import aprender
+from aprender.codec import to_state
 from aprender.exceptions import (
     AprenderError,
     ChecksumMismatch,
@@ -26,7 +27,7 @@ from aprender.exceptions import (
     SignatureInvalid,
     UnsupportedVersion,
 )
-from aprender.format import apr, to_state
+from aprender.format import apr
 from aprender.format.apr import _crypto as crypto
 from aprender.format.apr._layout import Entry, Flags, Header, align, pack_index
 from aprender.linear_model import LinearRegression
@@ -156,7 +157,7 @@ def test_truncation_at_every_length_in_bytes(option: str) -> None:
 
 @pytest.mark.parametrize("mmap", [False, True])
 def test_truncated_files_are_rejected(mmap: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(apr, "MMAP_MIN_BYTES", 0)  # the mapped path, even for this small file
+    monkeypatch.setattr(apr._load, "MMAP_MIN_BYTES", 0)  # the mapped path, even for this small file
     data = small()
     path = tmp_path / "cut.apr"
     for n in range(len(data)):

@@ -146,3 +146,32 @@ def test_a_live_writers_temporary_keeps_the_folder_being_listed(tmp_path, listed
     for _ in range(3):
         aprender.save(_model(), target)
     assert len(listed) == 3 and live.exists()
+
+
+@pytest.mark.parametrize("o_tmpfile", [True, False], ids=["O_TMPFILE", "named-temporary"])
+def test_model_folders_and_cards_write_atomically_through_the_one_helper(o_tmpfile: bool, tmp_path,
+                                                                        monkeypatch) -> None:
+    """save_pretrained's config.json and README.md go through format._io: umask mode, no temporary left on failure."""
+    pytest.importorskip("matplotlib")
+    if not o_tmpfile:
+        monkeypatch.setattr(_io, "_LINKAT", None)  # the path of systems without O_TMPFILE
+    monkeypatch.setattr(_io, "_MODE", 0o640)  # as under umask 027: every file must follow the helper's mode
+    folder = tmp_path / "line"
+    aprender.save_pretrained(_model(), folder)
+    for name in ("config.json", "README.md", "model.safetensors"):
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o640, name
+    config = (folder / "config.json").read_bytes()
+    real = _io._write_all
+
+    def config_disk_full(fd, chunks):
+        chunks = list(chunks)
+        if not bytes(chunks[0]).startswith(b"{"):  # the weights (their 8-byte header length comes first)
+            return real(fd, chunks)
+        os.write(fd, b"partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_io, "_write_all", config_disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        aprender.save_pretrained(StandardScaler().fit([[1.0], [2.0]]), folder)
+    assert (folder / "config.json").read_bytes() == config
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "config.json", "model.safetensors"]

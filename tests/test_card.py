@@ -22,6 +22,7 @@ from aprender.cli import main
 from aprender.cluster import KMeans
 from aprender.ensemble import RandomForestClassifier
 from aprender.exceptions import FormatError, ModelTypeMismatch
+from aprender.format._io import sha256_file
 from aprender.linear_model import LinearRegression, LogisticRegression
 
 
@@ -181,7 +182,7 @@ def test_replaced_tensors_file_is_refused(folder: Path, tmp_path: Path) -> None:
     with pytest.raises(FormatError, match="sha256"):
         aprender.from_pretrained(folder)
     # even with a matching digest, the config still names another model
-    edit_config(folder, sha256=aprender._pretrained.sha256_file(folder / "model.safetensors"))
+    edit_config(folder, sha256=sha256_file(folder / "model.safetensors"))
     with pytest.raises(FormatError, match="on 'class'"):
         aprender.from_pretrained(folder)
 
@@ -208,7 +209,7 @@ def test_cli_card(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["card", str(path), "--output", str(out), "--license", "mit", "--name", "toy", "--tag", "demo",
                  "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["sha256"] == aprender._pretrained.sha256_file(path)
+    assert report["sha256"] == sha256_file(path)
     expected = Card(model, model_id="toy", license="mit", tags=["demo"]).for_file(path).render()
     assert out.read_text() == expected
     hub = ModelCard.load(out)

@@ -26,7 +26,8 @@ from zoo import assert_identical_outputs, iris
 import aprender
 from aprender.cli import _progress as progress
 from aprender.cli import main
-from aprender.format import apr, to_state
+from aprender.codec import to_state
+from aprender.format import apr
 from aprender.linear_model import LogisticRegression
 from aprender.preprocessing import StandardScaler
 
@@ -236,6 +237,12 @@ def test_inspect_onnx(cli, files, tmp_path: Path) -> None:
     assert report["format"] == "onnx"
     assert report["class"] == "aprender.linear_model.LogisticRegression"
     assert report["extra"]["inputs"] == [{"name": "X", "dtype": "float32", "shape": [None, 4]}]
+    from aprender.cluster import KMeans
+
+    kmeans = tmp_path / "kmeans.onnx"
+    KMeans(n_clusters=2, n_init=1, random_state=0).fit([[0.0], [1.0], [5.0], [6.0]]).save_onnx(kmeans)
+    tensors = {t["name"]: t["stats"] for t in cli("inspect", kmeans, "--tensors", "--json").json["tensors"]}
+    assert {"min": 0.5, "max": 5.5, "mean": 3.0, "nan": 0} in tensors.values()  # the centroids, from the backend
 
 
 def test_inspect_quantization_details(cli, files, tmp_path: Path) -> None:
@@ -523,7 +530,7 @@ def test_import_refuses_aprender_files_and_raw_tensors_refuse_gguf(cli, files, t
     raw = tmp_path / "raw.apr"
     cli("import", files["hf"], "-o", raw)
     run = cli("convert", raw, "-o", tmp_path / "raw.gguf")
-    assert run.code == 1 and "raw tensors (model type Custom) can go to .apr or .safetensors" in one_error_line(run)
+    assert run.code == 1 and "raw tensors (model type Custom) can go to .safetensors or .apr" in one_error_line(run)
     run = cli("quantize", raw, "--type", "q8_0", "-o", tmp_path / "rawq.apr")
     assert run.code == 1 and "only models can be quantized" in one_error_line(run)
     assert cli("convert", raw, "-o", tmp_path / "raw.safetensors").code == 0

@@ -16,8 +16,9 @@ from zoo import diabetes
 
 import aprender
 from aprender.base import SerializableMixin
+from aprender.codec import ModelType, from_state, to_state
 from aprender.exceptions import FormatError, UnsupportedTypeError
-from aprender.format import ModelType, from_state, safetensors, to_state
+from aprender.format import safetensors
 from aprender.linear_model import LinearRegression, Ridge
 from aprender.preprocessing import StandardScaler
 

@@ -24,7 +24,7 @@ from dask_models import UnpicklableLogisticRegression, loaded
 from distributed import Client, LocalCluster
 
 import aprender.dask
-from aprender._dask_scoring import ModelPlugin
+from aprender.dask._scoring import ModelPlugin
 from aprender.ensemble import RandomForestClassifier
 from aprender.exceptions import FormatError, SignatureInvalid
 from aprender.format import apr
@@ -155,7 +155,7 @@ def test_bad_requests(client: Client, frame: pd.DataFrame, forest: RandomForestC
     with pytest.raises(AttributeError, match="no method 'transform'"):
         aprender.dask.predict(forest, dd.from_pandas(frame, npartitions=1), "transform", client=client)
     (tmp_path / "notes.txt").write_text("not a model at all")
-    with pytest.raises(FormatError, match=r"ships \.apr or SafeTensors"):
+    with pytest.raises(FormatError, match=r"ships SafeTensors or \.apr or GGUF files"):
         aprender.dask.predict(tmp_path / "notes.txt", dd.from_pandas(frame, npartitions=1), client=client)
     with pytest.raises(FileNotFoundError, match="no such model file"):
         aprender.dask.predict(tmp_path / "missing.apr", dd.from_pandas(frame, npartitions=1), client=client)

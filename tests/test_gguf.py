@@ -19,8 +19,9 @@ from sklearn.base import BaseEstimator
 from zoo import assert_identical_outputs, diabetes, iris, outputs
 
 import aprender
+from aprender.codec import ModelType, from_state, register_estimator, to_state
 from aprender.exceptions import ModelTypeMismatch
-from aprender.format import ModelType, from_state, gguf, register_estimator, to_state
+from aprender.format import gguf
 from aprender.format.quantize import QTYPES, dequantize, quantizable_tensors, quantize
 from aprender.linear_model import LinearRegression, LogisticRegression, Ridge
 

@@ -20,10 +20,11 @@ from state_edit import hostile
 from zoo import iris
 
 import aprender
+from aprender.codec import ModelState, to_state
 from aprender.codec.handlers import Handler, register_handler
 from aprender.ensemble import HistGradientBoostingClassifier
 from aprender.exceptions import FormatError
-from aprender.format import ModelState, apr, gguf, safetensors, to_state
+from aprender.format import apr, gguf, safetensors
 from aprender.format.quantize import quantize
 from aprender.linear_model import LogisticRegression
 

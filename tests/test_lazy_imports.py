@@ -79,7 +79,7 @@ def _imported(code: str, *args: str) -> list[str]:
 def test_import_aprender_imports_no_estimator_family_nor_the_codec() -> None:
     loaded = _imported("import aprender")
     assert not [m for m in loaded if m in (*HEAVY, "ml_dtypes", "cryptography", "gguf")], loaded
-    assert [m for m in loaded if m.startswith("aprender.")] == ["aprender._lazy"], loaded
+    assert [m for m in loaded if m.startswith("aprender.")] == ["aprender._lazy", "aprender._version"], loaded
 
 
 def test_the_top_level_names_come_on_first_use() -> None:

@@ -27,11 +27,11 @@ import zstandard
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import aprender
-from aprender.codec import ModelState, canonical_json, parse_json
+from aprender.codec import ModelState, canonical_json, parse_json, to_state
 from aprender.codec import _state as codec_state
 from aprender.codec._nodes import MAX_JSON_DEPTH, preview
 from aprender.exceptions import FormatError, ReadOnlyModelError
-from aprender.format import apr, gguf, safetensors, to_state
+from aprender.format import apr, gguf, safetensors
 from aprender.format.apr import _write as apr_write
 from aprender.format.apr._layout import Entry, Flags, Header, align, pack_index
 from aprender.linear_model import LinearRegression, SGDClassifier
@@ -217,7 +217,7 @@ def test_what_a_small_file_claims_is_never_allocated(bomb: Path, tmp_path: Path)
 @pytest.fixture
 def tiny_map(monkeypatch: pytest.MonkeyPatch) -> None:
     """Map files of every size (small files are read instead by default)."""
-    monkeypatch.setattr(apr, "MMAP_MIN_BYTES", 0)
+    monkeypatch.setattr(apr._load, "MMAP_MIN_BYTES", 0)
 
 
 def overwrite_in_place(path: Path, data: bytes) -> None:

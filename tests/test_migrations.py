@@ -33,11 +33,10 @@ from sklearn import (
     svm,
 )
 
-from aprender.codec import from_state, to_state
+from aprender.codec import ModelState, from_state, to_state
 from aprender.codec._migrations import MIGRATIONS, Plan, minor_version
 from aprender.compose import ColumnTransformer
 from aprender.exceptions import IncompatibleVersion, UnsupportedVersion
-from aprender.format import ModelState
 from aprender.linear_model import LogisticRegression
 from aprender.preprocessing import StandardScaler
 

@@ -23,8 +23,9 @@ from zoo import assert_identical_outputs, diabetes, iris
 
 import aprender
 from aprender.cluster import MiniBatchKMeans
+from aprender.codec import ModelType, from_state, to_state
 from aprender.decomposition import PCA
-from aprender.format import ModelType, from_state, safetensors, to_state
+from aprender.format import safetensors
 from aprender.naive_bayes import BernoulliNB, GaussianNB, MultinomialNB
 from aprender.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from aprender.neural_network import MLPClassifier, MLPRegressor

@@ -23,9 +23,10 @@ from sklearn.exceptions import ConvergenceWarning
 from zoo import iris
 
 from aprender.cluster import MiniBatchKMeans
+from aprender.codec import ModelState, from_state, to_state
 from aprender.decomposition import PCA
 from aprender.exceptions import FormatError
-from aprender.format import ModelState, from_state, safetensors, to_state
+from aprender.format import safetensors
 from aprender.naive_bayes import GaussianNB, MultinomialNB
 from aprender.neighbors import KNeighborsClassifier
 from aprender.neural_network import MLPClassifier

@@ -17,6 +17,7 @@ from state_edit import find, hostile
 from zoo import assert_identical_outputs
 
 import aprender
+from aprender.codec import ModelType, to_state
 from aprender.ensemble import MixtureOfExpertsClassifier, MixtureOfExpertsRegressor, SoftmaxGating
 from aprender.exceptions import (
     KeyRequired,
@@ -25,7 +26,7 @@ from aprender.exceptions import (
     UnsupportedExportError,
     UnsupportedTypeError,
 )
-from aprender.format import ModelType, gguf, to_state
+from aprender.format import gguf
 from aprender.format.apr import _crypto as crypto
 from aprender.format.onnx import input_feed
 from aprender.format.quantize import quantizable_tensors

@@ -12,8 +12,9 @@ import pytest
 from cases_own_models import CORPUS, HELD_OUT
 from sklearn.exceptions import NotFittedError
 
+from aprender.codec import ModelState, ModelType, to_state
 from aprender.exceptions import FormatError
-from aprender.format import ModelState, ModelType, safetensors, to_state
+from aprender.format import safetensors
 from aprender.text import NgramLm
 
 SETTINGS = [

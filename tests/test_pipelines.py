@@ -18,10 +18,10 @@ from state_edit import find, hostile
 from zoo import assert_identical_outputs, diabetes, iris
 
 import aprender
+from aprender.codec import ModelType, to_state
 from aprender.compose import ColumnTransformer, make_column_transformer
 from aprender.exceptions import ModelTypeMismatch, UnsupportedTypeError
 from aprender.feature_extraction.text import TfidfVectorizer
-from aprender.format import ModelType, to_state
 from aprender.linear_model import LogisticRegression, Ridge
 from aprender.pipeline import Pipeline, make_pipeline
 from aprender.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler

@@ -9,9 +9,9 @@ from gguf import quants as ggml_quants
 from zoo import iris, outputs
 
 from aprender.cluster import KMeans
+from aprender.codec import from_state, to_state
 from aprender.codec._registry import entry_for_key
 from aprender.exceptions import FormatError
-from aprender.format import from_state, to_state
 from aprender.format.quantize import (
     BLOCK_SIZE,
     QTYPES,

@@ -11,8 +11,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
+from aprender.codec import ModelState, ModelType, to_state
 from aprender.exceptions import FormatError
-from aprender.format import ModelState, ModelType, safetensors, to_state
+from aprender.format import safetensors
 from aprender.recommend import ContentRecommender
 
 TEXTS, IDS = list(CATALOGUE.values()), list(CATALOGUE)

@@ -15,8 +15,9 @@ from zoo import assert_identical_outputs, diabetes, iris
 
 import aprender
 from aprender.cluster import KMeans
+from aprender.codec import ModelType
 from aprender.exceptions import ModelTypeMismatch
-from aprender.format import ModelType, safetensors
+from aprender.format import safetensors
 from aprender.linear_model import LinearRegression, LogisticRegression
 
 

@@ -96,7 +96,7 @@ def test_unknown_tensor_dtype(valid, tmp_path) -> None:
 
 def test_missing_required_tensor(tmp_path) -> None:
     X, y = diabetes()
-    state = aprender.format.to_state(LinearRegression().fit(X, y))
+    state = aprender.codec.to_state(LinearRegression().fit(X, y))
     tensors = {k: v for k, v in state.tensors.items() if k != "coefficients"}
     path = tmp_path / "m.safetensors"
     official.save_file(tensors, str(path), metadata={"aprender": json.dumps(state.meta)})
@@ -106,7 +106,7 @@ def test_missing_required_tensor(tmp_path) -> None:
 
 def test_extra_tensor_is_rejected(tmp_path) -> None:
     X, y = diabetes()
-    state = aprender.format.to_state(LinearRegression().fit(X, y))
+    state = aprender.codec.to_state(LinearRegression().fit(X, y))
     path = tmp_path / "m.safetensors"
     official.save_file({**state.tensors, "smuggled": np.zeros(3)}, str(path),
                        metadata={"aprender": json.dumps(state.meta)})

@@ -108,7 +108,7 @@ def test_worker_finds_a_changed_canary() -> None:
 def test_the_seed_loads_unchanged() -> None:
     """The seeds themselves load: a lie, not the harness, is what a refusal answers."""
     state = _state("sk:NuSVC")
-    model = aprender.format.from_state(safetensors.state_from_bytes(safetensors.state_to_bytes(state)))
+    model = aprender.codec.from_state(safetensors.state_from_bytes(safetensors.state_to_bytes(state)))
     assert type(model).__name__ == "NuSVC"
 
 

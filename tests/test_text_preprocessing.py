@@ -17,9 +17,9 @@ from state_edit import find, hostile
 from zoo import assert_identical_outputs, diabetes, iris
 
 import aprender
+from aprender.codec import ModelType, from_state, to_state
 from aprender.exceptions import ModelTypeMismatch, UnsupportedTypeError, UntrustedFunctionError
 from aprender.feature_extraction.text import CountVectorizer, TfidfVectorizer
-from aprender.format import ModelType, from_state, to_state
 from aprender.impute import SimpleImputer
 from aprender.preprocessing import LabelEncoder, MinMaxScaler, OneHotEncoder
 

@@ -14,6 +14,7 @@ from threadpoolctl import threadpool_limits
 from zoo import assert_identical_outputs, diabetes, iris
 
 import aprender
+from aprender.codec import ModelType, to_state
 from aprender.ensemble import (
     GradientBoostingClassifier,
     GradientBoostingRegressor,
@@ -22,7 +23,7 @@ from aprender.ensemble import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
-from aprender.format import ModelType, safetensors, to_state
+from aprender.format import safetensors
 from aprender.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 

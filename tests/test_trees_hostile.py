@@ -15,6 +15,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 from zoo import diabetes, iris
 
+from aprender.codec import ModelState, to_state
 from aprender.ensemble import (
     GradientBoostingClassifier,
     HistGradientBoostingClassifier,
@@ -22,7 +23,7 @@ from aprender.ensemble import (
     RandomForestClassifier,
 )
 from aprender.exceptions import FormatError, UntrustedTypeError
-from aprender.format import ModelState, safetensors, to_state
+from aprender.format import safetensors
 from aprender.tree import DecisionTreeClassifier
 
 Edit = Callable[[dict, dict], None]

@@ -24,9 +24,9 @@ from sklearn.svm import SVC
 from zoo import iris
 
 import aprender
-from aprender.codec import trust
+from aprender.codec import ModelState, to_state, trust
 from aprender.exceptions import FormatError, UnsupportedTypeError, UntrustedFunctionError, UntrustedParameterError
-from aprender.format import ModelState, apr, gguf, safetensors, to_state
+from aprender.format import apr, gguf, safetensors
 from aprender.preprocessing import FunctionTransformer as AprFunctionTransformer
 
 #: Functions that must never be trusted by default: I/O, imports, test runners, process-wide

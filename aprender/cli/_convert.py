@@ -11,9 +11,9 @@ from rich.markup import escape
 from aprender.cli._files import DTYPES, cast, info_of, is_foreign, output_format, read, write
 from aprender.cli._foreign import is_raw
 from aprender.cli._options import (
-    FORMATS,
     INPUT,
     CommandError,
+    FormatChoice,
     check_output,
     debug_option,
     force_option,
@@ -24,12 +24,31 @@ from aprender.cli._options import (
 from aprender.cli._progress import phases
 from aprender.cli._render import console, emit_json, say, size, table, warn
 from aprender.cli._secrets import Secrets, secret_options
-from aprender.format import Compression, ModelState
+from aprender.codec import ModelState
+from aprender.format import Compression
+from aprender.format._formats import FORMATS as TABLE
+from aprender.format._formats import Format, having
 from aprender.format.quantize import QTYPES, is_quantized, quantizable_tensors, quantize
 
 __all__ = ["convert", "import_", "quantize_cmd", "transcode"]
 
 _COMPRESSIONS = [c.value for c in Compression]
+
+
+def _suffixes(capability: str) -> str:
+    """``.apr or .gguf``: the suffixes of the formats with ``capability``, for messages."""
+    return " or ".join(f.suffix for f in having(capability))
+
+
+def _exports() -> str:
+    """The titles of the export-only formats (``ONNX``), for messages."""
+    return " or ".join(f.title for f in TABLE.values() if not f.loads)
+
+
+def _check_compression(compress: str | None, target: Format) -> None:
+    if compress is not None and not target.compresses:
+        raise click.BadParameter(f"compression applies to {_suffixes('compresses')} output only",
+                                 param_hint="--compress")
 
 
 def _quantize(state: ModelState, qtype: str) -> ModelState:
@@ -61,15 +80,15 @@ def transcode(src: Path, out: Path, fmt: str, secrets: Secrets, *, qtype: str | 
     with phases(2 + (dtype is not None) + (qtype is not None), info.file_size, progress) as start:
         start(f"reading {src.name}")
         state = read(src, secrets, info).state
-        if dtype is not None and fmt != "onnx":
+        if dtype is not None and TABLE[fmt].loads:  # a graph export takes --dtype as its graph's type
             start(f"casting float tensors to {dtype}")
             state = cast(state, dtype)
         before = state
         if qtype is not None:
             start(f"quantizing to {qtype}")
             state = _quantize(state, qtype)
-        if fmt == "safetensors" and is_quantized(state):
-            warn(f"SafeTensors holds no GGML blocks: the {state.meta['quantization']['type']} tensors are "
+        if TABLE[fmt].loads and not TABLE[fmt].quantizes and is_quantized(state):
+            warn(f"{TABLE[fmt].title} holds no GGML blocks: the {state.meta['quantization']['type']} tensors are "
                  "written dequantized")
         start(f"writing {out.name}")
         write(state, out, fmt, compression=compress, onnx_dtype=dtype, onnx_sample=sample)
@@ -101,7 +120,7 @@ def _print_conversion(verb: str, s: dict[str, Any]) -> None:
 
 @click.command(short_help="Convert to safetensors, apr, gguf or onnx.")
 @click.argument("input_path", metavar="INPUT", type=INPUT)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), help="Output format (default: from the OUTPUT suffix).")
+@click.option("--format", "fmt", type=FormatChoice(), help="Output format (default: from the OUTPUT suffix).")
 @output_option("File to write.")
 @click.option("--quantize", "qtype", type=click.Choice(QTYPES), help="GGML block-quantize the weights (apr, gguf).")
 @click.option("--compress", type=click.Choice(_COMPRESSIONS), help="Compress the data section (apr only).")
@@ -124,15 +143,17 @@ def convert(input_path: Path, fmt: str | None, output: Path, qtype: str | None, 
     tensors stay quantized in .apr and .gguf, and are dequantized for SafeTensors.
     """
     fmt = output_format(output, fmt)
-    if compress is not None and fmt != "apr":
-        raise click.BadParameter("compression applies to .apr output only", param_hint="--compress")
-    if qtype is not None and fmt not in ("apr", "gguf"):
-        raise click.BadParameter(f"{fmt} cannot hold GGML blocks; quantize to .apr or .gguf",
+    target = TABLE[fmt]
+    _check_compression(compress, target)
+    if qtype is not None and not target.quantizes:
+        raise click.BadParameter(f"{fmt} cannot hold GGML blocks; quantize to {_suffixes('quantizes')}",
                                  param_hint="--quantize")
-    if dtype in ("f16", "bf16") and fmt == "onnx":
-        raise click.BadParameter("ONNX export takes f32 or f64", param_hint="--dtype")
-    if sample is not None and fmt != "onnx":
-        raise click.BadParameter("a sample types ONNX inputs only", param_hint="--sample")
+    # --dtype and --sample of a graph export (ONNX) type its inputs and outputs
+    if dtype in ("f16", "bf16") and not target.loads:
+        raise click.BadParameter(f"{target.title} export takes f32 or f64", param_hint="--dtype")
+    if sample is not None and target.loads:
+        raise click.BadParameter(f"a sample types {_exports()} inputs only",
+                                 param_hint="--sample")
     check_output(output, force)
     summary, _, _ = transcode(input_path, output, fmt, secrets, qtype=qtype, compress=compress, dtype=dtype,
                               progress=progress, sample=sample)
@@ -166,10 +187,10 @@ def quantize_cmd(file: Path, qtype: str, output: Path, compress: str | None, sec
     indices and counts are kept exactly. The output format follows the OUTPUT suffix.
     """
     fmt = output_format(output, None)
-    if fmt not in ("apr", "gguf"):
-        raise click.BadParameter(f"{fmt} cannot hold GGML blocks; write .apr or .gguf", param_hint="--output")
-    if compress is not None and fmt != "apr":
-        raise click.BadParameter("compression applies to .apr output only", param_hint="--compress")
+    if not TABLE[fmt].quantizes:
+        raise click.BadParameter(f"{fmt} cannot hold GGML blocks; write {_suffixes('quantizes')}",
+                                 param_hint="--output")
+    _check_compression(compress, TABLE[fmt])
     check_output(output, force)
     summary, before, after = transcode(file, output, fmt, secrets, qtype=qtype, compress=compress,
                                        progress=progress)

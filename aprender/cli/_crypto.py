@@ -35,6 +35,7 @@ from aprender.cli._secrets import (
     write_keypair,
 )
 from aprender.exceptions import SignatureInvalid
+from aprender.format._formats import FORMATS, titles
 
 if TYPE_CHECKING:
     from aprender.cli._files import Loaded
@@ -143,8 +144,9 @@ def verify(file: Path, key: Path | None, as_json: bool) -> int:
         from aprender.format import apr
 
         fmt = file_format(file)
-        if fmt != "apr":
-            raise SignatureInvalid(f"'{file}': {fmt} files carry no signature; only .apr files are signed")
+        if not FORMATS[fmt].signs:
+            raise SignatureInvalid(f"'{file}': {fmt} files carry no signature; only {titles('signs')} files are "
+                                   "signed")
         # the signature is checked before any header field or metadata is trusted
         result["public_key_hex"] = apr.verify_file(file, verifying_key).hex()
 

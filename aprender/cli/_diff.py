@@ -15,7 +15,7 @@ from aprender.cli._files import plain, read
 from aprender.cli._options import INPUT, Invalid, debug_option, json_option
 from aprender.cli._render import console, emit_json, json_safe, say, short, table
 from aprender.cli._secrets import Secrets, secret_options
-from aprender.format import ModelState
+from aprender.codec import ModelState
 
 __all__ = ["compare", "diff"]
 

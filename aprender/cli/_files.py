@@ -17,12 +17,15 @@ import numpy as np
 
 import aprender
 from aprender._lazy import bfloat16
-from aprender.cli._foreign import custom_state, gguf_source, is_raw
-from aprender.cli._options import FORMATS, CommandError
+from aprender.cli._foreign import custom_state, foreign_source, is_raw
+from aprender.cli._options import CommandError
 from aprender.cli._secrets import Secrets
+from aprender.codec import ModelState, from_state, to_state
 from aprender.exceptions import UnsupportedExportError
-from aprender.format import ModelInfo, ModelState, from_state, to_state
-from aprender.format._api import sniff
+from aprender.format import ModelInfo
+from aprender.format._api import file_format as sniff_format
+from aprender.format._formats import FORMATS as TABLE
+from aprender.format._formats import by_suffix, having
 
 __all__ = [
     "DTYPES",
@@ -43,17 +46,17 @@ __all__ = [
 DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 #: Bytes per value of each of them.
 ITEMSIZES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
-_SUFFIXES = {"." + name: name for name in FORMATS}
 
 
 def file_format(path: Path) -> str:
     """Format of an existing file, from its bytes (``"apr"``, ``"gguf"`` ...)."""
-    return sniff(path).lstrip(".")
+    return sniff_format(path).name
 
 
 def output_format(path: Path, requested: str | None) -> str:
     """The format to write ``path`` in: ``--format`` if given, else the suffix; they must agree."""
-    implied = _SUFFIXES.get(path.suffix.lower())
+    named = by_suffix(path)
+    implied = None if named is None else named.name
     if requested is None:
         if implied is None:
             raise click.BadParameter(f"cannot tell the format from '{path.name}'; pass --format",
@@ -90,28 +93,19 @@ def read(path: Path, secrets: Secrets, info: ModelInfo | None = None) -> Loaded:
 
     An encrypted .apr is opened with ``secrets`` (asking for a password on a terminal).
     """
-    # Only the backend the file needs: the gguf package alone costs what a whole .apr command does.
     info = info if info is not None else info_of(path)
-    if info.format == "onnx":
-        raise CommandError(f"'{path}' is ONNX, which aprender exports but cannot read back into a model; "
-                           "convert from the .apr, .safetensors or .gguf file instead")
-    keys = secrets.keys_for(info, required=True) if info.format == "apr" else {}
-    if info.format == "apr":
-        from aprender.format import apr
-
-        state = apr.read_state(path, **keys, **secrets.limits(info))
-    elif info.format == "safetensors":
-        from aprender.format import safetensors
-
-        if is_foreign(info):
-            source = {"format": "safetensors", "metadata": info.extra.get("other_metadata", {})}
-            state = custom_state(safetensors.load_tensors(path), source)
-        else:
-            state = safetensors.read_state(path)
+    fmt = TABLE[info.format]
+    if not fmt.loads:
+        readable = ", ".join(f.suffix for f in having("loads"))
+        raise CommandError(f"'{path}' is {fmt.title}, which aprender exports but cannot read back into a model; "
+                           f"convert from the {readable} file instead")
+    keys = secrets.keys_for(info, required=True) if fmt.encrypts else {}
+    if is_foreign(info):
+        state = custom_state(fmt.backend.load_tensors(path), foreign_source(info))
+    elif fmt.encrypts or fmt.compresses:
+        state = fmt.backend.read_state(path, **keys, **secrets.limits(info))
     else:
-        from aprender.format import gguf
-
-        state = custom_state(gguf.load_tensors(path), gguf_source(info)) if is_foreign(info) else gguf.read_state(path)
+        state = fmt.backend.read_state(path)
     return Loaded(state, info, keys)
 
 
@@ -194,20 +188,17 @@ def write(state: ModelState, path: Path, fmt: str, *, compression: str | None = 
     ``compression`` apply to .apr only; ``onnx_dtype`` and ``onnx_sample`` (a CSV or
     Parquet file of input rows) to ONNX.
     """
-    if fmt == "apr":
-        from aprender.format import apr
-
-        apr.write_state(state, path, compression=compression, **apr_keys)
-    elif fmt == "safetensors":
-        from aprender.format import safetensors
-
-        safetensors.write_state(plain(state), path)
-    elif fmt == "gguf":
-        from aprender.format import gguf
-
-        if is_raw(state):
-            raise UnsupportedExportError("GGUF output holds aprender models; raw tensors (model type Custom) "
-                                         "can go to .apr or .safetensors")
-        gguf.write_state(state, path)
-    else:
+    target = TABLE[fmt]
+    if not target.loads:  # a graph export: the model is rebuilt and converted
         _onnx(state, path, onnx_dtype, onnx_sample)
+        return
+    if is_raw(state) and not target.raw_tensors:
+        holders = " or ".join(f.suffix for f in having("raw_tensors"))
+        raise UnsupportedExportError(f"{target.title} output holds aprender models; raw tensors (model type Custom) "
+                                     f"can go to {holders}")
+    options: dict[str, Any] = {}
+    if target.compresses:
+        options["compression"] = compression
+    if target.signs or target.encrypts:
+        options.update(apr_keys)
+    target.backend.write_state(state if target.quantizes else plain(state), path, **options)

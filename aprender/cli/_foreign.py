@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from aprender.codec import SCHEMA_VERSION
-from aprender.format import ModelInfo, ModelState, ModelType
+from aprender.codec import SCHEMA_VERSION, ModelState, ModelType
+from aprender.format import ModelInfo
 
-__all__ = ["block_bits", "custom_state", "gguf_source", "is_raw"]
+__all__ = ["block_bits", "custom_state", "foreign_source", "is_raw"]
 
 
 def custom_state(tensors: dict[str, np.ndarray], source: dict[str, Any]) -> ModelState:
@@ -31,9 +31,9 @@ def is_raw(state: ModelState) -> bool:
     return not isinstance(state.meta.get("model"), dict)
 
 
-def gguf_source(info: ModelInfo) -> dict[str, Any]:
-    """The ``source`` record of a foreign GGUF file: its key-values and the block tensors dequantized."""
-    source = {"format": "gguf", "metadata": info.metadata}
+def foreign_source(info: ModelInfo) -> dict[str, Any]:
+    """The ``source`` record of a file another tool wrote: its format, metadata and any block tensors dequantized."""
+    source = {"format": info.format, "metadata": info.extra.get("other_metadata", info.metadata)}
     dequantized = {t.name: t.quantization for t in info.tensors if t.quantization}
     if dequantized:
         source["dequantized"] = dequantized

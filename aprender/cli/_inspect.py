@@ -15,6 +15,7 @@ from aprender.cli._options import INPUT, debug_option, json_option
 from aprender.cli._render import console, emit_json, kv_table, number, short, size, table
 from aprender.cli._secrets import Secrets, secret_options
 from aprender.format import ModelInfo
+from aprender.format._formats import FORMATS
 
 __all__ = ["inspect", "inspect_report"]
 
@@ -55,7 +56,7 @@ def _leaves(prefix: str, value: Any) -> list[tuple[str, Any]]:
 
 def _original_dtypes(info: ModelInfo) -> dict[str, Any]:
     """Per quantized tensor, its dtype before quantization (the file's record; foreign files have none)."""
-    record = info.metadata.get("quantization") if info.format in ("apr", "gguf") else None
+    record = info.metadata.get("quantization") if FORMATS[info.format].quantizes else None
     originals = record.get("tensors") if isinstance(record, dict) else None
     if not isinstance(originals, dict):
         return {}
@@ -97,21 +98,10 @@ def _stats(array: np.ndarray) -> dict[str, Any]:
                 "nan": n_nan}
 
 
-def _onnx_arrays(path: Path) -> dict[str, np.ndarray]:
-    import onnx
-    from onnx import numpy_helper
-
-    graph = onnx.load(str(path), load_external_data=False).graph
-    arrays = {}
-    for init in graph.initializer:
-        if init.data_type != onnx.TensorProto.STRING:
-            arrays[init.name] = numpy_helper.to_array(init)
-    return arrays
-
-
 def _tensor_stats(path: Path, info: ModelInfo, secrets: Secrets) -> tuple[dict[str, Any] | None, str | None]:
-    if info.format == "onnx":
-        return {name: _stats(a) for name, a in _onnx_arrays(path).items()}, None
+    fmt = FORMATS[info.format]
+    if not fmt.loads:  # an exported graph: its initializers, as the backend reads them
+        return {name: _stats(a) for name, a in fmt.backend.load_tensors(path).items()}, None
     if info.encrypted and not secrets.keys_for(info, required=False):
         return {}, ("the data is encrypted: statistics need --password-file, --password-env or --secret-key "
                       "(the table above needs no key)")

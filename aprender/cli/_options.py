@@ -12,10 +12,12 @@ import click
 
 from aprender.cli._render import emit_json
 from aprender.exceptions import AprenderError
+from aprender.format._formats import FORMATS as TABLE
 
 __all__ = [
     "FORMATS",
     "INPUT",
+    "FormatChoice",
     "CommandError",
     "Invalid",
     "OutputExists",
@@ -31,8 +33,23 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Formats a command may write or read, in the order --help lists them.
-FORMATS = ("safetensors", "apr", "gguf", "onnx")
+#: Formats a command may write or read, in the order --help lists them (the rows of the format table).
+FORMATS = tuple(TABLE)
+
+
+class FormatChoice(click.Choice):
+    """``--format``: a name of the format table, read when the option is parsed (a row added later counts)."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        return tuple(TABLE)
+
+    @choices.setter
+    def choices(self, value: Any) -> None:  # click.Choice.__init__ sets it; the table is the one source
+        pass
 
 #: An existing input file; a missing one is a usage error (exit 2) named by click.
 INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)

@@ -20,6 +20,7 @@ import click
 
 from aprender.cli._options import INPUT, check_output
 from aprender.format import ModelInfo
+from aprender.format._formats import FORMATS
 
 __all__ = [
     "KEY_TYPES",
@@ -80,8 +81,8 @@ class Secrets:
     allow_large: bool = False
 
     def limits(self, info: ModelInfo) -> dict[str, Any]:
-        """``max_decompressed_ratio=None`` for an .apr when ``--allow-large`` was given ({} otherwise)."""
-        return {"max_decompressed_ratio": None} if self.allow_large and info.format == "apr" else {}
+        """``max_decompressed_ratio=None`` for a compressed format when ``--allow-large`` was given ({} otherwise)."""
+        return {"max_decompressed_ratio": None} if self.allow_large and FORMATS[info.format].compresses else {}
 
     @property
     def given(self) -> bool:

@@ -16,13 +16,14 @@ from aprender.cli._render import say
 from aprender.cli._secrets import Secrets, load_public_key, secret_options
 from aprender.format import ModelInfo
 from aprender.format import validate as validate_any
+from aprender.format._formats import FORMATS
 
 __all__ = ["check_file", "validate"]
 
 
 def check_file(path: Path, info: ModelInfo, secrets: Secrets, key: Any = None) -> list[str]:
     """Run every check the format allows (:func:`aprender.validate`); return their names or raise."""
-    keys = secrets.keys_for(info, required=False) if info.format == "apr" else {}
+    keys = secrets.keys_for(info, required=False) if FORMATS[info.format].encrypts else {}
     report = validate_any(path, verifying_key=key, **keys, **secrets.limits(info))
     return [*report.checks, *([report.not_checked] if report.not_checked else [])]
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from aprender._warn import model_type_keyword
 from aprender.codec._model_type import ModelType
 from aprender.codec._nodes import MAX_JSON_DEPTH, preview
 from aprender.exceptions import FormatError, ModelTypeMismatch, UnsupportedVersion
@@ -167,7 +168,7 @@ def _version_items() -> tuple[tuple[str, str], ...]:
     """The library versions every save records; fixed once the process has imported them."""
     import sklearn
 
-    from aprender import __version__
+    from aprender._version import __version__
 
     return (("aprender", __version__), ("numpy", np.__version__), ("sklearn", sklearn.__version__))
 
@@ -276,8 +277,10 @@ def _expectation(expected: object) -> type | ModelType | str | None:
                     f"got {type(expected).__name__}")
 
 
+@model_type_keyword
 def from_state(
-    state: ModelState, expected: type | ModelType | int | str | None = None, *, trusted: Iterable[Any] | None = None,
+    state: ModelState, model_type: type | ModelType | int | str | None = None, *,
+    trusted: Iterable[Any] | None = None,
 ) -> Any:
     """Validate a :class:`ModelState` and rebuild its estimator.
 
@@ -285,7 +288,7 @@ def from_state(
     ----------
     state : ModelState
         Usually produced by a format backend's parser.
-    expected : class, class name, ModelType or int, optional
+    model_type : class, class name, ModelType or int, optional
         Fail fast with :class:`ModelTypeMismatch` when the state holds something
         else. An aprender class also accepts its plain scikit-learn twin and
         rebuilds it as the aprender class; a name (``"KMeans"``) matches the
@@ -309,7 +312,7 @@ def from_state(
     """
     from aprender.codec._decode import Decoder
     from aprender.codec._registry import entry_for_key, same_schema
-    from aprender.codec.trust import make_trust
+    from aprender.codec.handlers.functions import make_trust
 
     meta = state.meta
     if not isinstance(meta, dict):
@@ -325,7 +328,7 @@ def from_state(
     saved = _saved_sklearn(meta.get("versions"))
     plan = _migration_plan(saved)
     entry = plan.entry(model.get("class"), "model") if plan else entry_for_key(model.get("class"), "model")
-    expected = _expectation(expected)
+    expected = _expectation(model_type)
     build_as = None
     if isinstance(expected, ModelType):
         if entry.spec.model_type != expected:

@@ -29,12 +29,12 @@ import functools
 import importlib
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["PARAM_RULES", "REVIEWED", "UFUNC_MODULES", "Trust", "default_functions", "make_trust"]
+__all__ = ["PARAM_RULES", "REVIEWED", "UFUNC_MODULES", "Trust", "default_functions"]
 
 #: Modules whose ufuncs are trusted, in the order their names are preferred when saving.
 UFUNC_MODULES = ("numpy", "scipy.special")
@@ -220,55 +220,3 @@ class Trust:
 
 #: The trust of a load given no ``trusted=``.
 NONE = Trust({}, frozenset())
-
-
-def _names(func: Callable[..., Any]) -> list[str]:
-    """The names a file may give ``func``: its registered or default name and ``module.qualname``."""
-    from aprender.codec.handlers.functions import function_name, qualified_name
-
-    return [n for n in (function_name(func), qualified_name(func)) if n is not None]
-
-
-def make_trust(trusted: Iterable[Any] | None) -> Trust:
-    """The :class:`Trust` of a ``trusted=`` argument.
-
-    Parameters
-    ----------
-    trusted : iterable or None
-        Function objects a file may name (found by their registered name or
-        ``module.qualname``), and names of hyperparameters of :data:`PARAM_RULES` a
-        file may set to any value. A function is never looked up by a string: pass
-        the object.
-
-    Raises
-    ------
-    TypeError
-        For an entry that is neither a callable nor a string.
-    ValueError
-        For a string that is not a hyperparameter of :data:`PARAM_RULES`.
-    """
-    if trusted is None:
-        return NONE
-    if isinstance(trusted, (str, bytes)) or callable(trusted):
-        trusted = [trusted]
-    functions: dict[str, Callable[..., Any]] = {}
-    params = set()
-    for item in trusted:
-        if isinstance(item, str):
-            if item not in PARAM_RULES:
-                raise ValueError(
-                    f"trusted={item!r}: a string in trusted names a hyperparameter a file may set freely "
-                    f"({', '.join(PARAM_RULES)}); functions are trusted by passing the function object itself, "
-                    "e.g. trusted=[mymodule.myfunc], never by name")
-            params.add(item)
-        elif callable(item) and not isinstance(item, type):
-            names = _names(item)
-            if not names:
-                raise ValueError(f"trusted function {item!r} has no unique qualified name; register it with "
-                                 "aprender.register_function(func, name=...) instead")
-            for name in names:
-                functions[name] = item
-        else:
-            raise TypeError(f"trusted entries are function objects or hyperparameter names, "
-                            f"got {type(item).__name__}")
-    return Trust(functions, frozenset(params))

@@ -18,9 +18,10 @@ class CCA(SerializableMixin, _sk.CCA):
     """scikit-learn's CCA (:class:`sklearn.cross_decomposition.CCA`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -46,9 +47,10 @@ class PLSCanonical(SerializableMixin, _sk.PLSCanonical):
     """Partial Least Squares transformer and regressor (:class:`sklearn.cross_decomposition.PLSCanonical`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -74,9 +76,10 @@ class PLSRegression(SerializableMixin, _sk.PLSRegression):
     """PLS regression (:class:`sklearn.cross_decomposition.PLSRegression`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -102,9 +105,10 @@ class PLSSVD(SerializableMixin, _sk.PLSSVD):
     """Partial Least Square SVD (:class:`sklearn.cross_decomposition.PLSSVD`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------

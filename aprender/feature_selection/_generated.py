@@ -30,9 +30,10 @@ class GenericUnivariateSelect(SerializableMixin, _sk.GenericUnivariateSelect):
     """scikit-learn's GenericUnivariateSelect (:class:`sklearn.feature_selection.GenericUnivariateSelect`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -58,9 +59,10 @@ class RFE(SerializableMixin, _sk.RFE):
     """Feature ranking with recursive feature elimination (:class:`sklearn.feature_selection.RFE`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -87,9 +89,10 @@ class RFECV(SerializableMixin, _sk.RFECV):
     """scikit-learn's RFECV (:class:`sklearn.feature_selection.RFECV`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -116,9 +119,10 @@ class SelectFdr(SerializableMixin, _sk.SelectFdr):
     """Filter: Select the p-values for an estimated false discovery rate (:class:`sklearn.feature_selection.SelectFdr`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -144,9 +148,10 @@ class SelectFpr(SerializableMixin, _sk.SelectFpr):
     """Filter: Select the pvalues below alpha based on a FPR test (:class:`sklearn.feature_selection.SelectFpr`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -172,9 +177,10 @@ class SelectFromModel(SerializableMixin, _sk.SelectFromModel):
     """scikit-learn's SelectFromModel (:class:`sklearn.feature_selection.SelectFromModel`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -201,9 +207,10 @@ class SelectFwe(SerializableMixin, _sk.SelectFwe):
     """scikit-learn's SelectFwe (:class:`sklearn.feature_selection.SelectFwe`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -229,9 +236,10 @@ class SelectKBest(SerializableMixin, _sk.SelectKBest):
     """Select features according to the k highest scores (:class:`sklearn.feature_selection.SelectKBest`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -257,9 +265,10 @@ class SelectPercentile(SerializableMixin, _sk.SelectPercentile):
     """scikit-learn's SelectPercentile (:class:`sklearn.feature_selection.SelectPercentile`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -285,9 +294,10 @@ class SequentialFeatureSelector(SerializableMixin, _sk.SequentialFeatureSelector
     """scikit-learn's SequentialFeatureSelector (:class:`sklearn.feature_selection.SequentialFeatureSelector`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -314,9 +324,10 @@ class VarianceThreshold(SerializableMixin, _sk.VarianceThreshold):
     """Feature selector that removes all low-variance features (:class:`sklearn.feature_selection.VarianceThreshold`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------

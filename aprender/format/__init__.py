@@ -1,18 +1,21 @@
-"""Model files: the codec, the allow-list and the format backends.
+"""Model files: ModelState <-> bytes, one backend per format, and the format-agnostic verbs.
+
+The formats are the rows of :data:`aprender.format._formats.FORMATS`; the codec that
+turns estimators into states is :mod:`aprender.codec`.
 
 Examples
 --------
->>> from aprender.format import ModelType, load, save
->>> ModelType.LINEAR_REGRESSION.value
-1
+>>> from aprender.format import Compression, load, save
+>>> Compression.ZSTD_DEFAULT.value
+'zstd'
 """
 
-from typing import TYPE_CHECKING
+import warnings
+from typing import TYPE_CHECKING, Any
 
 from aprender._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from aprender.codec import ModelState, ModelType, from_state, register_estimator, to_state
     from aprender.format._api import inspect, load, save, validate
     from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
     from aprender.format.apr import (
@@ -29,33 +32,40 @@ if TYPE_CHECKING:
 __all__ = [
     "Compression",
     "ModelInfo",
-    "ModelState",
-    "ModelType",
     "SaveOptions",
     "TensorInfo",
     "ValidationReport",
-    "from_state",
     "inspect",
     "load",
     "load_as_recipient",
     "load_encrypted",
     "load_from_bytes",
     "load_verified",
-    "register_estimator",
     "save",
     "save_encrypted",
     "save_for_recipient",
     "save_signed",
-    "to_state",
     "validate",
 ]
 
 # Imported on first use: inspecting a GGUF file needs neither the .apr backend nor the codec's encoder.
-__getattr__, __dir__ = lazy_attributes("aprender.format", {
-    "aprender.codec": ["ModelState", "ModelType", "from_state", "register_estimator", "to_state"],
+_getattr, __dir__ = lazy_attributes("aprender.format", {
     "_api": ["inspect", "load", "save", "validate"],
     "_info": ["ModelInfo", "TensorInfo", "ValidationReport"],
     "apr": ["load_as_recipient", "load_encrypted", "load_from_bytes", "load_verified", "save_encrypted",
             "save_for_recipient", "save_signed"],
     "apr._options": ["Compression", "SaveOptions"],
 }, ["apr", "gguf", "onnx", "quantize", "safetensors"])
+
+#: The codec's names this package used to re-export; each has one home now, aprender.codec.
+_CODEC_NAMES = frozenset({"ModelState", "ModelType", "from_state", "register_estimator", "to_state"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CODEC_NAMES:
+        import aprender.codec
+
+        warnings.warn(f"aprender.format.{name} is deprecated; import it from aprender.codec", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(aprender.codec, name)
+    return _getattr(name)

@@ -2,44 +2,24 @@
 
 from __future__ import annotations
 
-import functools
-import importlib
 import os
 from typing import Any
 
 from aprender.codec import ModelType
 from aprender.exceptions import FormatError, SignatureInvalid
+from aprender.format._formats import FORMATS, Backend, Format, by_suffix, sniff_head, titles
 from aprender.format._info import ModelInfo, ValidationReport
 from aprender.format._io import existing_file
 
-__all__ = ["backend_for_path", "inspect", "load", "save", "sniff", "validate"]
+__all__ = ["backend_for_path", "file_format", "inspect", "load", "save", "sniff", "validate"]
 
-#: File suffix -> backend module. Backends expose save_file(model, path, **options)
-#: and load_file(path, expected=None, **options).
-_SUFFIXES = {
-    ".safetensors": "aprender.format.safetensors",
-    ".apr": "aprender.format.apr",
-    ".gguf": "aprender.format.gguf",
-    ".onnx": "aprender.format.onnx",
-}
-
-#: Leading bytes -> suffix of the backend that reads them.
-_MAGIC = {b"APR\x00": ".apr", b"GGUF": ".gguf"}
-
-
-@functools.cache
-def _backend(suffix: str) -> Any:
-    """The backend module of a known suffix, imported on first use (import_module costs a lookup per call)."""
-    return importlib.import_module(_SUFFIXES[suffix])
-
-
-def backend_for_path(path: str | os.PathLike) -> Any:
-    """The backend module that writes files with ``path``'s suffix."""
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix not in _SUFFIXES:
-        known = ", ".join(sorted(_SUFFIXES))
+def backend_for_path(path: str | os.PathLike) -> Backend:
+    """The backend module that writes files with ``path``'s suffix (see :data:`~aprender.format._formats.FORMATS`)."""
+    fmt = by_suffix(path)
+    if fmt is None:
+        known = ", ".join(sorted(f.suffix for f in FORMATS.values()))
         raise ValueError(f"cannot tell the format of '{path}' from its suffix; use one of {known}")
-    return _backend(suffix)
+    return fmt.backend
 
 
 #: Suffixes of pickle files (joblib's included): never opened, whatever their bytes.
@@ -63,24 +43,31 @@ def pickle_refusal(path: str | os.PathLike) -> str:
             "files)")
 
 
-def sniff(path: str | os.PathLike) -> str:
-    """Name the format of an existing file from its first bytes."""
+def file_format(path: str | os.PathLike) -> Format:
+    """The :class:`~aprender.format._formats.Format` of an existing file, from its first bytes.
+
+    Raises :class:`~aprender.exceptions.FormatError` for an empty file, a pickle (which is
+    never opened) and any file no format of the table recognises.
+    """
     p = existing_file(path)
     with open(p, "rb") as f:
         head = f.read(16)
     if not head:
         raise FormatError(f"'{p}': the file is empty (0 bytes); it holds no model")
-    if head[:4] in _MAGIC:
-        return _MAGIC[head[:4]]
-    if len(head) >= 9 and head[8:9] == b"{":
-        return ".safetensors"
-    if head[:1] == b"\x08" and p.suffix.lower() == ".onnx":
-        return ".onnx"
+    fmt = sniff_head(head, p.suffix)
+    if fmt is not None:
+        return fmt
     if head[:1] == b"\x80" or p.suffix.lower() in PICKLE_SUFFIXES:  # pickle protocol 2+ starts with PROTO
         raise FormatError(pickle_refusal(p))
     # The file's bytes are never quoted: this message reaches HTTP clients of the server, and the
     # file may be anything a path resolves to.
-    raise FormatError(f"'{p}': unrecognised file format: not SafeTensors, .apr, GGUF or ONNX")
+    titles = [f.title for f in FORMATS.values()]
+    raise FormatError(f"'{p}': unrecognised file format: not {', '.join(titles[:-1])} or {titles[-1]}")
+
+
+def sniff(path: str | os.PathLike) -> str:
+    """The suffix of the format of an existing file, from its first bytes (``".apr"`` ...)."""
+    return file_format(path).suffix
 
 
 def save(model: Any, path: str | os.PathLike, **options: Any) -> None:
@@ -140,16 +127,16 @@ def load(
     >>> aprender.load(path, StandardScaler).mean_
     array([2.])
     """
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix in _SUFFIXES and suffix != ".onnx" and (suffix == ".apr" or not options):
+    named = by_suffix(path)
+    if named is not None and named.loads and (named.name == "apr" or not options):
         # The usual case: the suffix names the format. Open the file once, in that backend, which checks
         # its magic; only a file whose bytes are another format is sniffed and handed on.
         try:
-            return _backend(suffix).load_file(path, model_type, trusted=trusted, **options)
+            return named.backend.load_file(path, model_type, trusted=trusted, **options)
         except FormatError:
-            if sniff(path) == suffix:
+            if file_format(path) is named:
                 raise
-    return _backend(sniff(path)).load_file(path, model_type, trusted=trusted, **options)
+    return file_format(path).backend.load_file(path, model_type, trusted=trusted, **options)
 
 
 def inspect(path: str | os.PathLike) -> ModelInfo:
@@ -169,7 +156,7 @@ def inspect(path: str | os.PathLike) -> ModelInfo:
     >>> info.format, info.model_type.name
     ('apr', 'LINEAR_REGRESSION')
     """
-    return _backend(sniff(path)).inspect_file(path)
+    return file_format(path).backend.inspect_file(path)
 
 
 def validate(path: str | os.PathLike, **keys: Any) -> ValidationReport:
@@ -193,10 +180,11 @@ def validate(path: str | os.PathLike, **keys: Any) -> ValidationReport:
     >>> aprender.validate(path).complete
     True
     """
-    suffix = sniff(path)
-    if suffix != ".apr" and keys.get("verifying_key") is not None:
-        raise SignatureInvalid(f"'{path}': {suffix[1:]} files carry no signature; only .apr files are signed")
-    if suffix != ".apr" and any(v is not None for v in keys.values()):
-        raise ValueError(f"'{path}': {suffix[1:]} files are never encrypted; keys open .apr files only")
-    module = _backend(suffix)
-    return module.validate_file(path, **keys) if suffix == ".apr" else module.validate_file(path)
+    fmt = file_format(path)
+    if not fmt.signs and keys.get("verifying_key") is not None:
+        raise SignatureInvalid(f"'{path}': {fmt.name} files carry no signature; only {titles('signs')} files are "
+                               "signed")
+    if not fmt.encrypts and any(v is not None for v in keys.values()):
+        raise ValueError(f"'{path}': {fmt.name} files are never encrypted; keys open {titles('encrypts')} files only")
+    return fmt.backend.validate_file(path, **keys) if fmt.encrypts or fmt.signs else fmt.backend.validate_file(path)
+

@@ -22,7 +22,7 @@ class TensorInfo:
     Parameters
     ----------
     name : str
-        Tensor name (dotted, as in :class:`~aprender.format.ModelState`).
+        Tensor name (dotted, as in :class:`~aprender.codec.ModelState`).
     dtype : str
         Stored dtype: a numpy dtype name (``"float64"``) or a block format
         (``"q8_0"``, ``"q4_0"``, ``"q4_1"``).

@@ -1,4 +1,9 @@
-"""File helpers shared by every backend: atomic writes and checked opens."""
+"""aprender's file helpers, used by every backend and beyond: atomic writes, checked opens, file digests.
+
+The model folders (``save_pretrained``), model cards, the MLflow flavor and the
+server's repository use these too: one atomic write (honouring the umask, leaving no
+temporary file behind) and one SHA-256 of a file.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import hashlib
 import os
 import stat
 import sys
@@ -15,7 +21,7 @@ from typing import Any
 
 from aprender.exceptions import FormatError
 
-__all__ = ["existing_file", "fill", "open_model_file", "write_atomic", "write_path_atomic"]
+__all__ = ["existing_file", "fill", "open_model_file", "sha256_file", "write_atomic", "write_path_atomic"]
 
 # Saved models get the usual mode the umask allows. Read once: os.umask can only be
 # queried by setting it, which is not thread-safe.
@@ -335,6 +341,15 @@ def fill(fd: int, view: memoryview, offset: int, where: str) -> None:
         if not n:
             raise FormatError(f"{where}: the file changed size while being read")
         pos += n
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def existing_file(path: str | os.PathLike) -> Path:

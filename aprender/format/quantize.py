@@ -12,7 +12,7 @@ Examples
 --------
 >>> import numpy as np
 >>> from aprender.linear_model import LinearRegression
->>> from aprender.format import to_state
+>>> from aprender.codec import to_state
 >>> from aprender.format.quantize import dequantize, quantize
 >>> rng = np.random.default_rng(0)
 >>> lr = LinearRegression().fit(rng.normal(size=(50, 40)), rng.normal(size=50))
@@ -172,7 +172,7 @@ def quantizable_tensors(state: ModelState) -> list[str]:
     Examples
     --------
     >>> from aprender.cluster import KMeans
-    >>> from aprender.format import to_state
+    >>> from aprender.codec import to_state
     >>> from aprender.format.quantize import quantizable_tensors
     >>> km = KMeans(n_clusters=2, n_init=1, random_state=0).fit([[0.0], [0.2], [5.0], [5.2]])
     >>> quantizable_tensors(to_state(km))
@@ -207,7 +207,7 @@ def quantize(state: ModelState, qtype: str) -> ModelState:
     Parameters
     ----------
     state : ModelState
-        An unquantized state (from :func:`~aprender.format.to_state` or a file).
+        An unquantized state (from :func:`~aprender.codec.to_state` or a file).
     qtype : {"q8_0", "q4_0", "q4_1"}
         GGML block format.
 
@@ -228,7 +228,7 @@ def quantize(state: ModelState, qtype: str) -> ModelState:
     Examples
     --------
     >>> from aprender.cluster import KMeans
-    >>> from aprender.format import to_state
+    >>> from aprender.codec import to_state
     >>> from aprender.format.quantize import quantize
     >>> km = KMeans(n_clusters=2, n_init=1, random_state=0).fit([[0.0], [0.2], [5.0], [5.2]])
     >>> q = quantize(to_state(km), "q4_1")
@@ -291,7 +291,7 @@ def dequantize(state: ModelState) -> ModelState:
     Values are decoded to float32 with the padding stripped and the quantization
     record removed. Each tensor then comes back in the dtype the estimator had:
     a float64 weight is marked in its tensor node (``"dtype": "float64"``) so that
-    :func:`~aprender.format.from_state` widens it (float64-only code paths such as
+    :func:`~aprender.codec.from_state` widens it (float64-only code paths such as
     KMeans keep working); float16/bfloat16 weights are cast back directly.
 
     Raises
@@ -302,7 +302,7 @@ def dequantize(state: ModelState) -> ModelState:
     Examples
     --------
     >>> from aprender.cluster import KMeans
-    >>> from aprender.format import from_state, to_state
+    >>> from aprender.codec import from_state, to_state
     >>> from aprender.format.quantize import dequantize, quantize
     >>> km = KMeans(n_clusters=2, n_init=1, random_state=0).fit([[0.0], [0.2], [5.0], [5.2]])
     >>> restored = from_state(dequantize(quantize(to_state(km), "q8_0")))

@@ -39,16 +39,19 @@ from aprender._limits import checked_shape
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, parse_json, to_state
 from aprender.codec._nodes import preview
 from aprender.exceptions import FormatError
+from aprender.format._formats import model_type_keyword
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import existing_file, fill, open_model_file, write_atomic, write_path_atomic
 
 __all__ = [
     "MAX_HEADER_SIZE",
     "METADATA_KEY",
+    "dumps",
     "inspect_file",
     "load",
     "load_file",
     "load_tensors",
+    "loads",
     "read_state",
     "save",
     "save_file",
@@ -131,19 +134,23 @@ def write_state(state: ModelState, path: str | os.PathLike) -> None:
     write_path_atomic(path, lambda tmp: serialize_file(specs, str(tmp), metadata=metadata), own_temporary=True)
 
 
-def save(model: Any, *, dtype: str | None = None, metadata: Mapping[str, Any] | None = None,
-         inference_only: bool = False) -> bytes:
-    """Serialize a fitted model to SafeTensors bytes.
+def dumps(model: Any, *, dtype: str | None = None, metadata: Mapping[str, Any] | None = None,
+          inference_only: bool = False) -> bytes:
+    """Serialize a fitted model to SafeTensors bytes (also named ``save``).
 
     Examples
     --------
     >>> from aprender.preprocessing import StandardScaler
     >>> from aprender.format import safetensors
-    >>> data = safetensors.save(StandardScaler().fit([[1.0], [3.0]]))
+    >>> data = safetensors.dumps(StandardScaler().fit([[1.0], [3.0]]))
     >>> data[8:9]
     b'{'
     """
     return state_to_bytes(to_state(model, dtype=dtype, metadata=metadata, inference_only=inference_only))
+
+
+#: The older name of :func:`dumps`.
+save = dumps
 
 
 def save_file(
@@ -295,30 +302,37 @@ def state_from_bytes(data: bytes | bytearray | memoryview) -> ModelState:
     return _state_from_buffer(np.frombuffer(data, dtype=np.uint8).copy(), "SafeTensors bytes")
 
 
-def load(data: bytes | bytearray | memoryview, expected: type | None = None, *, trusted: Any = None) -> Any:
-    """Rebuild a model from SafeTensors bytes (``trusted`` as for :func:`load_file`).
+@model_type_keyword
+def loads(data: bytes | bytearray | memoryview, model_type: type | ModelType | None = None, *,
+          trusted: Any = None) -> Any:
+    """Rebuild a model from SafeTensors bytes (also named ``load``; arguments as for :func:`load_file`).
 
     Examples
     --------
     >>> from aprender.cluster import KMeans
     >>> from aprender.format import safetensors
     >>> km = KMeans(n_clusters=1, n_init=1).fit([[1.0], [3.0]])
-    >>> safetensors.load(safetensors.save(km)).cluster_centers_
+    >>> safetensors.loads(safetensors.dumps(km)).cluster_centers_
     array([[2.]])
     """
-    return from_state(state_from_bytes(data), expected, trusted=trusted)
+    return from_state(state_from_bytes(data), model_type, trusted=trusted)
 
 
-def load_file(path: str | os.PathLike, expected: type | None = None, *, trusted: Any = None) -> Any:
+#: The older name of :func:`loads`.
+load = loads
+
+
+@model_type_keyword
+def load_file(path: str | os.PathLike, model_type: type | ModelType | None = None, *, trusted: Any = None) -> Any:
     """Load a model from a SafeTensors file.
 
     Parameters
     ----------
     path : str or PathLike
         File written by aprender.
-    expected : class or ModelType, optional
+    model_type : class or ModelType, optional
         Raise :class:`~aprender.exceptions.ModelTypeMismatch` if the file holds
-        something else.
+        something else (``expected=`` is its deprecated older name).
     trusted : iterable, optional
         Function objects the file may name beyond those trusted by default, and
         hyperparameter names it may set freely (see :mod:`aprender.codec.trust`).
@@ -333,7 +347,7 @@ def load_file(path: str | os.PathLike, expected: type | None = None, *, trusted:
     >>> type(safetensors.load_file(path)).__name__
     'Lasso'
     """
-    return from_state(read_state(path), expected, trusted=trusted)
+    return from_state(read_state(path), model_type, trusted=trusted)
 
 
 def load_tensors(path: str | os.PathLike, *, as_float32: bool = False) -> dict[str, np.ndarray]:

@@ -21,9 +21,10 @@ if hasattr(_sk, "ClassicalMDS"):  # scikit-learn >= 1.9
         """Classical multidimensional scaling (MDS) (:class:`sklearn.manifold.ClassicalMDS`).
 
         scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-        ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-        ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-        attributes and methods are those of the parent class.
+        ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+        ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+        (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+        those of the parent class.
 
         See Also
         --------
@@ -49,9 +50,10 @@ class Isomap(SerializableMixin, _sk.Isomap):
     """Isomap Embedding (:class:`sklearn.manifold.Isomap`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -77,9 +79,10 @@ class LocallyLinearEmbedding(SerializableMixin, _sk.LocallyLinearEmbedding):
     """Locally Linear Embedding (:class:`sklearn.manifold.LocallyLinearEmbedding`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -105,9 +108,10 @@ class MDS(SerializableMixin, _sk.MDS):
     """Multidimensional scaling (:class:`sklearn.manifold.MDS`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -133,9 +137,10 @@ class SpectralEmbedding(SerializableMixin, _sk.SpectralEmbedding):
     """Spectral embedding for non-linear dimensionality reduction (:class:`sklearn.manifold.SpectralEmbedding`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -161,9 +166,10 @@ class TSNE(SerializableMixin, _sk.TSNE):
     """T-distributed Stochastic Neighbor Embedding (:class:`sklearn.manifold.TSNE`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------

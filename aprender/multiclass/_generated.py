@@ -18,9 +18,10 @@ class OneVsOneClassifier(SerializableMixin, _sk.OneVsOneClassifier):
     """One-vs-one multiclass strategy (:class:`sklearn.multiclass.OneVsOneClassifier`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -47,9 +48,10 @@ class OneVsRestClassifier(SerializableMixin, _sk.OneVsRestClassifier):
     """One-vs-the-rest (OvR) multiclass strategy (:class:`sklearn.multiclass.OneVsRestClassifier`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -76,9 +78,10 @@ class OutputCodeClassifier(SerializableMixin, _sk.OutputCodeClassifier):
     """(Error-Correcting) Output-Code multiclass strategy (:class:`sklearn.multiclass.OutputCodeClassifier`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------

@@ -18,9 +18,10 @@ class ClassifierChain(SerializableMixin, _sk.ClassifierChain):
     """A multi-label model that arranges binary classifiers into a chain (:class:`sklearn.multioutput.ClassifierChain`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -47,9 +48,10 @@ class MultiOutputClassifier(SerializableMixin, _sk.MultiOutputClassifier):
     """Multi target classification (:class:`sklearn.multioutput.MultiOutputClassifier`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -76,9 +78,10 @@ class MultiOutputRegressor(SerializableMixin, _sk.MultiOutputRegressor):
     """Multi target regression (:class:`sklearn.multioutput.MultiOutputRegressor`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -105,9 +108,10 @@ class RegressorChain(SerializableMixin, _sk.RegressorChain):
     """A multi-label model that arranges regressions into a chain (:class:`sklearn.multioutput.RegressorChain`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------

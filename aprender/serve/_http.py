@@ -20,51 +20,16 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Send
 
+from aprender.serve._errors import HTTPError, parse_json
+
 if TYPE_CHECKING:
     from aprender.serve._registry import Registry
 
 __all__ = ["Call", "HTTPError", "Handler", "Reply", "dumps", "error_reply", "json_object", "json_response",
-           "parse_json", "read_body", "read_json", "receive_body", "registry_of", "require_api_key", "send_reply"]
+           "read_body", "read_json", "receive_body", "registry_of", "require_api_key", "send_reply"]
 
 #: orjson options: numpy arrays serialised natively, floats as the shortest repr that round-trips.
 _OPTIONS = orjson.OPT_SERIALIZE_NUMPY
-
-
-class HTTPError(Exception):
-    """A request the server refuses: status, message and (for realizar's routes) an error code.
-
-    Parameters
-    ----------
-    status : int
-        HTTP status code.
-    message : str
-        What was wrong, for the client.
-    code : str, optional
-        realizar's error code (``E_INVALID_INPUT``, ``E_NO_MODEL`` ...).
-    headers : dict, optional
-        Extra response headers (``Retry-After`` ...).
-    extra : dict, optional
-        Extra fields of the error body.
-
-    Examples
-    --------
-    >>> HTTPError(404, "model 'm' not found", "E_NO_MODEL").status
-    404
-    """
-
-    def __init__(self, status: int, message: str, code: str | None = None, *,
-                 headers: dict[str, str] | None = None, extra: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code or _CODES.get(status, "E_INTERNAL")
-        self.headers = headers or {}
-        self.extra = extra or {}
-
-
-#: realizar's codes by status, for errors raised without one.
-_CODES = {400: "E_INVALID_INPUT", 401: "E_UNAUTHORIZED", 404: "E_NO_MODEL", 413: "E_PAYLOAD_TOO_LARGE",
-          501: "E_NOT_IMPLEMENTED", 503: "E_OVERLOADED"}
 
 
 def _default(value: Any) -> Any:
@@ -127,14 +92,6 @@ async def receive_chunks(headers: list[tuple[bytes, bytes]], receive: Receive, l
 async def read_body(request: Request) -> bytes:
     """The body of a Starlette request (see :func:`receive_body`)."""
     return await receive_body(request.scope["headers"], request.receive, request.app.state.config.max_body_size)
-
-
-def parse_json(data: bytes | memoryview, what: str = "request body") -> Any:
-    """Parse JSON, refusing malformed input with 400."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise HTTPError(400, f"{what} is not valid JSON: {exc}") from None
 
 
 def json_object(body: bytes, *, allow_empty: bool = False) -> dict[str, Any]:

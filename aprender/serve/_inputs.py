@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from aprender.serve._http import HTTPError
+from aprender.serve._errors import HTTPError
 
 __all__ = ["Column", "Frame", "Inputs", "describe_inputs", "known_strings", "rows_of"]
 

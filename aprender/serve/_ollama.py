@@ -19,6 +19,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from aprender import __version__
+from aprender.serve._errors import parse_json
 from aprender.serve._http import (
     Call,
     Handler,
@@ -26,7 +27,6 @@ from aprender.serve._http import (
     Reply,
     dumps,
     json_response,
-    parse_json,
     read_json,
     registry_of,
 )

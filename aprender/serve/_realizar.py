@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from aprender import __version__
+from aprender._version import __version__
 from aprender.serve._http import (
     Call,
     Handler,

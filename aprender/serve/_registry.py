@@ -22,10 +22,10 @@ import numpy as np
 
 import aprender
 from aprender.exceptions import AprenderError
-from aprender.format import apr
+from aprender.format._formats import FORMATS
 from aprender.serve._batching import Batcher, Overloaded
+from aprender.serve._errors import HTTPError
 from aprender.serve._fast import fast_method
-from aprender.serve._http import HTTPError
 from aprender.serve._inputs import Frame, Inputs, describe_inputs, known_strings, rows_of
 from aprender.serve._metrics import Metrics, ModelMetrics
 from aprender.serve._repository import (
@@ -108,10 +108,11 @@ class LoadedModel:
 
 def _load(copy: Path, served: Version) -> Any:
     """Load the private copy of a model file (an uncompressed .apr maps the sealed copy: zero-copy)."""
+    backend = FORMATS[served.format].backend
     if served.signer is not None:  # built through the verifying load, against the key the copy verified with
-        return apr.load(copy, verifying_key=bytes.fromhex(served.signer))
+        return backend.load_file(copy, verifying_key=bytes.fromhex(served.signer))
     if served.mmap:
-        return apr.load(copy, mmap=True)
+        return backend.load_file(copy, mmap=True)
     return aprender.load(copy)
 
 

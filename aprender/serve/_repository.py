@@ -13,7 +13,6 @@ suffix, without being opened.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -26,6 +25,8 @@ import aprender
 from aprender.exceptions import AprenderError, SignatureInvalid
 from aprender.format import apr
 from aprender.format._api import PICKLE_SUFFIXES, pickle_refusal
+from aprender.format._formats import FORMATS, by_suffix, having
+from aprender.format._io import sha256_file
 from aprender.serve._snapshot import OutsideRepository, snapshot
 
 __all__ = [
@@ -42,8 +43,9 @@ __all__ = [
     "scan_model",
 ]
 
-#: Suffixes of the files served, in the order a version folder is searched.
-SERVED = (".apr", ".safetensors", ".gguf")
+#: Suffixes of the files served (every format that loads), in the order a version folder is searched:
+#: memory-mappable formats first, whose weights the server's workers share.
+SERVED = tuple(f.suffix for f in sorted(having("loads"), key=lambda f: not f.mmaps))
 #: The output names (MLServer's), i.e. the estimator methods a client may ask for.
 OUTPUTS = ("predict", "predict_proba", "transform", "decision_function")
 _SETTINGS = "model-settings.json"
@@ -172,22 +174,15 @@ def _valid_name(name: str) -> bool:
     return bool(name) and "/" not in name and ":" not in name and name not in {".", ".."}
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _refuse_by_suffix(path: Path) -> None:
     suffix = path.suffix.lower()
     if suffix in PICKLE_SUFFIXES:
         raise RepositoryError(pickle_refusal(path))
-    if suffix == ".onnx":
-        raise RepositoryError(f"'{path}': ONNX files are not served by aprender serve (they hold an ONNX graph, "
-                              "not an estimator); serve the .apr/.safetensors/.gguf file, or the .onnx file with "
-                              "an ONNX Runtime server")
+    fmt = by_suffix(path)
+    if fmt is not None and not fmt.loads:
+        raise RepositoryError(f"'{path}': {fmt.title} files are not served by aprender serve (they hold an "
+                              f"{fmt.title} graph, not an estimator); serve the {'/'.join(SERVED)} file, or the "
+                              f"{fmt.suffix} file with an {fmt.title} Runtime server")
     if suffix not in SERVED:
         raise RepositoryError(f"'{path}': cannot serve a '{suffix}' file; serve {', '.join(SERVED)} files")
 
@@ -255,10 +250,10 @@ def describe_copy(copy: Path, path: Path, name: str, version: int, settings: Set
     status, signer = _signature(copy, path, info.signed, policy)
     versions = info.metadata.get("versions")
     stat = copy.stat()
-    return Version(name=name, version=version, path=path, format=info.format, sha256=_sha256(copy),
+    return Version(name=name, version=version, path=path, format=info.format, sha256=sha256_file(copy),
                    size=stat.st_size, mtime=path.stat().st_mtime, class_key=info.class_key,
                    versions=versions if isinstance(versions, dict) else {}, signature=status, signer=signer,
-                   mmap=info.format == "apr" and not info.compressed and not info.signed, settings=settings,
+                   mmap=FORMATS[info.format].mmaps and not info.compressed and not info.signed, settings=settings,
                    root=root)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from aprender.serve._http import HTTPError, parse_json
+from aprender.serve._errors import HTTPError, parse_json
 
 __all__ = ["DTYPES", "OFFLOAD_BYTES", "Parser", "Tensor", "read_tensors"]
 

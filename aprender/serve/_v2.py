@@ -22,7 +22,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from aprender import __version__
+from aprender._version import __version__
+from aprender.serve._errors import parse_json
 from aprender.serve._http import (
     Call,
     Handler,
@@ -30,7 +31,6 @@ from aprender.serve._http import (
     Reply,
     dumps,
     json_response,
-    parse_json,
     read_json,
     registry_of,
     require_api_key,

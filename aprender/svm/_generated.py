@@ -18,9 +18,10 @@ class NuSVC(SerializableMixin, _sk.NuSVC):
     """Nu-Support Vector Classification (:class:`sklearn.svm.NuSVC`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -46,9 +47,10 @@ class NuSVR(SerializableMixin, _sk.NuSVR):
     """Nu Support Vector Regression (:class:`sklearn.svm.NuSVR`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------
@@ -74,9 +76,10 @@ class OneClassSVM(SerializableMixin, _sk.OneClassSVM):
     """Unsupervised Outlier Detection (:class:`sklearn.svm.OneClassSVM`).
 
     scikit-learn's estimator unchanged, with aprender's pickle-free persistence:
-    ``save_safetensors``, ``save_apr``, ``to_gguf``, ``to_onnx`` and the matching
-    ``load_*`` class methods (:class:`aprender.base.SerializableMixin`). Parameters,
-    attributes and methods are those of the parent class.
+    ``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``, ``save_gguf`` /
+    ``load_gguf``, and ``save_onnx`` / ``to_onnx`` for export (ONNX files do not load back)
+    (:class:`aprender.base.SerializableMixin`). Parameters, attributes and methods are
+    those of the parent class.
 
     See Also
     --------

@@ -19,18 +19,42 @@ import importlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from aprender.codec._checks import fail
 
-if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+__all__ = ["ANY", "NULL", "TAG_MODULES", "TENSOR", "TYPE_ROOTS", "Decoder", "Encoder", "Fields", "Handler", "for_tag",
+           "for_value", "register_handler", "sub", "tensor_field"]
 
-__all__ = ["ANY", "NULL", "TAG_MODULES", "TENSOR", "TYPE_ROOTS", "Fields", "Handler", "for_tag", "for_value",
-           "register_handler", "sub", "tensor_field"]
+
+class Encoder(Protocol):
+    """What a handler's ``encode`` may ask of the encoder (:class:`aprender.codec._encode.Encoder`).
+
+    A protocol, so that handlers, which the encoder calls, need not import it.
+    """
+
+    cast: np.dtype | None
+    inference_only: bool
+
+    def tensor(self, array: np.ndarray, name: str, *, scalar: type | None = None) -> dict[str, Any]: ...
+
+    def value(self, value: Any, path: str, depth: int) -> Any: ...
+
+
+class Decoder(Protocol):
+    """What a handler's ``decode`` may ask of the decoder (:class:`aprender.codec._decode.Decoder`).
+
+    A protocol, so that handlers, which the decoder calls, need not import it.
+    """
+
+    tensors: Mapping[str, np.ndarray]
+    trust: Any
+
+    def tensor(self, node: Mapping[str, Any], path: str) -> Any: ...
+
+    def value(self, node: Any, path: str, depth: int) -> Any: ...
 
 _PACKAGE = "aprender.codec.handlers"
 

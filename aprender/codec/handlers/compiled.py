@@ -29,8 +29,7 @@ from aprender.codec.handlers._base import ANY, NULL, TENSOR, Handler, register_h
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoder, Encoder
 
 __all__ = ["BINARY_TREE", "BSPLINE", "INTERP1D"]
 

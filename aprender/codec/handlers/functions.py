@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import threading
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,10 +42,9 @@ from aprender.codec.handlers._base import Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError, UntrustedFunctionError, UntrustedParameterError
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoder, Encoder
 
-__all__ = ["FUNCTION", "PARTIAL", "check_literal", "function_name", "qualified_name", "register_function"]
+__all__ = ["FUNCTION", "PARTIAL", "check_literal", "function_name", "make_trust", "qualified_name", "register_function"]
 
 _lock = threading.RLock()
 #: Functions added with register_function: name -> function, id -> name.
@@ -119,6 +118,56 @@ def function_name(func: Any) -> str | None:
         return name
     name = _by_id.get(id(func))
     return name if name is not None and _by_name.get(name) is func else None
+
+
+def _trusted_names(func: Callable[..., Any]) -> list[str]:
+    """The names a file may give ``func``: its registered or default name and ``module.qualname``."""
+    return [n for n in (function_name(func), qualified_name(func)) if n is not None]
+
+
+def make_trust(trusted: Iterable[Any] | None) -> _trust.Trust:
+    """The :class:`~aprender.codec.trust.Trust` of a ``trusted=`` argument.
+
+    Parameters
+    ----------
+    trusted : iterable or None
+        Function objects a file may name (found by their registered name or
+        ``module.qualname``), and names of hyperparameters of :data:`~aprender.codec.trust.PARAM_RULES` a
+        file may set to any value. A function is never looked up by a string: pass
+        the object.
+
+    Raises
+    ------
+    TypeError
+        For an entry that is neither a callable nor a string.
+    ValueError
+        For a string that is not a hyperparameter of :data:`~aprender.codec.trust.PARAM_RULES`.
+    """
+    if trusted is None:
+        return _trust.NONE
+    if isinstance(trusted, (str, bytes)) or callable(trusted):
+        trusted = [trusted]
+    functions: dict[str, Callable[..., Any]] = {}
+    params = set()
+    for item in trusted:
+        if isinstance(item, str):
+            if item not in _trust.PARAM_RULES:
+                raise ValueError(
+                    f"trusted={item!r}: a string in trusted names a hyperparameter a file may set freely "
+                    f"({', '.join(_trust.PARAM_RULES)}); functions are trusted by passing the function object itself, "
+                    "e.g. trusted=[mymodule.myfunc], never by name")
+            params.add(item)
+        elif callable(item) and not isinstance(item, type):
+            names = _trusted_names(item)
+            if not names:
+                raise ValueError(f"trusted function {item!r} has no unique qualified name; register it with "
+                                 "aprender.register_function(func, name=...) instead")
+            for name in names:
+                functions[name] = item
+        else:
+            raise TypeError(f"trusted entries are function objects or hyperparameter names, "
+                            f"got {type(item).__name__}")
+    return _trust.Trust(functions, frozenset(params))
 
 
 def check_literal(node: Any, path: str, depth: int = 0) -> str | None:

@@ -20,8 +20,7 @@ from aprender.codec.handlers._base import Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoder, Encoder
 
 __all__ = ["LOSS_CLASSES"]
 

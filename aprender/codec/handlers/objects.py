@@ -28,8 +28,7 @@ from aprender.codec.handlers.functions import check_literal
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoder, Encoder
 
 __all__ = ["OBJECT", "OBJECTS", "object_class"]
 

@@ -11,8 +11,7 @@ from aprender.codec._checks import fail
 from aprender.codec.handlers._base import TENSOR, Handler, register_handler, sub, tensor_field
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoder, Encoder
 
 __all__: list[str] = []
 

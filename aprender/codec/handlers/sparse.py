@@ -15,8 +15,7 @@ from aprender.codec.handlers._base import TENSOR, Handler, register_handler, sub
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoder, Encoder
 
 __all__ = ["check_compressed"]
 

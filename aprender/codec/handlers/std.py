@@ -29,8 +29,7 @@ from aprender.codec.handlers._base import NULL, TENSOR, Handler, register_handle
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoder, Encoder
 
 __all__ = ["DATETIME", "DTYPE", "SET", "SLICE", "TIME_UNITS"]
 

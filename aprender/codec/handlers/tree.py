@@ -25,8 +25,7 @@ from aprender.codec.handlers.tree_structure import Layout, check_children, check
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoder, Encoder
 
 __all__ = ["NODE_FIELDS", "TREE_CLASSIFIER_FITTED", "TREE_FITTED", "build_trees", "check_built_depths",
            "check_tree_arrays", "check_tree_attrs", "pack_trees"]

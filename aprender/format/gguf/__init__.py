@@ -37,6 +37,7 @@ from gguf import GGML_QUANT_VERSION, GGUFValueType, GGUFWriter, LlamaFileType
 
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, to_state
 from aprender.format import quantize as _quantize
+from aprender.format._formats import model_type_keyword
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import existing_file, write_path_atomic
 from aprender.format.gguf import _foreign as foreign
@@ -45,10 +46,12 @@ from aprender.format.gguf import _reader as _gguf_reader
 from aprender.format.gguf._reader import check_extent, open_any, quantized_type, read_fields
 
 __all__ = [
+    "dumps",
     "inspect_file",
     "load",
     "load_file",
     "load_tensors",
+    "loads",
     "read_state",
     "save",
     "save_file",
@@ -115,7 +118,8 @@ def write_state(state: ModelState, path: str | os.PathLike) -> None:
     --------
     >>> import tempfile, os
     >>> from aprender.cluster import KMeans
-    >>> from aprender.format import gguf, to_state
+    >>> from aprender.codec import to_state
+    >>> from aprender.format import gguf
     >>> path = os.path.join(tempfile.mkdtemp(), "km.gguf")
     >>> gguf.write_state(to_state(KMeans(n_clusters=1, n_init=1).fit([[1.0], [3.0]])), path)
     >>> gguf.read_state(path).tensors["cluster_centers_"]
@@ -215,7 +219,7 @@ def state_to_bytes(state: ModelState) -> bytes:
         return path.read_bytes()
 
 
-def save(
+def dumps(
     model: Any,
     *,
     quantize: str | None = None,
@@ -223,17 +227,21 @@ def save(
     metadata: Mapping[str, Any] | None = None,
     inference_only: bool = False,
 ) -> bytes:
-    """Serialize a fitted model to GGUF bytes (see :func:`save_file` for the options).
+    """Serialize a fitted model to GGUF bytes (also named ``save``; see :func:`save_file` for the options).
 
     Examples
     --------
     >>> from aprender.preprocessing import StandardScaler
     >>> from aprender.format import gguf
-    >>> gguf.save(StandardScaler().fit([[1.0], [3.0]]))[:4]
+    >>> gguf.dumps(StandardScaler().fit([[1.0], [3.0]]))[:4]
     b'GGUF'
     """
     return state_to_bytes(to_model_state(model, quantize=quantize, dtype=dtype, metadata=metadata,
                                             inference_only=inference_only))
+
+
+#: The older name of :func:`dumps`.
+save = dumps
 
 
 # -- reading ---------------------------------------------------------------------
@@ -257,37 +265,43 @@ def state_from_bytes(data: bytes | bytearray | memoryview) -> ModelState:
         return _gguf_reader.read_state(path, "GGUF bytes")
 
 
-def _model(state: ModelState, expected: type | ModelType | None, trusted: Any = None) -> Any:
+def _model(state: ModelState, model_type: type | ModelType | None, trusted: Any = None) -> Any:
     if _quantize.is_quantized(state):
         state = _quantize.dequantize(state)
-    return from_state(state, expected, trusted=trusted)
+    return from_state(state, model_type, trusted=trusted)
 
 
-def load(data: bytes | bytearray | memoryview, expected: type | ModelType | None = None, *,
-         trusted: Any = None) -> Any:
-    """Rebuild a model from GGUF bytes; quantized tensors are dequantized (``trusted`` as for :func:`load_file`).
+@model_type_keyword
+def loads(data: bytes | bytearray | memoryview, model_type: type | ModelType | None = None, *,
+          trusted: Any = None) -> Any:
+    """Rebuild a model from GGUF bytes, dequantized (also named ``load``; arguments as for :func:`load_file`).
 
     Examples
     --------
     >>> from aprender.cluster import KMeans
     >>> from aprender.format import gguf
     >>> km = KMeans(n_clusters=1, n_init=1).fit([[1.0], [3.0]])
-    >>> gguf.load(gguf.save(km), KMeans).cluster_centers_
+    >>> gguf.loads(gguf.dumps(km), KMeans).cluster_centers_
     array([[2.]])
     """
-    return _model(state_from_bytes(data), expected, trusted)
+    return _model(state_from_bytes(data), model_type, trusted)
 
 
-def load_file(path: str | os.PathLike, expected: type | ModelType | None = None, *, trusted: Any = None) -> Any:
+#: The older name of :func:`loads`.
+load = loads
+
+
+@model_type_keyword
+def load_file(path: str | os.PathLike, model_type: type | ModelType | None = None, *, trusted: Any = None) -> Any:
     """Load a model from a GGUF file written by aprender.
 
     Parameters
     ----------
     path : str or PathLike
-        A ``.gguf`` file written by :func:`save_file` (or ``to_gguf``).
-    expected : class or ModelType, optional
+        A ``.gguf`` file written by :func:`save_file` (or ``save_gguf``).
+    model_type : class or ModelType, optional
         Raise :class:`~aprender.exceptions.ModelTypeMismatch` if the file holds
-        something else.
+        something else (``expected=`` is its deprecated older name).
     trusted : iterable, optional
         Function objects the file may name beyond those trusted by default, and
         hyperparameter names it may set freely (see :mod:`aprender.codec.trust`).
@@ -313,7 +327,7 @@ def load_file(path: str | os.PathLike, expected: type | ModelType | None = None,
     >>> type(gguf.load_file(path)).__name__
     'Lasso'
     """
-    return _model(read_state(path), expected, trusted)
+    return _model(read_state(path), model_type, trusted)
 
 
 def load_tensors(path: str | os.PathLike, *, as_float32: bool = False) -> dict[str, np.ndarray]:

@@ -52,26 +52,34 @@ except ImportError as exc:
         f"ONNX support needs the optional ONNX packages ({exc.name} is missing): pip install 'aprender[onnx]'"
     ) from exc
 
-from aprender.codec import ModelType
-from aprender.exceptions import AprenderError, FormatError, UnsupportedExportError
-from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
+from aprender.exceptions import AprenderError, UnsupportedExportError
+from aprender.format._formats import model_type_keyword
 from aprender.format._io import existing_file, write_atomic
+from aprender.format.onnx._gaps import check_exportable
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
-from aprender.format.onnx._meta import doc_string, model_props, read_props
+from aprender.format.onnx._inspect import inspect_file, load_tensors, validate_file
+from aprender.format.onnx._meta import doc_string, model_props
 from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
-from aprender.format.onnx._registry import check_exportable, nested, register_converter, sync
+from aprender.format.onnx._registry import nested, register_converter, sync
 
 __all__ = [
     "EXPORT_ONLY",
+    "dumps",
     "input_feed",
     "inspect_file",
     "load",
     "load_file",
+    "load_tensors",
+    "loads",
+    "read_state",
     "register_converter",
     "save",
     "save_file",
+    "state_from_bytes",
+    "state_to_bytes",
     "to_onnx",
     "validate_file",
+    "write_state",
 ]
 
 #: Why ONNX files cannot be loaded back (the message of load/load_file).
@@ -285,6 +293,15 @@ def _check_runtime(onx: onnx.ModelProto, model: Any) -> None:
         return
 
 
+def _own_converters() -> None:
+    """Register the converters of aprender's own estimators (once: imports are cached).
+
+    They import the estimator families and scikit-learn, so they load with the first
+    export, not with this package: ``apr inspect m.onnx`` reads bytes and needs neither.
+    """
+    from aprender.format.onnx import _moe, _threshold  # noqa: F401
+
+
 def to_onnx(
     model: Any,
     X: Any = None,
@@ -346,6 +363,7 @@ def to_onnx(
     if dtype not in FLOAT_DTYPES:
         raise ValueError(f"dtype must be numpy.float32 or numpy.float64, got {dtype}")
     check_is_fitted(model)
+    _own_converters()
     check_exportable(model)
     sync()
     _require_converter(model)
@@ -366,19 +384,23 @@ def to_onnx(
     return onx
 
 
-def save(model: Any, X: Any = None, **options: Any) -> bytes:
-    """Serialize :func:`to_onnx`'s model to bytes.
+def dumps(model: Any, X: Any = None, **options: Any) -> bytes:
+    """Serialize :func:`to_onnx`'s model to bytes (also named ``save``).
 
     Examples
     --------
     >>> import onnx
     >>> from aprender.preprocessing import StandardScaler
     >>> from aprender.format import onnx as apr_onnx
-    >>> data = apr_onnx.save(StandardScaler().fit([[0.0], [2.0]]))
+    >>> data = apr_onnx.dumps(StandardScaler().fit([[0.0], [2.0]]))
     >>> onnx.load_from_string(data).graph.output[0].name
     'variable'
     """
     return to_onnx(model, X, **options).SerializeToString()
+
+
+#: The older name of :func:`dumps`.
+save = dumps
 
 
 def save_file(model: Any, path: str | os.PathLike, X: Any = None, **options: Any) -> None:
@@ -396,15 +418,49 @@ def save_file(model: Any, path: str | os.PathLike, X: Any = None, **options: Any
     >>> os.path.getsize(path) > 0
     True
     """
-    write_atomic(path, [save(model, X, **options)])
+    write_atomic(path, [dumps(model, X, **options)])
 
 
-def load(data: bytes | bytearray | memoryview, expected: Any = None, **options: Any) -> NoReturn:
-    """Always raises :class:`UnsupportedExportError`: ONNX is export-only."""
+def _model_of(state: Any) -> Any:
+    from aprender.codec import from_state
+    from aprender.format.quantize import dequantize, is_quantized
+
+    return from_state(dequantize(state) if is_quantized(state) else state)
+
+
+def state_to_bytes(state: Any, X: Any = None, **options: Any) -> bytes:
+    """The ONNX graph of the model a :class:`~aprender.codec.ModelState` holds (rebuilt, then converted)."""
+    return dumps(_model_of(state), X, **options)
+
+
+def write_state(state: Any, path: str | os.PathLike, X: Any = None, **options: Any) -> None:
+    """Write the ONNX graph of the model ``state`` holds to ``path`` atomically."""
+    save_file(_model_of(state), path, X, **options)
+
+
+@model_type_keyword
+def loads(data: bytes | bytearray | memoryview, model_type: Any = None, **options: Any) -> NoReturn:
+    """Always raises :class:`UnsupportedExportError`: ONNX is export-only (also named ``load``)."""
     raise UnsupportedExportError(f"cannot load a model from ONNX bytes: {EXPORT_ONLY}.")
 
 
-def load_file(path: str | os.PathLike, expected: Any = None, **options: Any) -> NoReturn:
+#: The older name of :func:`loads`.
+load = loads
+
+
+def state_from_bytes(data: bytes | bytearray | memoryview, **options: Any) -> NoReturn:
+    """Always raises :class:`UnsupportedExportError`: an ONNX graph holds no ModelState."""
+    raise UnsupportedExportError(f"cannot read a model state from ONNX bytes: {EXPORT_ONLY}.")
+
+
+def read_state(path: str | os.PathLike, **options: Any) -> NoReturn:
+    """Always raises :class:`UnsupportedExportError`: an ONNX graph holds no ModelState."""
+    p = existing_file(path)
+    raise UnsupportedExportError(f"cannot read a model state from '{p}': {EXPORT_ONLY}.")
+
+
+@model_type_keyword
+def load_file(path: str | os.PathLike, model_type: Any = None, **options: Any) -> NoReturn:
     """Always raises :class:`UnsupportedExportError`: ONNX is export-only.
 
     ``aprender.load("model.onnx")`` lands here. A missing file raises
@@ -426,138 +482,3 @@ def load_file(path: str | os.PathLike, expected: Any = None, **options: Any) -> 
     """
     p = existing_file(path)
     raise UnsupportedExportError(f"cannot load '{p}': {EXPORT_ONLY}.")
-
-
-# -- inspect ---------------------------------------------------------------------
-
-
-def _read_model(path: str | os.PathLike) -> tuple[onnx.ModelProto, int, str]:
-    from google.protobuf.message import DecodeError
-
-    p = existing_file(path)
-    size = p.stat().st_size
-    try:
-        onx = onnx.load(str(p), load_external_data=False)
-    except (DecodeError, ValueError, RuntimeError) as exc:
-        raise FormatError(f"'{p}': not a valid ONNX model (protobuf ModelProto): {exc}") from None
-    if onx.ir_version <= 0 or not onx.HasField("graph"):
-        raise FormatError(f"'{p}': not an ONNX model: no IR version or no graph in the {size}-byte file")
-    return onx, size, str(p)
-
-
-def _elem_name(elem_type: int) -> str:
-
-    if elem_type == onnx.TensorProto.STRING:
-        return "string"
-    try:
-        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)).name
-    except (KeyError, TypeError, ValueError):
-        return f"onnx:{elem_type}"
-
-
-def _value_info(info: Any) -> dict[str, Any]:
-    tensor = info.type.tensor_type
-    dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
-    return {"name": info.name, "dtype": _elem_name(tensor.elem_type), "shape": dims}
-
-
-def _initializer(init: Any) -> TensorInfo:
-    import math
-
-    dtype = _elem_name(init.data_type)
-    shape = tuple(int(d) for d in init.dims)
-    if init.HasField("raw_data"):
-        nbytes = len(init.raw_data)
-    elif init.string_data:
-        nbytes = sum(len(s) for s in init.string_data)
-    else:
-        itemsize = np.dtype(dtype).itemsize if not dtype.startswith(("onnx:", "string")) else 0
-        nbytes = math.prod(shape) * itemsize
-    return TensorInfo(name=init.name, dtype=dtype, shape=shape, nbytes=nbytes)
-
-
-def inspect_file(path: str | os.PathLike) -> ModelInfo:
-    """Describe an ONNX file: opsets, inputs/outputs, aprender metadata, initializers.
-
-    Works on any ONNX model; the aprender fields are empty for files other tools wrote.
-    ``extra`` holds ``opset`` (domain -> version), ``inputs`` and ``outputs``
-    (name, dtype, shape with ``None`` or a symbol for free dimensions),
-    ``producer``, ``graph``, ``doc_string`` and all raw ``metadata_props``.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` is not a file.
-    FormatError
-        If the file is not an ONNX model.
-
-    Examples
-    --------
-    >>> import tempfile, os
-    >>> from aprender.linear_model import LinearRegression
-    >>> from aprender.format import onnx as apr_onnx
-    >>> path = os.path.join(tempfile.mkdtemp(), "lr.onnx")
-    >>> apr_onnx.save_file(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path)
-    >>> info = apr_onnx.inspect_file(path)
-    >>> info.model_type.name, info.extra["inputs"]
-    ('LINEAR_REGRESSION', [{'name': 'X', 'dtype': 'float32', 'shape': [None, 1]}])
-    """
-    onx, size, where = _read_model(path)
-    raw = {p.key: p.value for p in onx.metadata_props}
-    meta = read_props(raw)
-    try:
-        model_type = ModelType[meta["model_type"]] if "model_type" in meta else None
-    except KeyError:
-        model_type = None
-    graph = onx.graph
-    return ModelInfo(
-        format="onnx",
-        path=where,
-        file_size=size,
-        model_type=model_type,
-        class_key=meta.get("class"),
-        format_version=str(onx.ir_version),
-        metadata=meta,
-        tensors=tuple(_initializer(init) for init in graph.initializer),
-        extra={
-            "opset": {op.domain or "ai.onnx": op.version for op in onx.opset_import},
-            "inputs": [_value_info(i) for i in graph.input],
-            "outputs": [_value_info(o) for o in graph.output],
-            "producer": f"{onx.producer_name} {onx.producer_version}".strip(),
-            "graph": graph.name,
-            "doc_string": onx.doc_string,
-            "metadata_props": raw,
-        },
-    )
-
-
-def validate_file(path: str | os.PathLike) -> ValidationReport:
-    """Check an ONNX file completely: it parses and passes ``onnx.checker`` (full check).
-
-    ``aprender.validate("model.onnx")`` lands here (ONNX files are neither signed nor
-    encrypted, and aprender cannot load them back into a model).
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` is not a file.
-    FormatError
-        If the file is not an ONNX model or fails the checker (type or shape inference).
-
-    Examples
-    --------
-    >>> import tempfile, os
-    >>> import aprender
-    >>> from aprender.linear_model import Ridge
-    >>> path = os.path.join(tempfile.mkdtemp(), "ridge.onnx")
-    >>> aprender.save(Ridge().fit([[0.0], [1.0]], [0.0, 1.0]), path)
-    >>> aprender.validate(path).checks
-    ('ONNX protobuf parsed', 'onnx.checker (full check, shape inference)')
-    """
-    onx, _, where = _read_model(path)
-    try:
-        onnx.checker.check_model(onx, full_check=True)
-    except Exception as exc:  # ValidationError, InferenceError
-        raise FormatError(f"'{where}': the ONNX model fails onnx.checker: {str(exc).strip()}") from None
-    return ValidationReport(str(path), "onnx", ("ONNX protobuf parsed", "onnx.checker (full check, shape inference)"),
-                            model=False)

@@ -12,12 +12,15 @@ Naming (docs/onnx.md):
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FLOAT_DTYPES", "initial_types", "input_feed", "needs_columns"]
+from aprender.exceptions import UnsupportedExportError
+
+__all__ = ["FLOAT_DTYPES", "initial_types", "input_feed", "label_values", "needs_columns"]
 
 #: dtype= values the exporter accepts.
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -142,3 +145,16 @@ def _cast(values: np.ndarray, inp: Any) -> np.ndarray:
     if target is object:
         return np.asarray(values, dtype=str).astype(object)
     return np.ascontiguousarray(values, dtype=target)
+
+
+def label_values(model: Any) -> np.ndarray:
+    """classes_ as skl2onnx writes labels: strings, or int64 for integer (and bool) labels."""
+    classes = model.classes_
+    if all(isinstance(c, str) for c in classes):
+        return classes.astype(str)
+    if all(isinstance(c, (numbers.Integral, bool, np.bool_)) for c in classes.tolist()):
+        return classes.astype(np.int64)
+    raise UnsupportedExportError(
+        f"{type(model).__name__} with classes {classes.tolist()[:5]} cannot be exported to ONNX: "
+        "ONNX labels are integers or strings"
+    )

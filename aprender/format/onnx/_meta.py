@@ -2,7 +2,7 @@
 
 Every key starts with ``aprender.``; values are plain strings, JSON where noted
 (docs/onnx.md lists them). The class and parameter tree come from the codec
-(:func:`~aprender.format.to_state`) so they read exactly as in the other formats,
+(:func:`~aprender.codec.to_state`) so they read exactly as in the other formats,
 without the fitted attributes, which the graph itself carries.
 """
 
@@ -105,7 +105,7 @@ def _registered_type(model: Any) -> str:
 
 def doc_string(model: Any, key: str) -> str:
     """One line naming the exported class."""
-    from aprender import __version__
+    from aprender._version import __version__
 
     return f"{type(model).__name__} ({key}) exported by aprender {__version__}"
 

@@ -18,16 +18,16 @@ queue, which this graph does not express: such models are refused.
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 
 from aprender.ensemble import MixtureOfExpertsClassifier, MixtureOfExpertsRegressor, SoftmaxGating
 from aprender.exceptions import UnsupportedExportError
+from aprender.format.onnx._inputs import label_values
 from aprender.format.onnx._registry import register_converter
 
-__all__ = ["label_values", "register"]
+__all__ = ["register"]
 
 
 def _refuse_capacity(moe: Any) -> None:
@@ -82,19 +82,6 @@ def convert_regressor(scope: Any, operator: Any, container: Any) -> None:
     stacked = OnnxConcat(*outputs, axis=1, op_version=opv) if len(outputs) > 1 else outputs[0]
     total = OnnxReduceSumApi11(OnnxMul(stacked, weights, op_version=opv), axes=[1], keepdims=1, op_version=opv)
     OnnxIdentity(total, op_version=opv, output_names=operator.outputs[:1]).add_to(scope, container)
-
-
-def label_values(model: Any) -> np.ndarray:
-    """classes_ as skl2onnx writes labels: strings, or int64 for integer (and bool) labels."""
-    classes = model.classes_
-    if all(isinstance(c, str) for c in classes):
-        return classes.astype(str)
-    if all(isinstance(c, (numbers.Integral, bool, np.bool_)) for c in classes.tolist()):
-        return classes.astype(np.int64)
-    raise UnsupportedExportError(
-        f"{type(model).__name__} with classes {classes.tolist()[:5]} cannot be exported to ONNX: "
-        "ONNX labels are integers or strings"
-    )
 
 
 def _write_classifier_outputs(scope: Any, operator: Any, container: Any, scores: Any, proba: Any) -> None:

@@ -1,4 +1,4 @@
-"""Which estimators skl2onnx may convert, and how aprender's classes join its registry.
+"""How aprender's classes join skl2onnx's registry (which ones may convert is ``_gaps``).
 
 skl2onnx looks converters up by the *exact* class of each estimator, so aprender's
 thin subclasses (``aprender.linear_model.LogisticRegression`` ...) are unknown to it.
@@ -16,25 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aprender.codec import ModelType, registered
-from aprender.exceptions import UnsupportedExportError, UnsupportedTypeError
+from aprender.codec import registered
 
-__all__ = ["UNSUPPORTED", "check_exportable", "nested", "register_converter", "replace_converter", "sync",
-           "threshold_gap"]
-
-#: Model families with no ONNX graph, and why. Checked before skl2onnx is involved.
-UNSUPPORTED: dict[ModelType, str] = {
-    ModelType.NGRAM_LM: (
-        "an n-gram language model scores and generates variable-length token sequences by "
-        "count-table lookups with backoff; ONNX has no operator set for that, and "
-        "its predictions are not a function of a fixed-width numeric input"
-    ),
-    ModelType.CONTENT_RECOMMENDER: (
-        "recommend() ranks stored items by similarity and returns item identifiers for a "
-        "query item, which is a lookup into the fitted catalogue, not a graph over an input tensor"
-    ),
-}
-
+__all__ = ["nested", "register_converter", "replace_converter", "sync"]
 
 @dataclass(frozen=True)
 class _Converter:
@@ -216,10 +200,6 @@ def sync() -> None:
     with _lock:
         from skl2onnx._supported_operators import sklearn_operator_name_map
 
-        # aprender's own estimators bring their converters with this package (importing
-        # the module registers them once), never with the codec's schemas.
-        from aprender.format.onnx import _moe, _threshold  # noqa: F401
-
         entries = registered()
         for cls, entry in list(_extra.items()):
             if cls not in _done:
@@ -247,125 +227,3 @@ def nested(model: Any) -> list[Any]:
             params = {}
         found += [v for v in params.values() if hasattr(v, "get_params") and hasattr(v, "fit")]
     return found
-
-
-def _svm_gap(est: Any) -> str | None:
-    kernel = est.kernel
-    if kernel != "precomputed" and not callable(kernel):
-        return None
-    what = "a precomputed kernel matrix" if kernel == "precomputed" else "a Python kernel function"
-    return (
-        f"kernel={kernel!r}: ONNX's SVM operators evaluate a built-in kernel against stored support "
-        f"vectors, and {what} has no ONNX equivalent"
-    )
-
-
-def _text_gap(est: Any) -> str | None:
-    # Measured against ONNX Runtime: both conversions run but give other numbers.
-    ngram_range = getattr(est, "ngram_range", (1, 1))  # TfidfTransformer has none
-    if getattr(est, "analyzer", "word") == "word" and ngram_range[1] > 1:
-        return (
-            f"ngram_range={ngram_range}: ONNX Runtime's TfIdfVectorizer misses the n-grams that "
-            "scikit-learn forms across removed tokens (stop words, one-letter words), "
-            "see onnxruntime issue 4201; use unigrams"
-        )
-    if getattr(est, "sublinear_tf", False):
-        return "sublinear_tf=True: skl2onnx's 1 + log(tf) scaling does not reproduce scikit-learn's values"
-    if hasattr(est, "token_pattern"):
-        from aprender.format.onnx._precision import check_token_pattern
-
-        return check_token_pattern(est)
-    return None
-
-
-def _knn_gap(est: Any) -> str | None:
-    if est.weights == "uniform":
-        return None
-    return (
-        f"weights={est.weights!r}: scikit-learn gives a query equal to a training row that row's target "
-        "(zero distance), while skl2onnx's graph divides by the zero distance there"
-    )
-
-
-def _radius_gap(est: Any) -> str:
-    # Measured with ONNX Runtime 1.32 / skl2onnx 1.20: the session fails on any query with
-    # a training row outside the radius; with a radius covering every row it would run.
-    return (
-        "skl2onnx's radius-neighbours graph marks training rows outside the radius with index -1 and "
-        "passes them to ArrayFeatureExtractor, which ONNX Runtime rejects ('index is out of range') for "
-        "every query that does not have all training rows within the radius"
-    )
-
-
-def threshold_gap(est: Any) -> str | None:
-    from aprender.format.onnx._threshold import response_method
-
-    if not hasattr(est, "estimator_"):  # unfitted, nested in a search's parameters: the converter checks the fit
-        return None
-    method = response_method(est)
-    if method == "predict_proba":
-        return None
-    return (
-        f"it thresholds its estimator's {method}, and skl2onnx lays decision values out differently per "
-        "converter, so the positive-class score column is not known; use response_method='predict_proba' "
-        "with an estimator that has it"
-    )
-
-
-def _imputer_gap(est: Any) -> str | None:
-    if not est.add_indicator:
-        return None
-    return "add_indicator=True: skl2onnx drops the missing-value indicator columns from the output"
-
-
-def _parameter_gap(est: Any) -> str | None:
-    """Why an otherwise convertible estimator cannot be converted faithfully with its parameters."""
-    from sklearn import feature_extraction, impute, model_selection, neighbors, svm
-
-    checks = (
-        ((neighbors.RadiusNeighborsClassifier, neighbors.RadiusNeighborsRegressor), _radius_gap),
-        ((model_selection.TunedThresholdClassifierCV, model_selection.FixedThresholdClassifier), threshold_gap),
-        ((svm.SVC, svm.NuSVC, svm.SVR, svm.NuSVR, svm.OneClassSVM), _svm_gap),
-        ((feature_extraction.text.CountVectorizer, feature_extraction.text.TfidfTransformer), _text_gap),
-        ((neighbors.KNeighborsClassifier, neighbors.KNeighborsRegressor), _knn_gap),
-        ((impute.SimpleImputer,), _imputer_gap),
-    )
-    for classes, check in checks:
-        if isinstance(est, classes):
-            return check(est)
-    return None
-
-
-def check_exportable(model: Any) -> None:
-    """Raise :class:`UnsupportedExportError` for a model that has no ONNX graph."""
-    from aprender.codec._registry import entry_for_class
-
-    for est in nested(model):
-        gap = _parameter_gap(est)
-        if gap is not None:
-            raise UnsupportedExportError(f"{type(est).__name__} cannot be exported to ONNX: {gap}.")
-        try:
-            model_type = entry_for_class(type(est)).spec.model_type
-        except UnsupportedTypeError:  # not on the allow-list: skl2onnx decides
-            continue
-        reason = UNSUPPORTED.get(model_type)
-        if reason is not None:
-            raise UnsupportedExportError(
-                f"{type(est).__name__} cannot be exported to ONNX: {reason}."
-                f"{_exportable_parts(est)} Save it as .apr, .safetensors or .gguf instead."
-            )
-
-
-def _exportable_parts(est: Any) -> str:
-    """Point at fitted sub-estimators that do convert (a recommender's TF-IDF vectorizer)."""
-    from skl2onnx._supported_operators import sklearn_operator_name_map
-
-    sync()
-    parts = sorted(
-        name for name, value in vars(est).items()
-        if name.endswith("_") and type(value) in sklearn_operator_name_map and _parameter_gap(value) is None
-    )
-    if not parts:
-        return ""
-    listed = ", ".join(f"model.{name}" for name in parts)
-    return f" Its fitted {listed} can be exported on its own with aprender.format.onnx.to_onnx()."

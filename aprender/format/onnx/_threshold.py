@@ -13,7 +13,7 @@ This converter replaces both: the estimator's own graph (``OnnxSubEstimator``) g
 the probabilities, which are returned unchanged, as ``predict_proba`` does.
 
 Models whose response is ``decision_function`` are refused before conversion
-(``_registry.threshold_gap``): skl2onnx lays decision values out differently per
+(:func:`threshold_gap`): skl2onnx lays decision values out differently per
 converter (``[N, 1]``, ``[d, -d]``), so which column is the positive class's score is
 not one rule.
 """
@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from aprender.exceptions import UnsupportedExportError
+from aprender.format.onnx._registry import replace_converter
 
-__all__ = ["pos_label", "register", "response_method", "threshold"]
+__all__ = ["pos_label", "register", "response_method", "threshold", "threshold_gap"]
 
 
 def response_method(model: Any) -> str | None:
@@ -56,17 +57,29 @@ def threshold(model: Any) -> float:
     return 0.5 if model.threshold == "auto" else float(model.threshold)
 
 
+def threshold_gap(est: Any) -> str | None:
+    if not hasattr(est, "estimator_"):  # unfitted, nested in a search's parameters: the converter checks the fit
+        return None
+    method = response_method(est)
+    if method == "predict_proba":
+        return None
+    return (
+        f"it thresholds its estimator's {method}, and skl2onnx lays decision values out differently per "
+        "converter, so the positive-class score column is not known; use response_method='predict_proba' "
+        "with an estimator that has it"
+    )
+
+
 def convert(scope: Any, operator: Any, container: Any) -> None:
     """skl2onnx converter: ``label`` (thresholded) and ``probabilities`` (the estimator's)."""
     from skl2onnx.algebra.onnx_operator import OnnxSubEstimator
     from skl2onnx.algebra.onnx_ops import OnnxGather, OnnxGreaterOrEqual, OnnxIdentity, OnnxReshape, OnnxWhere
     from skl2onnx.common.data_types import guess_numpy_type
 
-    from aprender.format.onnx import _registry
-    from aprender.format.onnx._moe import label_values
+    from aprender.format.onnx._inputs import label_values
 
     model, opv = operator.raw_operator, container.target_opset
-    gap = _registry.threshold_gap(model)
+    gap = threshold_gap(model)
     if gap is not None:  # a search's best estimator: check_exportable saw only its unfitted template
         raise UnsupportedExportError(f"{type(model).__name__} cannot be exported to ONNX: {gap}.")
     X = operator.inputs[0]
@@ -94,8 +107,6 @@ def _shape(operator: Any) -> None:
 def register() -> None:
     """Hand the converter to aprender's registry, replacing skl2onnx's for TunedThresholdClassifierCV."""
     from sklearn.model_selection import FixedThresholdClassifier, TunedThresholdClassifierCV
-
-    from aprender.format.onnx._registry import replace_converter
 
     # nocl: skl2onnx's classifier shape calculator asks for it; labels are always classes_.
     options = {"zipmap": [False, True], "nocl": [False]}

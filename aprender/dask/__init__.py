@@ -1,6 +1,6 @@
 """Score Dask collections on a ``distributed`` cluster, with the model shipped as file bytes.
 
-:func:`predict` sends the bytes of the model's ``.apr`` (or SafeTensors) file and its
+:func:`predict` sends the bytes of the model's ``.apr`` (or SafeTensors, GGUF) file and its
 SHA-256 to every worker once, in a ``WorkerPlugin``; each worker checks the digest,
 loads the file once (memory-mapped for an uncompressed ``.apr``) and caches the model.
 The task graph carries only the plugin's name, so the estimator object is never
@@ -35,8 +35,9 @@ import dask.dataframe as dd
 import numpy as np
 from dask.dataframe.utils import meta_nonempty
 
-from aprender._dask_scoring import ModelPlugin, load_model_file, output_frame, score_block, score_frame
+from aprender.dask._scoring import ModelPlugin, load_model_file, output_frame, score_block, score_frame
 from aprender.exceptions import FormatError, SignatureInvalid
+from aprender.format._formats import sniff_head, titles
 
 __all__ = ["ModelBytes", "model_bytes", "predict", "release"]
 
@@ -49,8 +50,9 @@ class ModelBytes:
     Attributes
     ----------
     data : bytes
-        The .apr or SafeTensors file.
-    suffix : {".apr", ".safetensors"}
+        The model file (.apr, SafeTensors or GGUF).
+    suffix : str
+        The suffix of the format (a row of :data:`aprender.format._formats.FORMATS` that loads).
     digest : str
         Hex SHA-256 of ``data``.
     model : estimator
@@ -96,17 +98,14 @@ def model_bytes(model_or_path: Any, trusted_key: bytes | None = None) -> ModelBy
         raise FileNotFoundError(f"no such model file: '{path}'")
     with open(path, "rb") as f:
         head = f.read(16)
-    if head[:4] == b"APR\x00":
-        suffix = ".apr"
-    elif head[8:9] == b"{":
-        suffix = ".safetensors"
-        if trusted_key is not None:
-            raise SignatureInvalid(f"'{path}' is SafeTensors, which carries no signature; sign an .apr file to "
-                                   "require trusted_key")
-    else:
-        raise FormatError(f"'{path}': aprender.dask ships .apr or SafeTensors files, and this is neither")
+    fmt = sniff_head(head, path.suffix)
+    if fmt is None or not fmt.loads:
+        raise FormatError(f"'{path}': aprender.dask ships {titles('loads')} files, and this is none of them")
+    if trusted_key is not None and not fmt.signs:
+        raise SignatureInvalid(f"'{path}' is {fmt.title}, which carries no signature; sign an {titles('signs')} "
+                               "file to require trusted_key")
     data = path.read_bytes()
-    return ModelBytes(data, suffix, load_model_file(path, trusted_key))
+    return ModelBytes(data, fmt.suffix, load_model_file(path, trusted_key, fmt))
 
 
 def _client(client: Any) -> Any:
@@ -142,7 +141,7 @@ def predict(
     Parameters
     ----------
     model_or_path : estimator or str or PathLike
-        A fitted model (saved to plain .apr bytes here) or an .apr / SafeTensors file
+        A fitted model (saved to plain .apr bytes here) or an .apr / SafeTensors / GGUF file
         (its bytes are shipped as they are: a signed or compressed .apr stays so).
     data : dask.dataframe.DataFrame or dask.array.Array
         Rows to score. A 2-d array is rechunked to whole rows if needed.
@@ -170,7 +169,7 @@ def predict(
         ``trusted_key`` was given and a worker found the file unsigned or signed by
         another key.
     FormatError
-        The file is not an .apr or SafeTensors file, or the bytes arrived changed.
+        The file is of no format that loads, or the bytes arrived changed.
     """
     key = _raw_key(trusted_key)
     shipped = model_bytes(model_or_path, key)

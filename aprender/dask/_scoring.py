@@ -1,6 +1,6 @@
 """Worker side of :mod:`aprender.dask`: the plugin that ships model bytes, and the partition scorers.
 
-The model reaches each worker as the bytes of its ``.apr`` or SafeTensors file inside
+The model reaches each worker as the bytes of its ``.apr`` (SafeTensors, GGUF) file inside
 :class:`ModelPlugin`. ``setup`` checks the bytes' SHA-256, writes them to the worker's
 local directory, loads them once (memory-mapped for an uncompressed ``.apr``; through
 ``load_verified`` when a trusted key is required) and caches the model in this process
@@ -19,6 +19,7 @@ import pandas as pd
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from aprender.exceptions import AprenderError, FormatError
+from aprender.format._formats import Format, by_suffix
 
 __all__ = ["ModelPlugin", "cached_model", "load_model_file", "output_frame", "score_block", "score_frame"]
 
@@ -26,16 +27,21 @@ __all__ = ["ModelPlugin", "cached_model", "load_model_file", "output_frame", "sc
 _MODELS: dict[str, Any] = {}
 
 
-def load_model_file(path: Path, trusted_key: bytes | None) -> Any:
-    """Load an .apr (mapped when it is plain, verified when a key is given) or SafeTensors file."""
-    from aprender.format import apr, safetensors
+def load_model_file(path: Path, trusted_key: bytes | None, fmt: Format | None = None) -> Any:
+    """Load a model file of any format that loads (``fmt``, by default the one its suffix names).
 
-    if path.suffix == ".safetensors":
-        return safetensors.load_file(path)
+    Verified against ``trusted_key`` when one is given (only formats that sign take one),
+    memory-mapped where the format maps and the file is neither compressed nor encrypted.
+    """
+    fmt = fmt if fmt is not None else by_suffix(path)
+    if fmt is None or not fmt.loads:
+        raise FormatError(f"'{path}': aprender.dask ships model files that load, and this is not one")
     if trusted_key is not None:
-        return apr.load_verified(path, trusted_key)
-    info = apr.inspect_file(path)
-    return apr.load(path, mmap=not info.compressed and not info.encrypted)
+        return fmt.backend.load_file(path, verifying_key=trusted_key)
+    if not fmt.mmaps:
+        return fmt.backend.load_file(path)
+    info = fmt.backend.inspect_file(path)
+    return fmt.backend.load_file(path, mmap=not info.compressed and not info.encrypted)
 
 
 class ModelPlugin(WorkerPlugin):
@@ -49,7 +55,8 @@ class ModelPlugin(WorkerPlugin):
         The .apr or SafeTensors file.
     digest : str
         Hex SHA-256 of ``data``, checked on the worker before anything is parsed.
-    suffix : {".apr", ".safetensors"}
+    suffix : str
+        The suffix of the format (a row of :data:`aprender.format._formats.FORMATS` that loads).
         The file's format.
     trusted_key : bytes, optional
         Raw Ed25519 public key the .apr file's signature must verify against.

@@ -1,7 +1,8 @@
-"""An MLflow flavor that stores models as ``.apr`` or SafeTensors files, never pickles.
+"""An MLflow flavor that stores models as ``.apr`` (or SafeTensors, GGUF) files, never pickles.
 
-:func:`save_model` writes an MLflow model folder holding ``model.apr`` (or
-``model.safetensors``) and an ``MLmodel`` file declaring two flavors:
+:func:`save_model` writes an MLflow model folder holding ``model.apr`` (or the file of
+any other format that loads back: ``model.safetensors``, ``model.gguf``) and an
+``MLmodel`` file declaring two flavors:
 
 - ``aprender``: the model file, its format, SHA-256, class and library versions;
 - ``python_function``: loader module ``aprender._mlflow_pyfunc``, so that
@@ -50,8 +51,8 @@ from mlflow.utils.environment import (
     _PythonEnv,
 )
 
-from aprender._mlflow_pyfunc import FLAVOR_NAME, METHODS, MODEL_FILES, AprenderPyfuncModel, load_folder
-from aprender._pretrained import sha256_file
+from aprender.format._io import sha256_file
+from aprender.mlflow._pyfunc import FLAVOR_NAME, LOADER_MODULE, METHODS, MODEL_FILES, AprenderPyfuncModel, load_folder
 
 __all__ = ["FLAVOR_NAME", "get_default_conda_env", "get_default_pip_requirements", "load_model", "log_model",
            "save_model"]
@@ -113,8 +114,9 @@ def save_model(
         A fitted aprender estimator or a supported scikit-learn one.
     path : str or PathLike
         The MLflow model folder to create.
-    serialization_format : {"apr", "safetensors"}, default="apr"
-        The model file: ``model.apr`` (checksummed, memory-mappable) or ``model.safetensors``.
+    serialization_format : {"apr", "safetensors", "gguf"}, default="apr"
+        The model file: ``model.apr`` (checksummed, memory-mappable), ``model.safetensors``
+        or ``model.gguf`` (every format of :data:`aprender.format._formats.FORMATS` that loads).
     pyfunc_predict_fn : str, default="predict"
         The method the ``python_function`` flavor's ``predict`` calls (``predict_proba`` ...).
     conda_env, pip_requirements, extra_pip_requirements
@@ -141,7 +143,7 @@ def save_model(
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise FileExistsError(f"'{folder}' already exists and is not an empty folder")
     import aprender
-    from aprender.format import to_state
+    from aprender.codec import to_state
 
     state = to_state(model)  # fitted and storable, before anything is written
     folder.mkdir(parents=True, exist_ok=True)
@@ -158,7 +160,7 @@ def save_model(
         mlflow_model.signature = signature
     if metadata is not None:
         mlflow_model.metadata = dict(metadata)
-    mlflow.pyfunc.add_to_model(mlflow_model, loader_module="aprender._mlflow_pyfunc", conda_env=_CONDA_ENV_FILE_NAME,
+    mlflow.pyfunc.add_to_model(mlflow_model, loader_module=LOADER_MODULE, conda_env=_CONDA_ENV_FILE_NAME,
                                python_env=_PYTHON_ENV_FILE_NAME)
     versions = state.meta.get("versions", {})
     mlflow_model.add_flavor(FLAVOR_NAME, model_file=model_file.name, format=serialization_format,
