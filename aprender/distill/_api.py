@@ -75,23 +75,28 @@ def distill(
         them. ``"auto"``: ``10 * n_train`` clipped to [20000, 60000] (never
         fewer than the training rows).
     validation_fraction : float, default=0.2
-        Share of the labelled rows held out (stratified for classifiers) and used
-        only for the report in ``provenance_["report"]``; 0 holds nothing out.
+        Share of the labelled rows held out (stratified for classifiers) while the
+        candidates are fitted, for the fallback's choice and the report in
+        ``provenance_["report"]``; the chosen procedure is then refitted on every
+        row. 0 holds nothing out (one distillation, no report, no fallback).
     random_state : int or None, default=0
         Seeds the split, the transfer set and an unset ``random_state`` of the student.
     fallback : bool, default=True
         With held-out rows, also fit the same student on the hard labels of the
-        training rows; if it scores better on the held-out rows than the distilled
-        one, return the student fitted on the hard labels of all of ``X`` instead
-        (``provenance_["fallback"]`` records both scores and which was kept).
+        training rows, and return the student fitted on the hard labels of all of
+        ``X`` instead of the distilled one only if a one-sided paired test on the
+        held-out rows shows it is better at the 5% level (McNemar's exact test for
+        classifiers, a paired t-test on squared errors for regressors); below 30
+        held-out rows nothing is compared. ``provenance_["fallback"]`` records the
+        test, its p-value, both scores, which was kept and why.
     progress : callable, optional
         Called with the name of each phase as it starts (the CLI's progress bar).
 
     Returns
     -------
     estimator
-        The fitted student (or, when ``fallback`` kept it, the student fitted on the
-        hard labels). ``student.provenance_`` records the method, temperature,
+        The fitted student, trained on every row (or, when ``fallback`` kept it, the
+        student fitted on the hard labels). ``student.provenance_`` records the method, temperature,
         alpha, the teachers (class, classes, file and sha256), the final distillation
         loss (soft-target cross-entropy, or mean squared error for regressors), the
         transfer set's size, sha256 and synthesis, the held-out report and the
