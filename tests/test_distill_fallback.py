@@ -143,3 +143,40 @@ def test_the_package_is_small_modules_without_import_circles() -> None:
         return any(n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in graph[start])
 
     assert not [name for name in graph if reaches(name, name, set())]
+
+
+@pytest.mark.parametrize("suffix", [".apr", ".safetensors", ".gguf"])
+def test_a_teacher_file_is_read_once_and_hashed_as_loaded(tmp_path, monkeypatch, suffix: str) -> None:
+    import builtins
+    import hashlib
+    import io
+
+    from aprender.distill._inputs import load_teacher
+
+    X, y = load_iris(return_X_y=True)
+    path = tmp_path / f"teacher{suffix}"
+    aprender.save(RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y), path)
+    expected, reference = hashlib.sha256(path.read_bytes()).hexdigest(), aprender.load(path).predict(X)
+    opened = []
+    original = io.open
+
+    def counting_open(file, *args, **kwargs):
+        if Path(str(file)) == path:
+            opened.append(file)
+        return original(file, *args, **kwargs)
+
+    monkeypatch.setattr(io, "open", counting_open)
+    monkeypatch.setattr(builtins, "open", counting_open)
+    model, record = load_teacher(str(path))
+    assert len(opened) == 1, opened
+    assert record == {"class": "RandomForestClassifier", "file": path.name, "sha256": expected}
+    np.testing.assert_array_equal(model.predict(X), reference)
+
+
+def test_a_pickle_teacher_is_refused_by_name(tmp_path) -> None:
+    from aprender.exceptions import FormatError
+
+    path = tmp_path / "teacher.pkl"
+    path.write_bytes(b"\x80\x04K\x01.")
+    with pytest.raises(FormatError, match="is a pickle"):
+        aprender.distill(str(path), LogisticRegression(), *load_iris(return_X_y=True))

@@ -22,7 +22,7 @@ __all__ = ["check_options", "check_pair", "load_teacher", "split"]
 
 def _load_bytes(data: bytes, path: Path) -> Any:
     """The model in a file's bytes, by the format its leading bytes name (as ``aprender.load`` tells them)."""
-    from aprender.format import apr, gguf, safetensors
+    from aprender.format import apr, gguf, load, safetensors
 
     if data[:4] == b"APR\x00":
         return apr.load_from_bytes(data)
@@ -30,9 +30,7 @@ def _load_bytes(data: bytes, path: Path) -> Any:
         return gguf.load(data)
     if data[8:9] == b"{":
         return safetensors.load(data)
-    import aprender
-
-    return aprender.load(path)  # raises the error that says what the file is (pickle, ONNX, unknown)
+    return load(path)  # raises the error that says what the file is (pickle, ONNX, unknown)
 
 
 def load_teacher(item: Any) -> tuple[Any, dict[str, Any]]:
