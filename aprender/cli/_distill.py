@@ -141,7 +141,8 @@ def load_data(path: Path, target: str) -> tuple[np.ndarray, np.ndarray | None]:
 @click.option("--target", default="y", show_default=True, help="Name of the target array or column.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option("--fallback/--no-fallback", default=True, show_default=True,
-              help="Return the student fitted on the hard labels when it scores better on the held-out rows.")
+              help="Return the student fitted on the hard labels when a paired test on the held-out rows "
+                   "shows it is better (5% level).")
 @click.option("--inference-only", is_flag=True,
               help="Leave out what only further training reads (optimizer state, loss curves): a smaller file "
                    "whose partial_fit is refused.")
