@@ -44,15 +44,19 @@ __all__ = [
 
 
 class _Package(types.ModuleType):
-    """The package's module type: ``aprender.distill`` stays the function once its module is imported.
+    """The package's module type: ``aprender.distill`` stays the function when its package is imported.
 
-    The import system binds a submodule to its name in the package when the submodule
-    is first imported; ``aprender.distill`` names the function the module defines.
+    The import system binds a subpackage to its name in the package when it is first
+    imported; ``aprender.distill`` names the function the subpackage defines. The
+    subpackage is left unbound instead (it stays in ``sys.modules``), and the first read
+    of ``aprender.distill`` imports the function (``__getattr__`` below): binding the
+    function here would import scikit-learn whenever anything imports the subpackage,
+    as ``apr`` does for ``aprender.distill.METHODS``.
     """
 
     def __setattr__(self, name: str, value: object) -> None:
         if name == "distill" and isinstance(value, types.ModuleType):
-            value = value.distill
+            return
         super().__setattr__(name, value)
 
 

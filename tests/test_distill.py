@@ -15,17 +15,18 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 
 import aprender
-from aprender._distill_data import expand, learns_soft_labels, soft_labels, soft_targets, synthesize, tempered
-from aprender._distill_students import (
+from aprender.cli import main
+from aprender.cli._app import cli
+from aprender.cli._distill import parse_student
+from aprender.distill._fit import expand, learns_soft_labels, soft_labels
+from aprender.distill._students import (
     boosts_soft_targets,
     logistic_objective,
     logistic_start,
     soft_boosting,
     starts_logistic,
 )
-from aprender.cli import main
-from aprender.cli._app import cli
-from aprender.cli._distill import parse_student
+from aprender.distill._transfer import soft_targets, synthesize, tempered
 from aprender.ensemble import HistGradientBoostingClassifier, RandomForestClassifier, RandomForestRegressor
 from aprender.exceptions import DistillationError, InferenceOnlyError
 from aprender.linear_model import LinearRegression, LogisticRegression
@@ -173,7 +174,8 @@ def test_standard_distillation_records_provenance(forest: RandomForestClassifier
     assert record["method"] == "standard" and record["temperature"] == 0.5 and record["alpha"] == 0.7
     assert record["teachers"] == [{"class": "RandomForestClassifier", "file": "teacher.apr", "classes": [0, 1, 2],
                                    "sha256": hashlib.sha256(teacher_path.read_bytes()).hexdigest()}]
-    assert record["transfer_set"]["size"] == 400 and record["transfer_set"]["labelled_rows"] == 120
+    # 30 rows held out chose and scored; the returned student then learned from all 150.
+    assert record["transfer_set"]["size"] == 400 and record["transfer_set"]["labelled_rows"] == 150
     assert record["soft_targets"] is True and record["final_loss"] > 0
     assert record["report"]["held_out_rows"] == 30 and record["report"]["student"] >= 0.9
     out = tmp_path / "student.apr"
@@ -217,7 +219,7 @@ def test_distilling_an_mlp_twice_gives_the_same_weights_and_provenance(forest: R
     for wa, wb in zip(a.coefs_ + a.intercepts_, b.coefs_ + b.intercepts_, strict=True):
         np.testing.assert_array_equal(wa, wb)
     assert a.provenance_["transfer_set"]["synthesis"] == {"kind": "munge", "swap": 0.2, "spread": 2.0}
-    assert a.provenance_["transfer_set"]["synthesized_rows"] == 1000 - 120
+    assert a.provenance_["transfer_set"]["synthesized_rows"] == 1000 - 150
 
 
 def test_student_without_sample_weight_learns_the_teachers_argmax(forest: RandomForestClassifier) -> None:

@@ -18,7 +18,6 @@ import click
 import numpy as np
 
 import aprender
-from aprender._distill_methods import METHODS
 from aprender.cli._options import (
     INPUT,
     check_output,
@@ -30,6 +29,7 @@ from aprender.cli._options import (
 )
 from aprender.cli._progress import phases
 from aprender.cli._render import emit_json, say, size
+from aprender.distill._methods import METHODS
 
 __all__ = ["distill_cmd", "load_data", "parse_student", "student_classes"]
 
@@ -141,7 +141,8 @@ def load_data(path: Path, target: str) -> tuple[np.ndarray, np.ndarray | None]:
 @click.option("--target", default="y", show_default=True, help="Name of the target array or column.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option("--fallback/--no-fallback", default=True, show_default=True,
-              help="Return the student fitted on the hard labels when it scores better on the held-out rows.")
+              help="Return the student fitted on the hard labels when a paired test on the held-out rows "
+                   "shows it is better (5% level).")
 @click.option("--inference-only", is_flag=True,
               help="Leave out what only further training reads (optimizer state, loss curves): a smaller file "
                    "whose partial_fit is refused.")
@@ -167,8 +168,9 @@ def distill_cmd(teachers: tuple[Path, ...], spec: str, data_path: Path, output: 
         size_arg = int(transfer_size)
     check_output(output, force)
     X, y = load_data(data_path, target)
-    steps = 4 + (len(layer_map.split(",")) if layer_map else 2) * (method == "progressive") + (
-        fallback and y is not None)
+    # The phases of one distillation, the hard-label fit, and the refit on every row.
+    per_fit = 3 + (len(layer_map.split(",")) if layer_map else 2) * (method == "progressive")
+    steps = 1 + per_fit + (y is not None) * (1 + per_fit)
     with phases(steps, 0, progress if progress is not None else X.shape[0] >= _LONG) as phase:
         fitted = aprender.distill([str(t) for t in teachers], student, X, y, method=method,
                                   temperature=temperature, alpha=alpha, layer_map=layer_map,
@@ -189,8 +191,10 @@ def distill_cmd(teachers: tuple[Path, ...], spec: str, data_path: Path, output: 
         if report:
             say(f"held-out {report['metric']}: student {report['student']:.4f}, teachers "
                 + ", ".join(f"{s:.4f}" for s in report["teachers"]))
-        if record["fallback"]:
-            scores = record["fallback"]["held_out"]
-            say(f"kept the {record['fallback']['kept'].replace('_', '-')} student (held-out: distilled "
-                f"{scores['distilled']:.4f}, hard-label {scores['hard_labels']:.4f})")
+        choice = record["fallback"]
+        if choice:
+            scores = choice["held_out"]
+            held = (f"held-out: distilled {scores['distilled']:.4f}, hard-label {scores['hard_labels']:.4f}; "
+                    if scores else "")
+            say(f"kept the {choice['kept'].replace('_', '-')} student ({held}{choice['reason']})")
     return 0
