@@ -24,8 +24,6 @@ ROOT = Path(aprender.__file__).parent
 KNOWN_CIRCLES: dict[frozenset[str], str] = {
     frozenset({"aprender.codec._registry", "aprender.codec.schemas._generic"}):
         "Spec/Entry move to a module of their own (branch house-codec)",
-    frozenset({"aprender", "aprender.distill"}):
-        "the distill package imports save/load from aprender.format._api, not the package root (the distill branch)",
 }
 
 
