@@ -56,7 +56,7 @@ def test_loading_a_forest_defines_no_mixture_of_experts(tmp_path) -> None:
                   path)
     code = ("import sys, aprender; aprender.load(sys.argv[1]); "
             "print(sorted(m for m in sys.modules if m in ('aprender.ensemble._moe', 'aprender.ensemble._gating', "
-            "'aprender.ensemble._boosting', 'aprender.codec.schemas.ensemble'))); "
+            "'aprender.ensemble._boosting', 'aprender.codec.schemas.boosting'))); "
             "from aprender.ensemble import SoftmaxGating; print(SoftmaxGating.__module__)")
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["[]", "aprender.ensemble._gating"]

@@ -17,7 +17,8 @@ import numpy as np
 
 from aprender.codec import handlers as _handlers
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, TENSOR_KINDS, join
-from aprender.codec._registry import Spec, entry_for_class
+from aprender.codec._registry import entry_for_class
+from aprender.codec._spec import Spec
 from aprender.codec.handlers.records import RECORDS
 from aprender.exceptions import UnsupportedTypeError
 

@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aprender.codec._checks import fail
+from aprender.codec._nodes import join
 
 if TYPE_CHECKING:
     from aprender.codec._decode import Decoder
     from aprender.codec._encode import Encoder
 
 __all__ = ["ANY", "NULL", "TAG_MODULES", "TENSOR", "TYPE_ROOTS", "Fields", "Handler", "for_tag", "for_value",
-           "register_handler", "sub", "tensor_field"]
+           "register_handler", "tensor_field"]
 
 _PACKAGE = "aprender.codec.handlers"
 
@@ -162,15 +163,11 @@ def for_tag(tag: str) -> Handler | None:
     return handler
 
 
-def sub(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
 def tensor_field(dec: Decoder, node: Mapping[str, Any], field: str, path: str, kinds: str) -> np.ndarray:
     ref = node.get(field)
     if not isinstance(ref, dict) or ref.get("__t__") != "tensor":
         raise fail(path, f"'{field}' must be a tensor reference")
-    array = dec.tensor(ref, sub(path, field))
+    array = dec.tensor(ref, join(path, field))
     if not isinstance(array, np.ndarray) or array.dtype.kind not in kinds:
         raise fail(path, f"'{field}' has dtype {getattr(array, 'dtype', type(array))}, expected kind {kinds!r}")
     return array

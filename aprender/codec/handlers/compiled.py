@@ -24,8 +24,8 @@ from sklearn.metrics._dist_metrics import METRIC_MAPPING64
 from sklearn.neighbors import BallTree, KDTree
 
 from aprender.codec._checks import fail
-from aprender.codec._nodes import preview
-from aprender.codec.handlers._base import ANY, NULL, TENSOR, Handler, register_handler, sub, tensor_field
+from aprender.codec._nodes import join, preview
+from aprender.codec.handlers._base import ANY, NULL, TENSOR, Handler, register_handler, tensor_field
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
@@ -58,13 +58,13 @@ def _encode_tree(tree: Any, enc: Encoder, path: str) -> dict[str, Any]:
         p, w, _ = metric.__reduce__()[2]
         node["metric"], node["p"] = "minkowski", float(p)
         if len(w):
-            node["w"] = enc.tensor(np.asarray(w), sub(path, "w"))
+            node["w"] = enc.tensor(np.asarray(w), join(path, "w"))
     else:
         raise UnsupportedTypeError(path, f"{type(tree).__name__} with metric {metric_cls}",
                                    "only parameter-free metrics and Minkowski can be stored")
-    node["data"] = enc.tensor(data, sub(path, "data"))
+    node["data"] = enc.tensor(data, join(path, "data"))
     if weights is not None:
-        node["sample_weight"] = enc.tensor(np.asarray(weights), sub(path, "sample_weight"))
+        node["sample_weight"] = enc.tensor(np.asarray(weights), join(path, "sample_weight"))
     return node
 
 
@@ -114,15 +114,15 @@ def _encode_interp1d(f: interp1d, enc: Encoder, path: str) -> dict[str, Any]:
         raise UnsupportedTypeError(path, "interp1d", "only scalar or 'extrapolate' fill values can be stored")
     return {
         "kind": f._kind, "axis": int(f.axis), "bounds_error": bool(f.bounds_error), "assume_sorted": True,
-        "fill_value": enc.value(float(fill) if isinstance(fill, (int, np.floating)) else fill, sub(path, "fill"), 1),
-        "x": enc.tensor(np.asarray(f.x), sub(path, "x")),
-        "y": enc.tensor(np.asarray(f.y), sub(path, "y")),
+        "fill_value": enc.value(float(fill) if isinstance(fill, (int, np.floating)) else fill, join(path, "fill"), 1),
+        "x": enc.tensor(np.asarray(f.x), join(path, "x")),
+        "y": enc.tensor(np.asarray(f.y), join(path, "y")),
     }
 
 
 def _decode_interp1d(node: Mapping[str, Any], dec: Decoder, path: str) -> interp1d:
     kind, axis, bounds_error = node.get("kind"), node.get("axis"), node.get("bounds_error")
-    fill = dec.value(node.get("fill_value"), sub(path, "fill"), 1)
+    fill = dec.value(node.get("fill_value"), join(path, "fill"), 1)
     if kind not in _INTERP_KINDS or type(axis) is not int or type(bounds_error) is not bool \
             or node.get("assume_sorted") is not True:
         raise fail(path, "invalid interp1d options")
@@ -144,8 +144,8 @@ def _encode_bspline(b: BSpline, enc: Encoder, path: str) -> dict[str, Any]:
     if extrapolate not in (True, False, "periodic"):
         raise UnsupportedTypeError(path, "BSpline", f"extrapolate={preview(extrapolate)}")
     return {"k": int(b.k), "axis": int(b.axis), "extrapolate": extrapolate if type(extrapolate) is str
-            else bool(extrapolate), "t": enc.tensor(np.asarray(b.t), sub(path, "t")),
-            "c": enc.tensor(np.asarray(b.c), sub(path, "c"))}
+            else bool(extrapolate), "t": enc.tensor(np.asarray(b.t), join(path, "t")),
+            "c": enc.tensor(np.asarray(b.c), join(path, "c"))}
 
 
 def _decode_bspline(node: Mapping[str, Any], dec: Decoder, path: str) -> BSpline:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aprender.codec._checks import fail
-from aprender.codec.handlers._base import TENSOR, Handler, register_handler, sub, tensor_field
+from aprender.codec._nodes import join
+from aprender.codec.handlers._base import TENSOR, Handler, register_handler, tensor_field
 
 if TYPE_CHECKING:
     from aprender.codec._decode import Decoder
@@ -21,7 +22,7 @@ def _encode_random_state(value: np.random.RandomState, enc: Encoder, path: str) 
     name, keys, pos, has_gauss, cached = value.get_state(legacy=True)
     return {
         "bit_generator": name,
-        "keys": enc.tensor(np.asarray(keys, dtype=np.uint32), sub(path, "keys")),
+        "keys": enc.tensor(np.asarray(keys, dtype=np.uint32), join(path, "keys")),
         "pos": int(pos),
         "has_gauss": int(has_gauss),
         "cached_gaussian": float(cached),

@@ -15,8 +15,8 @@ import numpy as np
 
 from aprender._limits import checked_shape
 from aprender.codec._checks import fail
-from aprender.codec._nodes import TENSOR_KINDS, preview
-from aprender.codec.handlers._base import Handler, register_handler, sub, tensor_field
+from aprender.codec._nodes import TENSOR_KINDS, join, preview
+from aprender.codec.handlers._base import Handler, register_handler, tensor_field
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def _encode(value: np.ndarray, enc: Encoder, path: str) -> dict[str, Any]:
     return {
         "shape": [int(d) for d in value.shape],
         "fields": [list(f) for f in fields],
-        "columns": [enc.tensor(np.ascontiguousarray(value[name]), sub(path, name)) for name in names],
+        "columns": [enc.tensor(np.ascontiguousarray(value[name]), join(path, name)) for name in names],
     }
 
 
@@ -65,7 +65,7 @@ def _decode(node: Mapping[str, Any], dec: Decoder, path: str) -> np.ndarray:
     for (name, dtype), ref in zip(fields, columns, strict=True):
         column = tensor_field(dec, {name: ref}, name, path, "biuf")
         if column.shape != shape or column.dtype != np.dtype(dtype):
-            raise fail(sub(path, name), f"column has {column.dtype} {list(column.shape)}, "
+            raise fail(join(path, name), f"column has {column.dtype} {list(column.shape)}, "
                                         f"expected {dtype} {list(shape)}")
         resolved.append(column)
     out = np.empty(shape, dtype=_packed([tuple(f) for f in fields]))

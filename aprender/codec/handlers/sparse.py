@@ -10,8 +10,8 @@ import scipy.sparse as sp
 
 from aprender._limits import MAX_ELEMENTS
 from aprender.codec._checks import fail
-from aprender.codec._nodes import preview
-from aprender.codec.handlers._base import TENSOR, Handler, register_handler, sub, tensor_field
+from aprender.codec._nodes import join, preview
+from aprender.codec.handlers._base import TENSOR, Handler, register_handler, tensor_field
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
@@ -36,9 +36,9 @@ def _encode_sparse(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
         "format": fmt,
         "array": isinstance(value, sp.sparray),
         "shape": [int(d) for d in value.shape],
-        "data": enc.tensor(value.data, sub(path, "data")),
-        "indices": enc.tensor(value.indices, sub(path, "indices")),
-        "indptr": enc.tensor(value.indptr, sub(path, "indptr")),
+        "data": enc.tensor(value.data, join(path, "data")),
+        "indices": enc.tensor(value.indices, join(path, "indices")),
+        "indptr": enc.tensor(value.indptr, join(path, "indptr")),
     }
 
 

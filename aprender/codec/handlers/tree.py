@@ -21,7 +21,7 @@ from sklearn.tree._tree import NODE_DTYPE, Tree
 from aprender.codec._checks import fail, n_features
 from aprender.codec._nodes import preview
 from aprender.codec.handlers._base import TENSOR, Handler, register_handler, tensor_field
-from aprender.codec.handlers.tree_structure import Layout, check_children, check_offsets, max_per_tree, node_depths
+from aprender.codec.schemas._tree_structure import Layout, check_children, check_offsets, max_per_tree, node_depths
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
