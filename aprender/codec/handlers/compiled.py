@@ -101,7 +101,6 @@ def _decode_tree(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
         raise fail(path, f"cannot rebuild {cls.__name__}: {exc}") from None
 
 
-_INTERP_OPTIONS = ("kind", "axis", "bounds_error", "assume_sorted")
 _INTERP_KINDS = frozenset(["linear", "nearest", "nearest-up", "zero", "slinear", "quadratic", "cubic",
                            "previous", "next"])
 

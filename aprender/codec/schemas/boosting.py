@@ -114,8 +114,6 @@ def _gb_validator(classifier: bool) -> Validator:
 
 #: HistGradientBoostingClassifier's label encoder holds the very ``classes_`` array.
 _LABELS_FROM = "classes_"
-#: How ``_scorer`` (set when early stopping uses a scorer) is rebuilt from ``scoring``.
-_SCORERS = ("get_scorer", "passthrough")
 
 
 def _pack_hgb(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -247,6 +245,6 @@ SCHEMAS = [
         (ap.HistGradientBoostingRegressor, sk.HistGradientBoostingRegressor),
         _hist_gradient_boosting(sk.HistGradientBoostingRegressor, False),
     ),
-    ((sk_dummy.DummyClassifier,), Spec(ModelType.GRADIENT_BOOSTING, validate=check_dummy_classifier)),
-    ((sk_dummy.DummyRegressor,), Spec(ModelType.GRADIENT_BOOSTING, validate=check_dummy_regressor)),
+    ((sk_dummy.DummyClassifier,), Spec(ModelType.DUMMY, validate=check_dummy_classifier)),
+    ((sk_dummy.DummyRegressor,), Spec(ModelType.DUMMY, validate=check_dummy_regressor)),
 ]
