@@ -67,7 +67,7 @@ assert _HEADER.size == HEADER_SIZE
 
 
 class Flags(IntFlag):
-    """Header flag bits (the seed's ``AprV2Flags``)."""
+    """Header flag bits: the values of the Rust aprender library's ``AprV2Flags``, so both read one file alike."""
 
     LZ4 = 0x0001
     ZSTD = 0x0002
@@ -100,8 +100,9 @@ def _q(code: int, name: str, block: int) -> DType:
 
 
 _BF16 = 2
-#: Codes 0-7 are the seed's; 8 and 9 (the seed's generic Q4/Q8) are never reused. bfloat16's
-#: entry comes in on first use (ml_dtypes): ``DTYPES[2]`` builds it.
+#: Codes 0-7 are those of the Rust aprender library's APR v2; 8 and 9 (its generic Q4/Q8)
+#: are never reused. bfloat16's entry comes in on first use (ml_dtypes): ``DTYPES[2]``
+#: builds it.
 DTYPES: dict[int, DType] = LazyValues({
     d.code: d
     for d in (
