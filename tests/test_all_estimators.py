@@ -2,7 +2,7 @@
 
 The instances are the ones scikit-learn's own test suite builds
 (``sklearn.utils._test_common.instance_generator``), fitted once per process on small
-data (tests/sklearn_instances.py). Every inference method must give the same bits
+data (tests/support/sklearn_instances.py). Every inference method must give the same bits
 after loading; an estimator whose outputs are random draws (DummyClassifier's
 "stratified", BernoulliRBM's ``score_samples``) is compared by its fitted attributes.
 The few classes still refused are listed in :data:`REFUSED` with the reason, and
@@ -21,11 +21,7 @@ from aprender.codec import from_state, to_state
 from aprender.exceptions import UnsupportedTypeError
 from aprender.format import apr, gguf, safetensors
 
-#: Instances aprender refuses to save, and why (docs/codec.md, "Refused estimators").
-REFUSED = {
-    "Birch": "its CF-tree is a graph of _CFNode objects that point at each other",
-    "BisectingKMeans": "its _BisectingTree is a recursive tree of Python objects",
-}
+REFUSED = si.REFUSED
 
 FORMATS = {
     "safetensors": (safetensors.state_to_bytes, safetensors.state_from_bytes),

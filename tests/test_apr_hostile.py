@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from apr_bytes import layout_of, refresh_crcs
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from zoo import iris
@@ -53,26 +54,11 @@ def small(**options: Any) -> bytes:
     return apr.save_to_bytes(scaler(), **options)
 
 
-def refresh_crcs(data: bytes | bytearray) -> bytes:
-    """Recompute the header and footer CRCs, as a forger would, so structure checks are reached."""
-    data = bytearray(data)
-    header_crc = zlib.crc32(bytes(data[44:64]), zlib.crc32(bytes(data[:40])))
-    data[40:44] = header_crc.to_bytes(4, "little")
-    data[-4:] = zlib.crc32(bytes(data[:-4])).to_bytes(4, "little")
-    return bytes(data)
-
-
 def set_field(data: bytes, fmt: str, offset: int, value: int) -> bytes:
     """Overwrite one header field and refresh the CRCs."""
     out = bytearray(data)
     struct.pack_into(fmt, out, offset, value)
     return refresh_crcs(out)
-
-
-def layout_of(data: bytes) -> tuple[int, int, int]:
-    """(metadata size, tensor index offset, data offset) from a header."""
-    return (int.from_bytes(data[20:24], "little"), int.from_bytes(data[24:32], "little"),
-            int.from_bytes(data[32:40], "little"))
 
 
 def craft(meta: Any, entries: list[Entry], stored: bytes, flags: int = 0, count: int | None = None) -> bytes:

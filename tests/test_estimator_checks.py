@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import pytest
 from cases_own_models import TEXT_INPUT_EXPECTED_FAILURES
+from namesakes import namesake
 from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
-from test_namesakes import namesake
 
 from aprender.codec import registered
 from aprender.compose import ColumnTransformer

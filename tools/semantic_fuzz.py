@@ -2,8 +2,8 @@
 
 Byte mutation (tools/fuzz.py) rarely produces a file that parses, passes every
 structural check and still describes an impossible model. This campaign writes such
-files on purpose. Every seed -- each scikit-learn instance tests/sklearn_instances.py
-builds and each case of tests/zoo.py, fitted on small data -- is turned into its
+files on purpose. Every seed -- each scikit-learn instance tests/support/sklearn_instances.py
+builds and each case of tests/support/zoo.py, fitted on small data -- is turned into its
 ModelState, and one lie at a time is written back with the library's own SafeTensors
 writer, so that only the semantic checks stand between the file and compiled code:
 
@@ -72,7 +72,7 @@ OUTCOMES = ("refused", "harmless", "raised", *DEFECTS)
 
 
 def _tests_on_path() -> None:
-    tests = str(REPO / "tests")
+    tests = str(REPO / "tests" / "support")
     if tests not in sys.path:
         sys.path.insert(0, tests)
 
