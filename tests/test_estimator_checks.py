@@ -158,6 +158,7 @@ def _quick_checks() -> list:
     return params
 
 
+@pytest.mark.slow
 @parametrize_with_checks([e for e in GENERATED if type(e) in FULL], expected_failed_checks=_inherited_expected_failures)
 def test_generated_namesakes_full_checks(estimator, check) -> None:
     check(estimator)

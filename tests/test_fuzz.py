@@ -35,6 +35,7 @@ def _seeds() -> list[fuzz.Seed]:
     return fuzz.make_seeds(FAMILIES, all_cases=False)
 
 
+@pytest.mark.slow
 def test_quick_campaign_finds_nothing(tmp_path) -> None:
     report = fuzz.campaign(_seeds(), 450, rng_seed=14, workers=2, timeout=10.0, out=tmp_path)
     summary = report.as_dict()

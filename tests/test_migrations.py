@@ -41,6 +41,9 @@ from aprender.format import ModelState
 from aprender.linear_model import LogisticRegression
 from aprender.preprocessing import StandardScaler
 
+#: Also run under the oldest supported scikit-learn (.ci/run, docs/compatibility.md).
+pytestmark = pytest.mark.lower_bound
+
 RAISE = object()
 
 
