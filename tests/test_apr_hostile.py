@@ -29,7 +29,7 @@ from aprender.exceptions import (
 )
 from aprender.format import apr, to_state
 from aprender.format.apr import _crypto as crypto
-from aprender.format.apr._layout import Entry, Flags, Header, align, pack_index
+from aprender.format.apr._layout import Flags, Header, IndexEntry, align, pack_index
 from aprender.linear_model import LinearRegression
 from aprender.preprocessing import StandardScaler
 
@@ -61,7 +61,7 @@ def set_field(data: bytes, fmt: str, offset: int, value: int) -> bytes:
     return refresh_crcs(out)
 
 
-def craft(meta: Any, entries: list[Entry], stored: bytes, flags: int = 0, count: int | None = None) -> bytes:
+def craft(meta: Any, entries: list[IndexEntry], stored: bytes, flags: int = 0, count: int | None = None) -> bytes:
     """A file with valid CRCs built from arbitrary pieces."""
     meta_bytes = json.dumps(meta).encode()
     index = pack_index(entries)
@@ -271,7 +271,7 @@ def test_index_entries_are_checked() -> None:
 
 
 def test_index_names_must_be_utf8() -> None:
-    entries = [Entry("a", 3, (1,), 0, 8)]
+    entries = [IndexEntry("a", 3, (1,), 0, 8)]
     meta = to_state(scaler()).meta
     data = bytearray(craft(meta, entries, bytes(64)))
     _, index_offset, _ = layout_of(bytes(data))
@@ -288,7 +288,7 @@ def test_index_names_must_be_utf8() -> None:
 def test_index_shapes_are_bounded(shape: tuple[int, ...], message: str) -> None:
     # The index states a shape; nothing is allocated before its element count is known to be bounded.
     meta = to_state(scaler()).meta
-    data = craft(meta, [Entry("a", 3, shape, 0, 8)], bytes(64))
+    data = craft(meta, [IndexEntry("a", 3, shape, 0, 8)], bytes(64))
     with pytest.raises(FormatError, match=f"tensor index entry 0 at byte \\d+: .*{message}"):
         apr.load_from_bytes(data)
 
@@ -333,7 +333,7 @@ def test_compressed_claims_larger_than_the_data_can_hold(algorithm: str) -> None
     meta = {**to_state(scaler()).meta, "compression": {"algorithm": algorithm, "level": 0}}
     flag = Flags.ZSTD if algorithm == "zstd" else Flags.LZ4
     huge = 1 << 40  # a terabyte of float64 claimed by a file of a few hundred bytes
-    data = craft(meta, [Entry("mean_", 3, (huge,), 0, huge * 8)], compress(bytes(64), algorithm, 1), flag)
+    data = craft(meta, [IndexEntry("mean_", 3, (huge,), 0, huge * 8)], compress(bytes(64), algorithm, 1), flag)
     with pytest.raises(FormatError, match=f"more than .* bytes of {algorithm} can hold"):
         apr.load_from_bytes(data)
 

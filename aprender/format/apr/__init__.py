@@ -47,7 +47,7 @@ from aprender.format._crc import crc32
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import write_atomic
 from aprender.format.apr._compress import MAX_DECOMPRESSED_RATIO, check_ratio_option
-from aprender.format.apr._layout import FLAG_SIGNED, Entry, Flags
+from aprender.format.apr._layout import FLAG_SIGNED, Flags, IndexEntry
 from aprender.format.apr._options import Compression, SaveOptions
 from aprender.format.apr._read import Keys, Parsed, check, map_file, read_file, read_prefix, state_of, verify_signature
 from aprender.format.apr._write import encode
@@ -617,7 +617,7 @@ def _model_type(meta: dict[str, Any]) -> ModelType | None:
         return None
 
 
-def _true_shape(entry: Entry, quantization: Any, where: str) -> tuple[int, ...]:
+def _true_shape(entry: IndexEntry, quantization: Any, where: str) -> tuple[int, ...]:
     """A tensor's shape; for GGML blocks (indexed by their padded value shape) the quantization record's."""
     if not entry.dtype.block:
         return entry.shape
