@@ -19,19 +19,15 @@ import importlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join
 
-if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
-
-__all__ = ["ANY", "NULL", "TAG_MODULES", "TENSOR", "TYPE_ROOTS", "Fields", "Handler", "for_tag", "for_value",
-           "register_handler", "tensor_field"]
+__all__ = ["ANY", "NULL", "TAG_MODULES", "TENSOR", "TYPE_ROOTS", "Decoding", "Encoding", "Fields", "Handler",
+           "for_tag", "for_value", "register_handler", "tensor_field"]
 
 _PACKAGE = "aprender.codec.handlers"
 
@@ -89,6 +85,37 @@ Fields = Mapping[str, tuple[type, ...]]
 _JSON_TYPES = frozenset([str, int, float, bool, list, dict, NULL, object])
 
 
+class Encoding(Protocol):
+    """What a handler's ``encode`` may call on the encoder (``aprender.codec._encode.Encoder``).
+
+    Handlers type against these two protocols rather than the encoder and decoder
+    classes, which import the handlers: the codec's modules then import one way.
+    """
+
+    def tensor(self, array: np.ndarray, name: str, *, scalar: type | None = None) -> dict[str, Any]:
+        """Store ``array`` as the tensor ``name``; the reference node to put in the metadata."""
+        ...
+
+    def value(self, value: Any, path: str, depth: int) -> Any:
+        """The metadata node of any value, nested ``depth`` levels deep."""
+        ...
+
+
+class Decoding(Protocol):
+    """What a handler's ``decode`` may use of the decoder (``aprender.codec._decode.Decoder``)."""
+
+    #: The load's ``aprender.codec.trust.Trust``: the functions and hyperparameters the caller trusted.
+    trust: Any
+
+    def tensor(self, node: Mapping[str, Any], path: str) -> Any:
+        """The tensor a reference node names, checked."""
+        ...
+
+    def value(self, node: Any, path: str, depth: int) -> Any:
+        """The value of any metadata node, checked, nested ``depth`` levels deep."""
+        ...
+
+
 @dataclass(frozen=True)
 class Handler:
     """Encode/decode pair for one family of Python types.
@@ -101,8 +128,8 @@ class Handler:
 
     tag: str
     types: tuple[type, ...]
-    encode: Callable[[Any, Encoder, str], dict[str, Any]]
-    decode: Callable[[Mapping[str, Any], Decoder, str], Any]
+    encode: Callable[[Any, Encoding, str], dict[str, Any]]
+    decode: Callable[[Mapping[str, Any], Decoding, str], Any]
     fields: Fields
 
 
@@ -163,7 +190,7 @@ def for_tag(tag: str) -> Handler | None:
     return handler
 
 
-def tensor_field(dec: Decoder, node: Mapping[str, Any], field: str, path: str, kinds: str) -> np.ndarray:
+def tensor_field(dec: Decoding, node: Mapping[str, Any], field: str, path: str, kinds: str) -> np.ndarray:
     ref = node.get(field)
     if not isinstance(ref, dict) or ref.get("__t__") != "tensor":
         raise fail(path, f"'{field}' must be a tensor reference")

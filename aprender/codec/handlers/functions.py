@@ -42,8 +42,7 @@ from aprender.codec.handlers._base import Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError, UntrustedFunctionError, UntrustedParameterError
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["FUNCTION", "PARTIAL", "check_literal", "function_name", "qualified_name", "register_function"]
 
@@ -157,7 +156,7 @@ def check_literal(node: Any, path: str, depth: int = 0) -> str | None:
     return None
 
 
-def _encode_function(func: Any, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_function(func: Any, enc: Encoding, path: str) -> dict[str, Any]:
     name = function_name(func) or qualified_name(func)
     if name is None:
         shown = getattr(func, "__qualname__", type(func).__name__)
@@ -169,7 +168,7 @@ def _encode_function(func: Any, enc: Encoder, path: str) -> dict[str, Any]:
     return {"name": name}
 
 
-def _decode_function(node: Mapping[str, Any], dec: Decoder, path: str) -> Callable[..., Any]:
+def _decode_function(node: Mapping[str, Any], dec: Decoding, path: str) -> Callable[..., Any]:
     name = node["name"]
     func = _trust.lookup_default(name) or _by_name.get(name) or dec.trust.functions.get(name)
     if func is None:
@@ -177,7 +176,7 @@ def _decode_function(node: Mapping[str, Any], dec: Decoder, path: str) -> Callab
     return func
 
 
-def _encode_partial(value: functools.partial, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_partial(value: functools.partial, enc: Encoding, path: str) -> dict[str, Any]:
     node = {
         "func": enc.value(value.func, join(path, "func"), 1),
         "args": [enc.value(a, join(path, i), 1) for i, a in enumerate(value.args)],
@@ -199,7 +198,7 @@ def _in_place(key: str, value: Any) -> str | None:
     return None
 
 
-def _decode_partial(node: Mapping[str, Any], dec: Decoder, path: str) -> functools.partial:
+def _decode_partial(node: Mapping[str, Any], dec: Decoding, path: str) -> functools.partial:
     func_node, args, keywords = node["func"], node["args"], node["keywords"]
     if func_node.get("__t__") not in ("function", "partial"):
         raise fail(path, "'partial' node needs a function 'func'")

@@ -20,8 +20,7 @@ from aprender.codec.handlers._base import Handler, register_handler, tensor_fiel
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["RECORDS"]
 
@@ -33,7 +32,7 @@ def _packed(fields: list[tuple[str, str]]) -> np.dtype:
     return np.dtype([(name, np.dtype(dtype)) for name, dtype in fields])
 
 
-def _encode(value: np.ndarray, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode(value: np.ndarray, enc: Encoding, path: str) -> dict[str, Any]:
     names = value.dtype.names
     fields = [(name, value.dtype.fields[name][0].str) for name in names]
     plain = all(value.dtype.fields[n][0].kind in TENSOR_KINDS and value.dtype.fields[n][0].shape == () for n in names)
@@ -47,7 +46,7 @@ def _encode(value: np.ndarray, enc: Encoder, path: str) -> dict[str, Any]:
     }
 
 
-def _decode(node: Mapping[str, Any], dec: Decoder, path: str) -> np.ndarray:
+def _decode(node: Mapping[str, Any], dec: Decoding, path: str) -> np.ndarray:
     fields, columns = node["fields"], node["columns"]
     shape = checked_shape(node["shape"], path)
     if not 0 < len(fields) <= _MAX_FIELDS or len(columns) != len(fields):
