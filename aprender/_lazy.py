@@ -1,9 +1,9 @@
 """Package attributes imported on first use (PEP 562).
 
-A package's generated scikit-learn namesakes cost about 0.2 ms each to define, most of
-it scikit-learn's metadata-routing hook on every subclass: 5-15 ms for a package such as
-``aprender.linear_model``. Loading a LogisticRegression file imports that package for
-one hand-written class, so the namesakes come in only when one of them is asked for.
+Defining a scikit-learn subclass is not free (scikit-learn's metadata-routing hook runs
+for each), and a package such as ``aprender.linear_model`` has dozens of generated
+namesakes. Loading a LogisticRegression file imports that package for one hand-written
+class, so the namesakes come in only when one of them is asked for.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ def lazy_attributes(
 def bfloat16() -> Any:
     """ml_dtypes' ``bfloat16`` numpy dtype, imported on first use.
 
-    ml_dtypes costs about 11 ms and 3 MiB to import, which only a file or array that
-    holds bfloat16 values needs.
+    Only a file or array that holds bfloat16 values needs ml_dtypes, so other loads do
+    not pay for its import.
     """
     import ml_dtypes
     import numpy as np

@@ -24,8 +24,9 @@ if platform.machine().lower() in ("x86_64", "amd64"):
 import pytest
 from threadpoolctl import threadpool_limits
 
-# tests/ holds shared helpers (zoo.py) imported as plain modules.
-sys.path.insert(0, os.path.dirname(__file__))
+# tests/support/ holds the helpers test modules share (zoo.py, state_edit.py, ...), imported
+# as plain modules; no test module imports another.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "support"))
 
 from zoo import CASES, Case  # needs the sys.path entry above
 

@@ -2,7 +2,7 @@
 
 The instances are the ones scikit-learn's own test suite builds
 (``sklearn.utils._test_common.instance_generator``), fitted once per process on small
-data (tests/sklearn_instances.py). Every inference method must give the same bits
+data (tests/support/sklearn_instances.py). Every inference method must give the same bits
 after loading; an estimator whose outputs are random draws (DummyClassifier's
 "stratified", BernoulliRBM's ``score_samples``) is compared by its fitted attributes.
 The few classes still refused are listed in :data:`REFUSED` with the reason, and
@@ -21,8 +21,7 @@ from aprender.codec import from_state, to_state
 from aprender.exceptions import UnsupportedTypeError
 from aprender.format import apr, gguf, safetensors
 
-#: Instances aprender refuses to save, and why (docs/codec.md, "Refused estimators").
-REFUSED: dict[str, str] = {}
+REFUSED = si.REFUSED
 
 FORMATS = {
     "safetensors": (safetensors.state_to_bytes, safetensors.state_from_bytes),
@@ -75,13 +74,20 @@ def test_roundtrip_in_every_format(key: str) -> None:
         assert all(_same_attrs(a[k], b[k]) for k in a), fmt
 
 
-@pytest.mark.parametrize("key", sorted(REFUSED))
-def test_refused_estimators_say_so(key: str) -> None:
-    est, _ = si.fitted(key)
-    with pytest.raises(UnsupportedTypeError):
-        to_state(est)
+def test_refused_estimators_say_so() -> None:
+    """Each instance listed as refused is refused on save (the list is empty: every instance saves)."""
+    for key in REFUSED:
+        est, _ = si.fitted(key)
+        with pytest.raises(UnsupportedTypeError):
+            to_state(est)
 
 
 def test_every_instance_is_covered() -> None:
-    assert len(si.instances()) >= 225
-    assert len(REFUSED) <= 3
+    """Every estimator all_estimators() lists has an instance, but FrozenEstimator (it needs a fitted one)."""
+    from sklearn.utils import all_estimators
+
+    built = {key.rsplit("-", 1)[0] if key.rsplit("-", 1)[-1].isdigit() else key for key in si.instances()}
+    # IterativeImputer is listed only once some import has enabled the experimental class; the generator
+    # never builds it (tests/test_namesakes.py round-trips it).
+    assert {name for name, _ in all_estimators()} - built - {"IterativeImputer"} == {"FrozenEstimator"}
+    assert set(REFUSED) <= built

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from apr_bytes import layout_of, refresh_crcs
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from zoo import iris
@@ -29,7 +30,7 @@ from aprender.exceptions import (
 )
 from aprender.format import apr
 from aprender.format.apr import _crypto as crypto
-from aprender.format.apr._layout import Entry, Flags, Header, align, pack_index
+from aprender.format.apr._layout import Flags, Header, IndexEntry, align, pack_index
 from aprender.linear_model import LinearRegression
 from aprender.preprocessing import StandardScaler
 
@@ -54,15 +55,6 @@ def small(**options: Any) -> bytes:
     return apr.save_to_bytes(scaler(), **options)
 
 
-def refresh_crcs(data: bytes | bytearray) -> bytes:
-    """Recompute the header and footer CRCs, as a forger would, so structure checks are reached."""
-    data = bytearray(data)
-    header_crc = zlib.crc32(bytes(data[44:64]), zlib.crc32(bytes(data[:40])))
-    data[40:44] = header_crc.to_bytes(4, "little")
-    data[-4:] = zlib.crc32(bytes(data[:-4])).to_bytes(4, "little")
-    return bytes(data)
-
-
 def set_field(data: bytes, fmt: str, offset: int, value: int) -> bytes:
     """Overwrite one header field and refresh the CRCs."""
     out = bytearray(data)
@@ -70,13 +62,7 @@ def set_field(data: bytes, fmt: str, offset: int, value: int) -> bytes:
     return refresh_crcs(out)
 
 
-def layout_of(data: bytes) -> tuple[int, int, int]:
-    """(metadata size, tensor index offset, data offset) from a header."""
-    return (int.from_bytes(data[20:24], "little"), int.from_bytes(data[24:32], "little"),
-            int.from_bytes(data[32:40], "little"))
-
-
-def craft(meta: Any, entries: list[Entry], stored: bytes, flags: int = 0, count: int | None = None) -> bytes:
+def craft(meta: Any, entries: list[IndexEntry], stored: bytes, flags: int = 0, count: int | None = None) -> bytes:
     """A file with valid CRCs built from arbitrary pieces."""
     meta_bytes = json.dumps(meta).encode()
     index = pack_index(entries)
@@ -286,7 +272,7 @@ def test_index_entries_are_checked() -> None:
 
 
 def test_index_names_must_be_utf8() -> None:
-    entries = [Entry("a", 3, (1,), 0, 8)]
+    entries = [IndexEntry("a", 3, (1,), 0, 8)]
     meta = to_state(scaler()).meta
     data = bytearray(craft(meta, entries, bytes(64)))
     _, index_offset, _ = layout_of(bytes(data))
@@ -303,7 +289,7 @@ def test_index_names_must_be_utf8() -> None:
 def test_index_shapes_are_bounded(shape: tuple[int, ...], message: str) -> None:
     # The index states a shape; nothing is allocated before its element count is known to be bounded.
     meta = to_state(scaler()).meta
-    data = craft(meta, [Entry("a", 3, shape, 0, 8)], bytes(64))
+    data = craft(meta, [IndexEntry("a", 3, shape, 0, 8)], bytes(64))
     with pytest.raises(FormatError, match=f"tensor index entry 0 at byte \\d+: .*{message}"):
         apr.load_from_bytes(data)
 
@@ -348,7 +334,7 @@ def test_compressed_claims_larger_than_the_data_can_hold(algorithm: str) -> None
     meta = {**to_state(scaler()).meta, "compression": {"algorithm": algorithm, "level": 0}}
     flag = Flags.ZSTD if algorithm == "zstd" else Flags.LZ4
     huge = 1 << 40  # a terabyte of float64 claimed by a file of a few hundred bytes
-    data = craft(meta, [Entry("mean_", 3, (huge,), 0, huge * 8)], compress(bytes(64), algorithm, 1), flag)
+    data = craft(meta, [IndexEntry("mean_", 3, (huge,), 0, huge * 8)], compress(bytes(64), algorithm, 1), flag)
     with pytest.raises(FormatError, match=f"more than .* bytes of {algorithm} can hold"):
         apr.load_from_bytes(data)
 

@@ -12,56 +12,28 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import gguf
 import ml_dtypes
 import numpy as np
 import pytest
+from cli_run import Run, flip_byte, invoke, one_error_line
 from safetensors.numpy import save_file as save_foreign_safetensors
 from zoo import assert_identical_outputs, iris
 
 import aprender
 from aprender.cli import _progress as progress
-from aprender.cli import main
 from aprender.codec import to_state
 from aprender.format import apr
 from aprender.linear_model import LogisticRegression
 from aprender.preprocessing import StandardScaler
 
 
-@dataclass(frozen=True)
-class Run:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-def invoke(capsys: pytest.CaptureFixture[str], *args: Any) -> Run:
-    """Run ``main`` on ``args`` and capture its exit code and output."""
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return Run(code, captured.out, captured.err)
-
-
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
     """``cli(*args)``: :func:`invoke` with this test's capture."""
     return functools.partial(invoke, capsys)
-
-
-def one_error_line(run: Run) -> str:
-    """The single stderr line of a failed command (no traceback)."""
-    lines = run.err.strip().splitlines()
-    assert len(lines) == 1, run.err
-    assert "Traceback" not in run.err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -97,13 +69,6 @@ def files(tmp_path_factory: pytest.TempPathFactory, model: LogisticRegression) -
     writer.write_tensors_to_file()
     writer.close()
     return paths
-
-
-def flip_byte(path: Path, target: Path, offset: int) -> Path:
-    data = bytearray(path.read_bytes())
-    data[offset] ^= 0xFF
-    target.write_bytes(bytes(data))
-    return target
 
 
 # -- help and usage -------------------------------------------------------------------------

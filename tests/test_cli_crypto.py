@@ -13,11 +13,11 @@ from pathlib import Path
 
 import click.testing
 import pytest
+from apr_bytes import layout_of, refresh_crcs
+from cli_run import Run, flip_byte, invoke, one_error_line
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from test_apr_hostile import layout_of, refresh_crcs
-from test_cli import Run, flip_byte, invoke, one_error_line
 from zoo import assert_identical_outputs, iris
 
 import aprender

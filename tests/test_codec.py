@@ -273,3 +273,24 @@ def test_cached_parameter_names_are_what_get_params_returns() -> None:
     assert _params_are_init_names(Pipeline)  # aprender's namesake inherits scikit-learn's get_params
     assert not _params_are_init_names(Tagged)
     assert "tag" in _param_names(Tagged([("scaler", StandardScaler())]))
+
+
+@pytest.mark.parametrize("cls", ["DummyClassifier", "DummyRegressor"])
+def test_dummy_estimators_are_their_own_model_type(cls, tmp_path) -> None:
+    """A dummy reports DUMMY; a file from before that code (stating GRADIENT_BOOSTING) still loads."""
+    from sklearn import dummy
+
+    from aprender.codec import ModelState
+    from aprender.exceptions import ModelTypeMismatch
+
+    X, y = diabetes()
+    model = getattr(dummy, cls)().fit(X[:40], (y[:40] > 140).astype(int))
+    state = to_state(model)
+    assert state.model_type is ModelType.DUMMY
+    old = tmp_path / "old.safetensors"
+    old.write_bytes(safetensors.state_to_bytes(ModelState(state.tensors, {**state.meta, "model_type": 0x0005})))
+    assert aprender.inspect(old).model_type is ModelType.GRADIENT_BOOSTING  # what the file says
+    loaded = aprender.load(old, ModelType.DUMMY)
+    np.testing.assert_array_equal(loaded.predict(X[:5]), model.predict(X[:5]))
+    with pytest.raises(ModelTypeMismatch, match="expected GRADIENT_BOOSTING"):
+        aprender.load(old, ModelType.GRADIENT_BOOSTING)

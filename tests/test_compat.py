@@ -26,6 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 from make_golden import OUT, check_outputs, manifests, recipes  # noqa: E402 - the script that wrote them
 
+#: Also run under the oldest supported scikit-learn (.ci/run, docs/compatibility.md).
+pytestmark = pytest.mark.lower_bound
+
 RUNNING = sklearn.__version__
 MANIFESTS = manifests(OUT)
 GOLDEN = [(version, case, suffix) for version, manifest in MANIFESTS.items() for case in manifest["cases"]

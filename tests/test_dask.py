@@ -4,7 +4,7 @@ Predictions are compared exactly with the same model in this process: labels, tr
 probabilities and element-wise transforms. (A linear model's probabilities go through
 BLAS, whose last bits depend on the memory layout and alignment of each block, so
 they are not compared bit for bit.) The cluster is
-started once for the module; its workers preload tests/dask_models.py, which registers
+started once for the module; its workers preload tests/support/dask_models.py, which registers
 a model class that cannot be pickled.
 """
 

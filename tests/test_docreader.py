@@ -1,4 +1,5 @@
-"""docs/ are the spec: a reader written from them alone (tests/docreader.py) reads our files as aprender does."""
+"""docs/ are the spec: a reader written from them alone (tests/support/docreader.py) reads our files as aprender
+does."""
 
 from __future__ import annotations
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import struct
@@ -96,16 +95,27 @@ def test_byte_flips_in_header_and_key_values_never_escape(tmp_path) -> None:
     assert rejected > header * 0.6
 
 
-def test_byte_flips_in_tensor_data_load_or_fail_cleanly(tmp_path) -> None:
+def test_byte_flips_in_tensor_data_change_exactly_what_the_model_reads(tmp_path) -> None:
+    """GGUF has no checksum: a flipped data byte loads, and changes the predictions iff predict reads it."""
     data = _valid("q8_0")
     header = _data_offset(data, tmp_path)
+    tensors = {t.name: t for t in GGUFReader(tmp_path / "valid.gguf").tensors}
+    X = diabetes()[0][:3]
+    coefficients, intercept = tensors["coefficients"], tensors["intercept"]
+    # One Q8_0 block: a float16 scale, then 32 quants of which the 10 features use the first 10
+    # (data_offset counts from the start of the file).
+    read = {*range(coefficients.data_offset, coefficients.data_offset + 2 + X.shape[1]),
+            *range(intercept.data_offset, intercept.data_offset + intercept.n_bytes)}
+    expected = gguf.load(data).predict(X)
     path = tmp_path / "flip.gguf"
+    changed = set()
     for i in range(header, len(data)):
         flipped = bytearray(data)
         flipped[i] ^= 0xFF
         path.write_bytes(flipped)
-        with contextlib.suppress(AprenderError):
-            gguf.load_file(path).predict(diabetes()[0][:3])
+        if not np.array_equal(gguf.load_file(path).predict(X), expected):
+            changed.add(i)
+    assert changed == read
 
 
 # -- the fixed header ----------------------------------------------------------------

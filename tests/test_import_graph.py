@@ -12,19 +12,10 @@ import ast
 import functools
 from pathlib import Path
 
-import pytest
-
 import aprender
 
 ROOT = Path(aprender.__file__).parent
 
-#: Circles other branches of issue 29 are cutting at the time this test was written. Each is named by
-#: its modules in sorted order; the lead deletes an entry once the branch that cuts it is merged, and
-#: the test then holds that circle cut too. An entry that no longer closes a circle fails the test.
-KNOWN_CIRCLES: dict[frozenset[str], str] = {
-    frozenset({"aprender.codec._registry", "aprender.codec.schemas._generic"}):
-        "Spec/Entry move to a module of their own (branch house-codec)",
-}
 
 
 def _module_name(path: Path) -> str:
@@ -142,15 +133,6 @@ def _cycle(graph: dict[str, set[str]], members: list[str]) -> list[str]:
     return members
 
 
-def _edges_without(graph: dict[str, set[str]], circles: set[frozenset[str]]) -> dict[str, set[str]]:
-    """The graph without the edges inside each known circle (so what remains must be acyclic)."""
-    pruned = {name: set(targets) for name, targets in graph.items()}
-    for circle in circles:
-        for name in circle:
-            pruned[name] -= circle
-    return pruned
-
-
 def test_the_graph_is_read_with_function_level_type_checking_and_relative_imports() -> None:
     graph = import_graph()
     # module level, absolute
@@ -165,28 +147,15 @@ def test_the_graph_is_read_with_function_level_type_checking_and_relative_import
     assert _resolve("aprender.format.apr", True, node) == "aprender.format._io"
 
 
-def _known_cut(circle: frozenset[str], graph: dict[str, set[str]]) -> bool:
-    return not (circle <= set(graph) and all(graph[a] & (circle - {a}) for a in circle))
-
-
 def test_no_import_circles() -> None:
     graph = import_graph()
-    known = {circle for circle in KNOWN_CIRCLES if not _known_cut(circle, graph)}
-    circles = [_cycle(graph, c) for c in _strongly_connected(_edges_without(graph, known))]
+    circles = [_cycle(graph, c) for c in _strongly_connected(graph)]
     assert not circles, "import circles:\n" + "\n".join(" -> ".join(c) for c in circles)
-
-
-@pytest.mark.parametrize("circle", [
-    pytest.param(circle, marks=pytest.mark.xfail(strict=True, reason=reason), id="<->".join(sorted(circle)))
-    for circle, reason in KNOWN_CIRCLES.items()
-])
-def test_known_circle_is_cut(circle: frozenset[str]) -> None:
-    """Each known circle, until its branch is merged (then this XPASSes, strictly: delete its entry)."""
-    assert _known_cut(circle, import_graph())
 
 
 def test_a_circle_is_found_and_printed_as_its_chain() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"a"}}
     assert _strongly_connected(graph) == [["a", "b", "c"]]
     assert _cycle(graph, ["a", "b", "c"]) == ["a", "b", "c", "a"]
-    assert _strongly_connected(_edges_without(graph, {frozenset({"a", "b", "c"})})) == []
+    graph["c"] = {"d"}  # cut one edge: no circle is left
+    assert _strongly_connected(graph) == []

@@ -55,8 +55,9 @@ def test_loading_a_forest_defines_no_mixture_of_experts(tmp_path) -> None:
     aprender.save(RandomForestClassifier(n_estimators=3, random_state=0).fit(*make_classification(random_state=0)),
                   path)
     code = ("import sys, aprender; aprender.load(sys.argv[1]); "
-            "print(sorted(m for m in sys.modules if m in ('aprender.ensemble._moe', 'aprender.ensemble._gating', "
-            "'aprender.ensemble._boosting', 'aprender.codec.schemas.ensemble'))); "
+            "print(sorted(m for m in sys.modules if m in ('aprender.ensemble._moe', 'aprender.ensemble._moe_base', "
+            "'aprender.ensemble._routing', 'aprender.ensemble._gating', "
+            "'aprender.ensemble._boosting', 'aprender.codec.schemas.boosting'))); "
             "from aprender.ensemble import SoftmaxGating; print(SoftmaxGating.__module__)")
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["[]", "aprender.ensemble._gating"]

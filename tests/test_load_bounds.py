@@ -33,7 +33,7 @@ from aprender.codec._nodes import MAX_JSON_DEPTH, preview
 from aprender.exceptions import FormatError, ReadOnlyModelError
 from aprender.format import apr, gguf, safetensors
 from aprender.format.apr import _write as apr_write
-from aprender.format.apr._layout import Entry, Flags, Header, align, pack_index
+from aprender.format.apr._layout import Flags, Header, IndexEntry, align, pack_index
 from aprender.linear_model import LinearRegression, SGDClassifier
 from aprender.naive_bayes import MultinomialNB
 from aprender.neural_network import MLPClassifier
@@ -81,7 +81,7 @@ def peak_growths(loads: dict[str, str]) -> dict[str, dict[str, Any]]:
     return json.loads(out.stdout.splitlines()[-1])
 
 
-def craft_apr(meta: dict, entries: list[Entry], stored: bytes, flags: Flags) -> bytes:
+def craft_apr(meta: dict, entries: list[IndexEntry], stored: bytes, flags: Flags) -> bytes:
     """An .apr file with valid CRCs from arbitrary pieces (as a forger builds one)."""
     import zlib
 
@@ -102,7 +102,7 @@ def zstd_bomb(size: int) -> bytes:
     chunk = bytes(1 << 22)
     frame = b"".join([*(compressor.compress(chunk) for _ in range(size // len(chunk))), compressor.flush()])
     meta = {**to_state(line(2.0)).meta, "compression": {"algorithm": "zstd", "level": 1}}
-    return craft_apr(meta, [Entry("coefficients", 3, (size // 8,), 0, size)], frame, Flags.ZSTD)
+    return craft_apr(meta, [IndexEntry("coefficients", 3, (size // 8,), 0, size)], frame, Flags.ZSTD)
 
 
 @pytest.fixture(scope="module")

@@ -40,6 +40,9 @@ from aprender.exceptions import IncompatibleVersion, UnsupportedVersion
 from aprender.linear_model import LogisticRegression
 from aprender.preprocessing import StandardScaler
 
+#: Also run under the oldest supported scikit-learn (.ci/run, docs/compatibility.md).
+pytestmark = pytest.mark.lower_bound
+
 RAISE = object()
 
 

@@ -31,6 +31,9 @@ from aprender.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from aprender.neural_network import MLPClassifier, MLPRegressor
 from aprender.svm import SVC, SVR, LinearSVC
 
+#: Also run under the oldest supported scikit-learn (.ci/run, docs/compatibility.md).
+pytestmark = pytest.mark.lower_bound
+
 ROUNDTRIPS = {
     "safetensors-bytes": lambda m: safetensors.load(safetensors.save(m)),
     "state": lambda m: from_state(to_state(m)),

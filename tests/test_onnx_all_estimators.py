@@ -1,7 +1,7 @@
 """Every scikit-learn estimator either exports to ONNX and matches ONNX Runtime, or is refused.
 
 The instances are the ones tests/test_all_estimators.py round-trips (scikit-learn's own
-instance generator, fitted once per process on small data, tests/sklearn_instances.py).
+instance generator, fitted once per process on small data, tests/support/sklearn_instances.py).
 For each one, ``to_onnx`` either
 
 - raises :class:`UnsupportedExportError`: the class has no skl2onnx converter

@@ -1,7 +1,7 @@
 """scikit-learn's estimator contract, checked on text for NgramLm and ContentRecommender.
 
 sklearn's own checks fit on generated numeric arrays, which a model of documents
-cannot take (tests/cases_own_models.py lists them). These tests assert the same
+cannot take (tests/support/cases_own_models.py lists them). These tests assert the same
 contracts with the documents these models are made for.
 """
 

@@ -26,6 +26,9 @@ from aprender.linear_model import LogisticRegression, Ridge
 from aprender.pipeline import Pipeline, make_pipeline
 from aprender.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler
 
+#: Also run under the oldest supported scikit-learn (.ci/run, docs/compatibility.md).
+pytestmark = pytest.mark.lower_bound
+
 
 def _roundtrip(model, tmp_path, expected=None):
     path = tmp_path / "model.safetensors"

@@ -103,6 +103,7 @@ def test_official_reader_sees_stable_tensor_names(linear) -> None:
 # -- every model of the zoo -------------------------------------------------------
 
 
+@pytest.mark.lower_bound
 def test_zoo_roundtrip_file(case, tmp_path) -> None:
     model, X = case.make()
     path = tmp_path / "m.safetensors"

@@ -36,6 +36,7 @@ def _state(seed_id: str):
     return semantic_fuzz.seed_state(seed_id)
 
 
+@pytest.mark.slow
 def test_slice_finds_no_defect(tmp_path) -> None:
     ids = semantic_fuzz.seed_ids()
     report = semantic_fuzz.campaign(ids, rng_seed=5, per_seed=PER_SEED, workers=2, timeout=20.0, out=tmp_path)
@@ -112,12 +113,13 @@ def test_the_seed_loads_unchanged() -> None:
     assert type(model).__name__ == "NuSVC"
 
 
+@pytest.mark.slow
 def test_the_defects_of_the_first_campaign_stay_fixed(tmp_path) -> None:
     """Every lie that was a defect in docs/data/semantic-campaign-20261126.json, told again."""
     recorded = json.loads((Path(__file__).parent.parent / "docs" / "data" / "semantic-campaign-20261126.json")
                           .read_text())
     ids, only, rng_seed = semantic_fuzz.replay_plan(recorded)
-    assert len(ids) >= 15 and sum(map(len, only.values())) >= 50
+    assert (len(ids), sum(map(len, only.values()))) == (23, 68)  # the recorded defects: 68 lies to 23 seeds
     # At most a few defects are waited for: a crash costs a worker restart, and one is enough to fail.
     report = semantic_fuzz.campaign(ids, rng_seed, only=only, workers=2, timeout=20.0, out=tmp_path, max_defects=4)
     lines = [f"{d['class']}: {d['lie']} {d['attribute']} -> {d['outcome']} {d['detail']}" for d in report.defects]

@@ -12,7 +12,6 @@ again as the original would.
 
 from __future__ import annotations
 
-import warnings
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,13 +24,14 @@ from sklearn.base import clone
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor, make_column_selector
 from sklearn.experimental import enable_halving_search_cv, enable_iterative_imputer  # noqa: F401
 from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.impute import IterativeImputer, SimpleImputer
+from sklearn.impute import IterativeImputer
 from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 from sklearn.metrics import f1_score, make_scorer
-from sklearn.model_selection import GridSearchCV, HalvingRandomSearchCV, ParameterSampler, RandomizedSearchCV
+from sklearn.model_selection import GridSearchCV, ParameterSampler, RandomizedSearchCV
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
+from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 from sklearn.tree import DecisionTreeRegressor
+from user_models import fitted_search, frame, labels, missing, quiet, selector_pipeline
 
 import aprender
 from aprender.cli import main as cli_main
@@ -46,42 +46,12 @@ FILES = {
 }
 
 
-def frame(n: int = 80, seed: int = 0) -> pd.DataFrame:
-    """Numbers with NaN, strings, a category, and nullable Int64/boolean/string columns holding pd.NA."""
-    rng = np.random.RandomState(seed)
-    df = pd.DataFrame({
-        "age": rng.randint(18, 80, n).astype(float),
-        "income.k": rng.gamma(3.0, 20.0, n),
-        "city": rng.choice(["Lyon", "Paris", "Nice"], n).astype(object),
-        "colour": pd.Categorical(rng.choice(["red", "blue", "green"], n)),
-        "visits": pd.array(rng.randint(0, 5, n), dtype="Int64"),
-        "member": pd.array(rng.rand(n) > 0.5, dtype="boolean"),
-        "code": pd.array(rng.choice(["x", "y", "z"], n), dtype="string"),
-        "review": rng.choice(["good value", "awful service", "très bien", "great food, slow service"], n),
-    })
-    df.loc[3, "age"] = np.nan
-    df.loc[4, "visits"] = pd.NA
-    df.loc[5, "code"] = pd.NA
-    df.loc[6, "member"] = pd.NA
-    return df
-
-
-def labels(df: pd.DataFrame) -> np.ndarray:
-    return np.where(df["colour"].astype(str).eq("red") | (df["age"].fillna(40) > 60), "churn", "stay")
-
-
-def _quiet(fn: Any) -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn()
-
-
 def round_trips(model: Any, tmp_path: Path) -> list[Any]:
     """``model`` saved to and loaded from every file of :data:`FILES`."""
     loaded = []
     for name, (suffix, save_options, load_options) in FILES.items():
         path = tmp_path / f"{name}{suffix}"
-        _quiet(lambda: aprender.save(model, path, **save_options))  # noqa: B023 - called at once
+        quiet(lambda: aprender.save(model, path, **save_options))  # noqa: B023 - called at once
         loaded.append(aprender.load(path, **load_options))
     return loaded
 
@@ -102,22 +72,10 @@ def same(a: Any, b: Any) -> bool:
 # -- ColumnTransformer with make_column_selector -------------------------------------------
 
 
-def selector_pipeline() -> Any:
-    categorical = make_pipeline(SimpleImputer(strategy="most_frequent", missing_values=pd.NA),
-                                OneHotEncoder(handle_unknown="ignore"))
-    ct = ColumnTransformer([
-        ("num", make_pipeline(SimpleImputer(), StandardScaler()), make_column_selector(dtype_include=np.number)),
-        ("cat", categorical, make_column_selector(dtype_include=["object", "category", "string", "boolean"],
-                                                  dtype_exclude="Int64", pattern=r"^(?!review)")),
-        ("text", TfidfVectorizer(), "review"),
-    ])
-    return make_pipeline(ct, LogisticRegression(max_iter=500))
-
-
 @cache
 def _fitted_selector_pipeline() -> Any:
     df = frame()
-    return _quiet(lambda: selector_pipeline().fit(df, labels(df)))
+    return quiet(lambda: selector_pipeline().fit(df, labels(df)))
 
 
 def test_column_selector_pipeline_predicts_bit_identically(tmp_path: Path) -> None:
@@ -136,7 +94,7 @@ def test_loaded_selectors_select_again_when_the_model_is_fitted_anew(tmp_path: P
         if isinstance(theirs, make_column_selector):
             assert type(mine) is make_column_selector and vars(mine) == vars(theirs)
     df = frame(60, seed=2)
-    again, reference = _quiet(lambda: loaded.fit(df, labels(df))), _quiet(lambda: clone(model).fit(df, labels(df)))
+    again, reference = quiet(lambda: loaded.fit(df, labels(df))), quiet(lambda: clone(model).fit(df, labels(df)))
     assert same(again.predict_proba(df), reference.predict_proba(df))
 
 
@@ -163,49 +121,23 @@ def test_every_kind_of_dtype_spec_round_trips(selector: make_column_selector, tm
 # -- searches over scipy.stats distributions ----------------------------------------------
 
 
-DISTRIBUTIONS = {
-    "C": stats.loguniform(1e-3, 1e2),
-    "tol": stats.uniform(1e-5, 1e-3),
-    "max_iter": stats.randint(50, 300),
-    "intercept_scaling": stats.expon(scale=2.0),
-}
-
-
-@cache
-def _search(kind: str) -> tuple[Any, np.ndarray, np.ndarray]:
-    rng = np.random.RandomState(0)
-    X, y = rng.rand(60, 4), (rng.rand(60) > 0.5).astype(int)
-    if kind == "list":
-        grid = [DISTRIBUTIONS, {"C": stats.norm(loc=5.0, scale=1.0), "fit_intercept": [True, False]}]
-        search = RandomizedSearchCV(LogisticRegression(), grid, n_iter=4, cv=2, random_state=0)
-    elif kind == "halving":
-        search = HalvingRandomSearchCV(LogisticRegression(), DISTRIBUTIONS, n_candidates=4, cv=2, random_state=0,
-                                       min_resources=20)
-    else:
-        own = stats.loguniform(1e-2, 10.0)
-        own.random_state = 7  # a distribution with a RandomState of its own
-        search = RandomizedSearchCV(LogisticRegression(), {**DISTRIBUTIONS, "C": own}, n_iter=4, cv=2,
-                                    random_state=0)
-    return _quiet(lambda: search.fit(X, y)), X, y
-
-
 @pytest.mark.parametrize("kind", ["dict", "list", "halving"])
 def test_search_over_distributions_predicts_and_refits_the_same(kind: str, tmp_path: Path) -> None:
-    search, X, y = _search(kind)
+    search, X, y = fitted_search(kind)
     for loaded in round_trips(search, tmp_path):
         assert same(loaded.predict_proba(X), search.predict_proba(X))
         assert loaded.best_params_ == search.best_params_
         assert described(loaded.param_distributions) == described(search.param_distributions)
     # Fitting the loaded search again draws the same candidates as fitting the original again.
-    again = _quiet(lambda: clone(loaded).fit(X, y))
-    reference = _quiet(lambda: clone(search).fit(X, y))
+    again = quiet(lambda: clone(loaded).fit(X, y))
+    reference = quiet(lambda: clone(search).fit(X, y))
     assert again.best_params_ == reference.best_params_
     assert same(again.cv_results_["mean_test_score"], reference.cv_results_["mean_test_score"])
 
 
 def test_what_lies_under_a_mask_is_not_written(tmp_path: Path) -> None:
     """cv_results_["param_*"] of a list of grids are np.empty under their masks: zeros go to the file."""
-    search = _search("list")[0]
+    search = fitted_search("list")[0]
     column = search.cv_results_["param_fit_intercept"]
     assert column.dtype == bool and column.mask.any()
     saved = []
@@ -221,7 +153,7 @@ def test_what_lies_under_a_mask_is_not_written(tmp_path: Path) -> None:
 
 
 def test_a_distribution_keeps_its_own_random_state(tmp_path: Path) -> None:
-    search, _, _ = _search("dict")
+    search, _, _ = fitted_search("dict")
     state = search.param_distributions["C"].random_state.get_state()
     assert search.param_distributions["tol"].random_state is np.random.mtrand._rand
     for loaded in round_trips(search, tmp_path):
@@ -242,7 +174,7 @@ def test_each_common_distribution_samples_the_same_after_loading(name: str, tmp_
     dist = getattr(stats, name)(*args)
     sampler = ParameterSampler({"alpha": dist}, n_iter=6, random_state=3)
     search = RandomizedSearchCV(Ridge(), {"alpha": dist}, n_iter=2, cv=2, random_state=0)
-    _quiet(lambda: search.fit(np.random.RandomState(0).rand(20, 2), np.arange(20.0)))
+    quiet(lambda: search.fit(np.random.RandomState(0).rand(20, 2), np.arange(20.0)))
     (loaded, *_) = round_trips(search, tmp_path)
     again = ParameterSampler(loaded.param_distributions, n_iter=6, random_state=3)
     assert [p["alpha"] for p in again] == [p["alpha"] for p in sampler]
@@ -251,22 +183,13 @@ def test_each_common_distribution_samples_the_same_after_loading(name: str, tmp_
 def test_a_distribution_object_passed_unfrozen_loads_as_scipys_own(tmp_path: Path) -> None:
     search = RandomizedSearchCV(Ridge(), {"alpha": stats.expon}, n_iter=3, cv=2, random_state=0)
     X, y = np.random.RandomState(0).rand(20, 2), np.arange(20.0)
-    _quiet(lambda: search.fit(X, y))
+    quiet(lambda: search.fit(X, y))
     for loaded in round_trips(search, tmp_path):
         assert loaded.param_distributions["alpha"] is stats.expon
-        assert _quiet(lambda: clone(loaded).fit(X, y)).best_params_ == search.best_params_  # noqa: B023
+        assert quiet(lambda: clone(loaded).fit(X, y)).best_params_ == search.best_params_  # noqa: B023
 
 
 # -- IterativeImputer ----------------------------------------------------------------------
-
-
-@cache
-def _missing() -> pd.DataFrame:
-    rng = np.random.RandomState(0)
-    X = rng.normal(size=(60, 5)) @ rng.normal(size=(5, 5))
-    X[rng.rand(*X.shape) < 0.2] = np.nan
-    X[:, 4] = np.nan  # a column with no value at all
-    return pd.DataFrame(X, columns=["a", "b", "c", "d", "empty"])
 
 
 @pytest.mark.parametrize("params", [
@@ -277,26 +200,26 @@ def _missing() -> pd.DataFrame:
     {"estimator": DecisionTreeRegressor(max_depth=3, random_state=0), "max_iter": 2, "skip_complete": True},
 ], ids=["default", "indicator-posterior", "nearest-random", "keep-empty-bounded", "tree"])
 def test_iterative_imputer_transforms_bit_identically(params: dict, tmp_path: Path) -> None:
-    X = _missing()
+    X = missing()
     if params.get("keep_empty_features"):  # scikit-learn writes into the DataFrame's read-only array there
         X = X.to_numpy().copy()
-    imputer = _quiet(lambda: IterativeImputer(random_state=0, **params).fit(X))
+    imputer = quiet(lambda: IterativeImputer(random_state=0, **params).fit(X))
     assert imputer.imputation_sequence_
     # sample_posterior draws from random_state_, which transform advances: each loaded copy starts where the
     # saved imputer was, before the transform that gives the expected output
     loaded_copies = round_trips(imputer, tmp_path)
-    expected = _quiet(lambda: imputer.transform(X))
+    expected = quiet(lambda: imputer.transform(X))
     for loaded in loaded_copies:
-        got = _quiet(lambda: loaded.transform(X))  # noqa: B023 - called at once
+        got = quiet(lambda: loaded.transform(X))  # noqa: B023 - called at once
         assert same(got, expected)
         assert list(getattr(loaded, "feature_names_in_", [])) == list(getattr(X, "columns", []))
         assert np.array_equal(loaded.get_feature_names_out(), imputer.get_feature_names_out())
 
 
 def test_iterative_imputer_in_a_dataframe_pipeline(tmp_path: Path) -> None:
-    X = _missing().drop(columns="empty")
+    X = missing().drop(columns="empty")
     y = np.nan_to_num(X["a"].to_numpy()) > 0
-    model = _quiet(lambda: make_pipeline(IterativeImputer(random_state=0, max_iter=3), LogisticRegression()).fit(X, y))
+    model = quiet(lambda: make_pipeline(IterativeImputer(random_state=0, max_iter=3), LogisticRegression()).fit(X, y))
     for loaded in round_trips(model, tmp_path):
         assert same(loaded.predict_proba(X), model.predict_proba(X))
 
@@ -313,7 +236,7 @@ def test_grid_search_with_its_scoring_round_trips(scoring: Any, tmp_path: Path) 
     rng = np.random.RandomState(0)
     X, y = rng.rand(40, 3), (rng.rand(40) > 0.5).astype(int)
     refit = "auc" if isinstance(scoring, dict) else True
-    search = _quiet(lambda: GridSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, scoring=scoring, refit=refit,
+    search = quiet(lambda: GridSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, scoring=scoring, refit=refit,
                                          cv=2).fit(X, y))
     for loaded in round_trips(search, tmp_path):
         assert same(loaded.predict_proba(X), search.predict_proba(X))
@@ -336,7 +259,7 @@ def test_text_column_pipeline(tmp_path: Path) -> None:
     df = frame()
     model = make_pipeline(ColumnTransformer([("text", TfidfVectorizer(), "review"),
                                              ("city", OneHotEncoder(), ["city"])]), LogisticRegression())
-    model = _quiet(lambda: model.fit(df, labels(df)))
+    model = quiet(lambda: model.fit(df, labels(df)))
     for loaded in round_trips(model, tmp_path):
         assert same(loaded.predict_proba(df), model.predict_proba(df))
 
@@ -348,7 +271,7 @@ def test_encoders_of_a_date_column(tmp_path: Path) -> None:
     df["joined"] = pd.to_datetime("2024-01-01") + pd.to_timedelta(df["visits"].fillna(0).astype(int) * 30, unit="D")
     model = make_pipeline(ColumnTransformer([("date", OneHotEncoder(handle_unknown="ignore"), ["joined"]),
                                              ("ord", OrdinalEncoder(), ["joined"])]), LogisticRegression())
-    model = _quiet(lambda: model.fit(df, labels(df)))
+    model = quiet(lambda: model.fit(df, labels(df)))
     assert model[0].transformers_[0][1].categories_[0].dtype.kind == "M"
     for loaded in round_trips(model, tmp_path):
         assert same(loaded.predict_proba(df), model.predict_proba(df))
@@ -380,7 +303,7 @@ def test_a_vectorizer_preprocessed_with_a_builtin_method(tmp_path: Path) -> None
 
 def test_the_cli_validates_inspects_and_converts_a_dataframe_pipeline(tmp_path: Path, capsys: Any) -> None:
     path = tmp_path / "churn.apr"
-    _quiet(lambda: aprender.save(_fitted_selector_pipeline(), path))
+    quiet(lambda: aprender.save(_fitted_selector_pipeline(), path))
     assert cli_main(["validate", str(path)]) == 0
     assert cli_main(["inspect", str(path), "--json"]) == 0
     assert "Pipeline" in capsys.readouterr().out

@@ -108,7 +108,7 @@ def make_seeds(families: tuple[str, ...] | None, all_cases: bool, breadth: bool 
     """Save a model of each family in every format and variant."""
     import warnings
 
-    sys.path.insert(0, str(REPO / "tests"))
+    sys.path.insert(0, str(REPO / "tests" / "support"))
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     import aprender
@@ -752,9 +752,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-mb", type=int, default=512, help="memory a load may use before it is a finding")
     parser.add_argument("--formats", default=",".join(FORMATS), help="comma-separated subset of " + ",".join(FORMATS))
     parser.add_argument("--families", default="", help="comma-separated zoo case prefixes (default: one per family)")
-    parser.add_argument("--all-cases", action="store_true", help="seed with every case of tests/zoo.py")
+    parser.add_argument("--all-cases", action="store_true", help="seed with every case of tests/support/zoo.py")
     parser.add_argument("--breadth", action="store_true",
-                        help="also seed with every scikit-learn estimator instance (tests/sklearn_instances.py)")
+                        help="also seed with every scikit-learn estimator instance "
+                             "(tests/support/sklearn_instances.py)")
     parser.add_argument("--out", type=Path, default=None, help="folder for reproducers and the JSON report")
     parser.add_argument("--progress", type=float, default=60.0, help="seconds between progress lines (stderr)")
     parser.add_argument("--render", type=Path, default=None, metavar="REPORT_JSON",

@@ -271,17 +271,20 @@ def _example(name: str, cls: type, package: str) -> list[str]:
     else:
         data = _POINTS
     compare = _compare(cls, example)
-    lines = ["import os, tempfile", "import numpy as np", *example.imports, f"from {package} import {name}", *data,
-             f"model = {name}({example.args}).fit({example.fit})",
-             'path = os.path.join(tempfile.mkdtemp(), "model.apr")']
+    lines = ["import numpy as np", *example.imports, f"from {package} import {name}", *data,
+             f"model = {name}({example.args}).fit({example.fit})"]
+    # Saving and loading are shown, not run: tests/test_namesakes.py round-trips every namesake
+    # (and sees the refused ones refused) and loads its parent's files as it, and
+    # tests/test_all_estimators.py round-trips every parent in every format.
     if name in REFUSED:
         return [f">>> {line}" for line in lines] + [
-            ">>> model.save_apr(path)  # doctest: +IGNORE_EXCEPTION_DETAIL",
+            '>>> model.save_apr("model.apr")  # doctest: +SKIP',
             "Traceback (most recent call last):", "    ...", "aprender.exceptions.UnsupportedTypeError: ...",
         ]
-    lines += ["model.save_apr(path)", f"loaded = {name}.load_apr(path)",
-              f"bool(np.array_equal(loaded.{compare}, model.{compare}))"]
-    return [f">>> {line}" for line in lines] + ["True"]
+    return [f">>> {line}" for line in lines] + [
+        '>>> model.save_apr("model.apr")  # doctest: +SKIP',
+        f'>>> {name}.load_apr("model.apr").{compare}  # doctest: +SKIP',
+    ]
 
 
 def _class_source(name: str, cls: type, package: str) -> str:

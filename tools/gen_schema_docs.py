@@ -3,7 +3,7 @@
 For each class the codec's registry allows (aprender's own estimators, the scikit-learn
 classes with a schema, and every other scikit-learn estimator, stored with the generic
 encoding), an example is fitted (scikit-learn's own test instance from
-tests/sklearn_instances.py, or aprender's zoo case from tests/zoo.py), encoded with
+tests/support/sklearn_instances.py, or aprender's zoo case from tests/support/zoo.py), encoded with
 :func:`aprender.codec.to_state`, and described: every tensor with its dtype, example
 shape and memory order; every other stored attribute with the node it is stored as;
 the hyperparameters; and the dtype and shape of each inference method's output.
@@ -32,7 +32,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "docs" / "schema" / "reference"
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 
 #: SafeTensors dtype names, as the format pages use them.
 DTYPES = {"float64": "F64", "float32": "F32", "float16": "F16", "int64": "I64", "int32": "I32", "int16": "I16",
@@ -176,7 +176,7 @@ def _examples() -> dict[type, tuple[str, Any, Any]]:
     for case in CASES:
         est, rows = case.make()
         if type(est) not in found:
-            found[type(est)] = (f"tests/zoo.py case `{case.id}`{_rows(rows)}", est, rows)
+            found[type(est)] = (f"tests/support/zoo.py case `{case.id}`{_rows(rows)}", est, rows)
     imputer, rows = _iterative_imputer()  # experimental: neither the instance generator nor the zoo builds one
     found.setdefault(type(imputer), (f"`IterativeImputer(random_state=0, max_iter=2)`{_rows(rows)}", imputer, rows))
     return found
@@ -295,7 +295,7 @@ def index(pages: dict[str, list[Section]], refused: dict[str, str], versions: st
         "  constructor arguments, validated by its `_parameter_constraints` on load).",
         "- **Outputs**: the dtype and shape each inference method returns on the example's rows",
         "  (`n_samples` rows).", "",
-        "Shapes are those of the example (scikit-learn's own test instance or a tests/zoo.py case,",
+        "Shapes are those of the example (scikit-learn's own test instance or a tests/support/zoo.py case,",
         "fitted on a few dozen rows); the dimension names come from the family pages.", "",
         "| module | classes |", "|---|---|",
     ]

@@ -49,7 +49,7 @@ LOWER_BOUND = "1.6.1"
 #: Besides the pins: aprender's core dependencies, pandas for the DataFrame recipes, pytest.
 EXTRA = ("pytest",)
 
-#: Inference methods recorded when a model has them (tests/zoo.py's list).
+#: Inference methods recorded when a model has them (tests/support/zoo.py's list).
 METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function", "transform",
            "score_samples", "kneighbors")
 

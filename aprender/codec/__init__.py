@@ -21,7 +21,8 @@ from aprender._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from aprender.codec._model_type import ModelType
-    from aprender.codec._registry import Entry, Spec, register_estimator, registered
+    from aprender.codec._registry import register_estimator, registered
+    from aprender.codec._spec import Entry, Spec
     from aprender.codec._state import SCHEMA_VERSION, ModelState, canonical_json, from_state, parse_json, to_state
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
 # without the encoder and decoder.
 __getattr__, __dir__ = lazy_attributes("aprender.codec", {
     "_model_type": ["ModelType"],
-    "_registry": ["Entry", "Spec", "register_estimator", "registered"],
+    "_registry": ["register_estimator", "registered"],
+    "_spec": ["Entry", "Spec"],
     "_state": ["SCHEMA_VERSION", "ModelState", "canonical_json", "from_state", "parse_json", "to_state"],
 }, ["handlers", "schemas"])

@@ -1,4 +1,8 @@
-"""The model-type codes of the aprender file formats (the seed's table, extended)."""
+"""The model-type codes of the aprender file formats.
+
+The codes up to ``0x0040`` and ``0x00FF`` are those of the Rust aprender library's APR v2
+format, so that its tools and these files name a family by the same number.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,11 @@ __all__ = ["ModelType"]
 class ModelType(IntEnum):
     """Stable numeric code of a model family, written into every file.
 
-    Codes are never reused. ``0x0001``-``0x0040`` are the seed's table; codes from
-    ``0x0050`` on were added for the families aprender grew since.
+    Codes are never reused. ``0x0001``-``0x0040`` and ``0x00FF`` are the codes of the Rust
+    aprender library's APR v2 format; the families it has no code for take codes from
+    ``0x0050`` on. The code is what a file reports (``inspect``) and what ``load(path,
+    ModelType.X)`` checks the allow-listed class against; the class itself comes from the
+    file's class key, so a code never decides how a file is rebuilt.
 
     Examples
     --------
@@ -44,4 +51,5 @@ class ModelType(IntEnum):
     IMPUTER = 0x0052
     PIPELINE = 0x0060
     COLUMN_TRANSFORMER = 0x0061
+    DUMMY = 0x0070
     CUSTOM = 0x00FF

@@ -20,72 +20,15 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
 
 from aprender.codec import _table
 from aprender.codec._model_type import ModelType
 from aprender.codec._nodes import preview
+from aprender.codec._spec import Entry, Spec, Validator
 from aprender.exceptions import UnsupportedTypeError, UntrustedTypeError
 
-__all__ = ["Entry", "Spec", "entry_for_class", "entry_for_key", "is_builtin_key", "register_estimator",
-           "registered"]
-
-Validator = Callable[[Mapping[str, Any], Mapping[str, Any], str], None]
-
-
-@dataclass(frozen=True)
-class Spec:
-    """How the codec treats one estimator class.
-
-    Parameters
-    ----------
-    model_type : ModelType
-        Family code written into files.
-    aliases : mapping of str to str
-        Fitted attribute -> stable tensor name (e.g. ``coef_`` -> ``coefficients``).
-        Aliased attributes are always stored as tensors, scalars with shape ``[1]``.
-        An alias containing ``{i}`` names each array of a list attribute
-        (``coefs_`` -> ``layers.{i}.weight``).
-    quantizable : tuple of str
-        Attributes whose float tensors may be block-quantized (weights, centroids).
-    validate : callable, optional
-        ``validate(params, attrs, path)`` raises :class:`~aprender.exceptions.FormatError`
-        when decoded values are inconsistent; runs before the estimator is built.
-    pack, unpack : callable, optional
-        ``pack(attrs) -> attrs`` rewrites fitted attributes into a storable layout
-        before generic encoding; ``unpack(attrs, params, path) -> attrs`` reverses it
-        after decoding and validation.
-    training_only : tuple of str
-        Fitted attributes that only further training reads (optimizer state, loss curves,
-        out-of-bag scores, training-set labels). ``inference_only=True`` saves leave them
-        out; a model loaded from such a file predicts identically and refuses ``partial_fit``.
-    """
-
-    model_type: ModelType = ModelType.CUSTOM
-    aliases: Mapping[str, str] = field(default_factory=dict)
-    quantizable: tuple[str, ...] = ()
-    validate: Validator | None = None
-    pack: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    unpack: Callable[[dict[str, Any], Mapping[str, Any], str], dict[str, Any]] | None = None
-    training_only: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One allow-listed class: its stable key, the class itself and its spec.
-
-    ``twins`` are the classes registered together with it in one schema entry
-    (an aprender estimator and its scikit-learn base): a file of one may be
-    rebuilt as the other.
-    """
-
-    key: str
-    cls: type
-    spec: Spec
-    twins: tuple[type, ...] = ()
-
+__all__ = ["entry_for_class", "entry_for_key", "is_builtin_key", "register_estimator", "registered"]
 
 _lock = threading.RLock()
 _by_key: dict[str, Entry] = {}

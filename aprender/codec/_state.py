@@ -312,7 +312,7 @@ def from_state(
     """
     from aprender.codec._decode import Decoder
     from aprender.codec._registry import entry_for_key, same_schema
-    from aprender.codec.handlers.functions import make_trust
+    from aprender.codec.trust import make_trust
 
     meta = state.meta
     if not isinstance(meta, dict):

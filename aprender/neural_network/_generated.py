@@ -29,15 +29,11 @@ class BernoulliRBM(SerializableMixin, _sk.BernoulliRBM):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.neural_network import BernoulliRBM
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = BernoulliRBM().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = BernoulliRBM.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> BernoulliRBM.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """

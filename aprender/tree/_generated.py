@@ -29,17 +29,13 @@ class ExtraTreeClassifier(SerializableMixin, _sk.ExtraTreeClassifier):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.tree import ExtraTreeClassifier
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = np.arange(20) % 2
     >>> model = ExtraTreeClassifier().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = ExtraTreeClassifier.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> ExtraTreeClassifier.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """
 
 
@@ -58,15 +54,11 @@ class ExtraTreeRegressor(SerializableMixin, _sk.ExtraTreeRegressor):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.tree import ExtraTreeRegressor
     >>> X = np.random.RandomState(0).rand(20, 3)
     >>> y = X @ [1.0, 2.0, 3.0]
     >>> model = ExtraTreeRegressor().fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = ExtraTreeRegressor.load_apr(path)
-    >>> bool(np.array_equal(loaded.predict(X), model.predict(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> ExtraTreeRegressor.load_apr("model.apr").predict(X)  # doctest: +SKIP
     """

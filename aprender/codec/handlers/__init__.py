@@ -6,8 +6,7 @@ standard-library values such as slices and numpy dtypes (``std``), KD/Ball trees
 interp1d and BSpline rebuilt from data (``compiled``), Bunch/defaultdict/OrderedDict
 and masked arrays (``containers``), SGD losses (``sgd_loss``), structured arrays of
 numeric fields (``records``), functions by name (``functions``) and allow-listed plain
-helper objects (``objects``). ``packed``, ``hgb`` and ``tree_structure`` hold the
-pack/unpack and validation helpers that the ensemble schemas build on.
+helper objects (``objects``).
 
 Importing this package registers no handler: each module comes in when a file names
 one of its tags or a value being saved has one of its types (see ``_base``).

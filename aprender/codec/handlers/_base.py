@@ -24,37 +24,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from aprender.codec._checks import fail
+from aprender.codec._nodes import join
 
-__all__ = ["ANY", "NULL", "TAG_MODULES", "TENSOR", "TYPE_ROOTS", "Decoder", "Encoder", "Fields", "Handler", "for_tag",
-           "for_value", "register_handler", "sub", "tensor_field"]
-
-
-class Encoder(Protocol):
-    """What a handler's ``encode`` may ask of the encoder (:class:`aprender.codec._encode.Encoder`).
-
-    A protocol, so that handlers, which the encoder calls, need not import it.
-    """
-
-    cast: np.dtype | None
-    inference_only: bool
-
-    def tensor(self, array: np.ndarray, name: str, *, scalar: type | None = None) -> dict[str, Any]: ...
-
-    def value(self, value: Any, path: str, depth: int) -> Any: ...
-
-
-class Decoder(Protocol):
-    """What a handler's ``decode`` may ask of the decoder (:class:`aprender.codec._decode.Decoder`).
-
-    A protocol, so that handlers, which the decoder calls, need not import it.
-    """
-
-    tensors: Mapping[str, np.ndarray]
-    trust: Any
-
-    def tensor(self, node: Mapping[str, Any], path: str) -> Any: ...
-
-    def value(self, node: Any, path: str, depth: int) -> Any: ...
+__all__ = ["ANY", "NULL", "TAG_MODULES", "TENSOR", "TYPE_ROOTS", "Decoding", "Encoding", "Fields", "Handler",
+           "for_tag", "for_value", "register_handler", "tensor_field"]
 
 _PACKAGE = "aprender.codec.handlers"
 
@@ -123,6 +96,37 @@ Fields = Mapping[str, tuple[type, ...]]
 _JSON_TYPES = frozenset([str, int, float, bool, list, dict, NULL, object])
 
 
+class Encoding(Protocol):
+    """What a handler's ``encode`` may call on the encoder (``aprender.codec._encode.Encoder``).
+
+    Handlers type against these two protocols rather than the encoder and decoder
+    classes, which import the handlers: the codec's modules then import one way.
+    """
+
+    def tensor(self, array: np.ndarray, name: str, *, scalar: type | None = None) -> dict[str, Any]:
+        """Store ``array`` as the tensor ``name``; the reference node to put in the metadata."""
+        ...
+
+    def value(self, value: Any, path: str, depth: int) -> Any:
+        """The metadata node of any value, nested ``depth`` levels deep."""
+        ...
+
+
+class Decoding(Protocol):
+    """What a handler's ``decode`` may use of the decoder (``aprender.codec._decode.Decoder``)."""
+
+    #: The load's ``aprender.codec.trust.Trust``: the functions and hyperparameters the caller trusted.
+    trust: Any
+
+    def tensor(self, node: Mapping[str, Any], path: str) -> Any:
+        """The tensor a reference node names, checked."""
+        ...
+
+    def value(self, node: Any, path: str, depth: int) -> Any:
+        """The value of any metadata node, checked, nested ``depth`` levels deep."""
+        ...
+
+
 @dataclass(frozen=True)
 class Handler:
     """Encode/decode pair for one family of Python types.
@@ -135,8 +139,8 @@ class Handler:
 
     tag: str
     types: tuple[type, ...]
-    encode: Callable[[Any, Encoder, str], dict[str, Any]]
-    decode: Callable[[Mapping[str, Any], Decoder, str], Any]
+    encode: Callable[[Any, Encoding, str], dict[str, Any]]
+    decode: Callable[[Mapping[str, Any], Decoding, str], Any]
     fields: Fields
 
 
@@ -197,15 +201,11 @@ def for_tag(tag: str) -> Handler | None:
     return handler
 
 
-def sub(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def tensor_field(dec: Decoder, node: Mapping[str, Any], field: str, path: str, kinds: str) -> np.ndarray:
+def tensor_field(dec: Decoding, node: Mapping[str, Any], field: str, path: str, kinds: str) -> np.ndarray:
     ref = node.get(field)
     if not isinstance(ref, dict) or ref.get("__t__") != "tensor":
         raise fail(path, f"'{field}' must be a tensor reference")
-    array = dec.tensor(ref, sub(path, field))
+    array = dec.tensor(ref, join(path, field))
     if not isinstance(array, np.ndarray) or array.dtype.kind not in kinds:
         raise fail(path, f"'{field}' has dtype {getattr(array, 'dtype', type(array))}, expected kind {kinds!r}")
     return array

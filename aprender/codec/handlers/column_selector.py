@@ -41,8 +41,7 @@ except ImportError:  # pragma: no cover - older Pythons
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["COLUMN_SELECTOR", "DTYPES", "MAX_PATTERN", "MAX_SPECS", "check_pattern"]
 
@@ -162,7 +161,7 @@ def check_pattern(pattern: object) -> str | None:
     return None
 
 
-def _encode_spec(value: Any, enc: Encoder, path: str) -> Any:
+def _encode_spec(value: Any, enc: Encoding, path: str) -> Any:
     if value is None:
         return None
     items = list(value) if type(value) in (list, tuple) else [value]
@@ -182,7 +181,7 @@ def _encode_spec(value: Any, enc: Encoder, path: str) -> Any:
     return names[0]
 
 
-def _decode_spec(node: Any, dec: Decoder, path: str) -> Any:
+def _decode_spec(node: Any, dec: Decoding, path: str) -> Any:
     if node is None:
         return None
     if type(node) is dict:
@@ -206,7 +205,7 @@ def _decode_spec(node: Any, dec: Decoder, path: str) -> Any:
     return tuple(values) if type(items) is tuple else values
 
 
-def _encode_selector(value: make_column_selector, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_selector(value: make_column_selector, enc: Encoding, path: str) -> dict[str, Any]:
     if type(value) is not make_column_selector:
         raise UnsupportedTypeError(path, f"{type(value).__module__}.{type(value).__qualname__}",
                                    "only scikit-learn's own make_column_selector is stored")
@@ -224,7 +223,7 @@ def _encode_selector(value: make_column_selector, enc: Encoder, path: str) -> di
     }
 
 
-def _decode_selector(node: Mapping[str, Any], dec: Decoder, path: str) -> make_column_selector:
+def _decode_selector(node: Mapping[str, Any], dec: Decoding, path: str) -> make_column_selector:
     pattern = node.get("pattern")
     if pattern is not None:
         why = check_pattern(pattern)

@@ -24,12 +24,12 @@ from sklearn.metrics._dist_metrics import METRIC_MAPPING64
 from sklearn.neighbors import BallTree, KDTree
 
 from aprender.codec._checks import fail
-from aprender.codec._nodes import preview
-from aprender.codec.handlers._base import ANY, NULL, TENSOR, Handler, register_handler, sub, tensor_field
+from aprender.codec._nodes import join, preview
+from aprender.codec.handlers._base import ANY, NULL, TENSOR, Handler, register_handler, tensor_field
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec.handlers._base import Decoder, Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["BINARY_TREE", "BSPLINE", "INTERP1D"]
 
@@ -46,7 +46,7 @@ def _finite_number(v: Any) -> bool:
     return type(v) in (int, float) and math.isfinite(v)
 
 
-def _encode_tree(tree: Any, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_tree(tree: Any, enc: Encoding, path: str) -> dict[str, Any]:
     state = tree.__getstate__()
     data, leaf_size, metric, weights = np.asarray(state[0]), state[4], state[11], state[12]
     metric_cls = type(metric).__name__
@@ -57,17 +57,17 @@ def _encode_tree(tree: Any, enc: Encoder, path: str) -> dict[str, Any]:
         p, w, _ = metric.__reduce__()[2]
         node["metric"], node["p"] = "minkowski", float(p)
         if len(w):
-            node["w"] = enc.tensor(np.asarray(w), sub(path, "w"))
+            node["w"] = enc.tensor(np.asarray(w), join(path, "w"))
     else:
         raise UnsupportedTypeError(path, f"{type(tree).__name__} with metric {metric_cls}",
                                    "only parameter-free metrics and Minkowski can be stored")
-    node["data"] = enc.tensor(data, sub(path, "data"))
+    node["data"] = enc.tensor(data, join(path, "data"))
     if weights is not None:
-        node["sample_weight"] = enc.tensor(np.asarray(weights), sub(path, "sample_weight"))
+        node["sample_weight"] = enc.tensor(np.asarray(weights), join(path, "sample_weight"))
     return node
 
 
-def _decode_tree(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
+def _decode_tree(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
     cls = _TREES.get(node.get("kind")) if isinstance(node.get("kind"), str) else None
     if cls is None:
         raise fail(path, f"unknown neighbors tree {preview(node.get('kind'), 40)}")
@@ -100,12 +100,11 @@ def _decode_tree(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
         raise fail(path, f"cannot rebuild {cls.__name__}: {exc}") from None
 
 
-_INTERP_OPTIONS = ("kind", "axis", "bounds_error", "assume_sorted")
 _INTERP_KINDS = frozenset(["linear", "nearest", "nearest-up", "zero", "slinear", "quadratic", "cubic",
                            "previous", "next"])
 
 
-def _encode_interp1d(f: interp1d, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_interp1d(f: interp1d, enc: Encoding, path: str) -> dict[str, Any]:
     fill = f._fill_value_orig
     if isinstance(fill, np.ndarray):
         fill = fill.item() if fill.size == 1 else None
@@ -113,15 +112,15 @@ def _encode_interp1d(f: interp1d, enc: Encoder, path: str) -> dict[str, Any]:
         raise UnsupportedTypeError(path, "interp1d", "only scalar or 'extrapolate' fill values can be stored")
     return {
         "kind": f._kind, "axis": int(f.axis), "bounds_error": bool(f.bounds_error), "assume_sorted": True,
-        "fill_value": enc.value(float(fill) if isinstance(fill, (int, np.floating)) else fill, sub(path, "fill"), 1),
-        "x": enc.tensor(np.asarray(f.x), sub(path, "x")),
-        "y": enc.tensor(np.asarray(f.y), sub(path, "y")),
+        "fill_value": enc.value(float(fill) if isinstance(fill, (int, np.floating)) else fill, join(path, "fill"), 1),
+        "x": enc.tensor(np.asarray(f.x), join(path, "x")),
+        "y": enc.tensor(np.asarray(f.y), join(path, "y")),
     }
 
 
-def _decode_interp1d(node: Mapping[str, Any], dec: Decoder, path: str) -> interp1d:
+def _decode_interp1d(node: Mapping[str, Any], dec: Decoding, path: str) -> interp1d:
     kind, axis, bounds_error = node.get("kind"), node.get("axis"), node.get("bounds_error")
-    fill = dec.value(node.get("fill_value"), sub(path, "fill"), 1)
+    fill = dec.value(node.get("fill_value"), join(path, "fill"), 1)
     if kind not in _INTERP_KINDS or type(axis) is not int or type(bounds_error) is not bool \
             or node.get("assume_sorted") is not True:
         raise fail(path, "invalid interp1d options")
@@ -138,16 +137,16 @@ def _decode_interp1d(node: Mapping[str, Any], dec: Decoder, path: str) -> interp
         raise fail(path, f"cannot rebuild interp1d: {exc}") from None
 
 
-def _encode_bspline(b: BSpline, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_bspline(b: BSpline, enc: Encoding, path: str) -> dict[str, Any]:
     extrapolate = b.extrapolate
     if extrapolate not in (True, False, "periodic"):
         raise UnsupportedTypeError(path, "BSpline", f"extrapolate={preview(extrapolate)}")
     return {"k": int(b.k), "axis": int(b.axis), "extrapolate": extrapolate if type(extrapolate) is str
-            else bool(extrapolate), "t": enc.tensor(np.asarray(b.t), sub(path, "t")),
-            "c": enc.tensor(np.asarray(b.c), sub(path, "c"))}
+            else bool(extrapolate), "t": enc.tensor(np.asarray(b.t), join(path, "t")),
+            "c": enc.tensor(np.asarray(b.c), join(path, "c"))}
 
 
-def _decode_bspline(node: Mapping[str, Any], dec: Decoder, path: str) -> BSpline:
+def _decode_bspline(node: Mapping[str, Any], dec: Decoding, path: str) -> BSpline:
     k, axis, extrapolate = node.get("k"), node.get("axis"), node.get("extrapolate")
     if type(k) is not int or not 0 <= k <= 32 or type(axis) is not int or extrapolate not in (True, False, "periodic"):
         raise fail(path, "invalid BSpline degree, axis or extrapolate")

@@ -26,57 +26,57 @@ from aprender.codec.handlers._base import ANY, Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec.handlers._base import Decoder, Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["BUNCH", "DEFAULTDICT", "MASKED", "ORDEREDDICT"]
 
 _FACTORIES: dict[str, type | None] = {"list": list, "dict": dict, "int": int, "float": float, "None": None}
 
 
-def _encode_items(value: Mapping[Any, Any], enc: Encoder, path: str) -> list:
+def _encode_items(value: Mapping[Any, Any], enc: Encoding, path: str) -> list:
     return [[enc.value(k, path, 1), enc.value(v, join(path, k), 1)] for k, v in value.items()]
 
 
-def _decode_items(node: Mapping[str, Any], dec: Decoder, path: str, out: dict) -> dict:
+def _decode_items(node: Mapping[str, Any], dec: Decoding, path: str, out: dict) -> dict:
     return out | dec.value({"__t__": "dict", "items": node.get("items")}, path, 1)
 
 
-def _encode_bunch(value: Bunch, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_bunch(value: Bunch, enc: Encoding, path: str) -> dict[str, Any]:
     if not all(type(k) is str for k in value):
         raise UnsupportedTypeError(path, "Bunch", "Bunch keys must be strings")
     return {"items": _encode_items(value, enc, path)}
 
 
-def _decode_bunch(node: Mapping[str, Any], dec: Decoder, path: str) -> Bunch:
+def _decode_bunch(node: Mapping[str, Any], dec: Decoding, path: str) -> Bunch:
     items = _decode_items(node, dec, path, {})
     if not all(type(k) is str for k in items):
         raise fail(path, "Bunch keys must be strings")
     return Bunch(**items)
 
 
-def _encode_defaultdict(value: defaultdict, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_defaultdict(value: defaultdict, enc: Encoding, path: str) -> dict[str, Any]:
     factory = next((k for k, f in _FACTORIES.items() if f is value.default_factory), None)
     if factory is None:
         raise UnsupportedTypeError(path, "defaultdict", f"default_factory {value.default_factory!r} is not storable")
     return {"factory": factory, "items": _encode_items(value, enc, path)}
 
 
-def _decode_defaultdict(node: Mapping[str, Any], dec: Decoder, path: str) -> defaultdict:
+def _decode_defaultdict(node: Mapping[str, Any], dec: Decoding, path: str) -> defaultdict:
     factory = node.get("factory")
     if factory not in _FACTORIES:
         raise fail(path, f"defaultdict factory {preview(factory, 40)} is not allowed")
     return _decode_items(node, dec, path, defaultdict(_FACTORIES[factory]))
 
 
-def _encode_ordereddict(value: OrderedDict, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_ordereddict(value: OrderedDict, enc: Encoding, path: str) -> dict[str, Any]:
     return {"items": _encode_items(value, enc, path)}
 
 
-def _decode_ordereddict(node: Mapping[str, Any], dec: Decoder, path: str) -> OrderedDict:
+def _decode_ordereddict(node: Mapping[str, Any], dec: Decoding, path: str) -> OrderedDict:
     return _decode_items(node, dec, path, OrderedDict())
 
 
-def _encode_masked(value: np.ma.MaskedArray, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_masked(value: np.ma.MaskedArray, enc: Encoding, path: str) -> dict[str, Any]:
     data, mask = np.asarray(value.data), np.ma.getmaskarray(value)
     if data.dtype.kind in "biuf" and mask.any():
         # What lies under the mask is never read, and is often np.empty's leftovers (a search's
@@ -86,7 +86,7 @@ def _encode_masked(value: np.ma.MaskedArray, enc: Encoder, path: str) -> dict[st
     return {"data": enc.value(data, join(path, "data"), 1), "mask": enc.value(mask, join(path, "mask"), 1)}
 
 
-def _decode_masked(node: Mapping[str, Any], dec: Decoder, path: str) -> np.ma.MaskedArray:
+def _decode_masked(node: Mapping[str, Any], dec: Decoding, path: str) -> np.ma.MaskedArray:
     data = dec.value(node.get("data"), join(path, "data"), 1)
     mask = dec.value(node.get("mask"), join(path, "mask"), 1)
     if not isinstance(data, np.ndarray) or not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ \

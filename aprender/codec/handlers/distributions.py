@@ -33,8 +33,7 @@ from aprender.codec.handlers._base import NULL, Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["DISTRIBUTION", "DISTRIBUTIONS"]
 
@@ -83,7 +82,7 @@ def _encode_number(value: Any, path: str) -> int | float:
     return value
 
 
-def _encode_distribution(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_distribution(value: Any, enc: Encoding, path: str) -> dict[str, Any]:
     frozen = isinstance(value, _FROZEN)
     dist = value.dist if frozen else value
     name = getattr(dist, "name", None)
@@ -108,7 +107,7 @@ def _encode_distribution(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
     }
 
 
-def _decode_distribution(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
+def _decode_distribution(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
     name, args, kwds, state_node = node["name"], node["args"], node["kwds"], node.get("random_state")
     dist = DISTRIBUTIONS.get(name)
     if dist is None:

@@ -28,9 +28,8 @@ hyperparameter of :data:`aprender.codec.trust.PARAM_RULES` (``n_jobs``) follow i
 from __future__ import annotations
 
 import functools
-import threading
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,17 +38,13 @@ from aprender.codec import trust as _trust
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join
 from aprender.codec.handlers._base import Handler, register_handler
+from aprender.codec.trust import function_name, qualified_name, register_function
 from aprender.exceptions import UnsupportedTypeError, UntrustedFunctionError, UntrustedParameterError
 
 if TYPE_CHECKING:
-    from aprender.codec.handlers._base import Decoder, Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
-__all__ = ["FUNCTION", "PARTIAL", "check_literal", "function_name", "make_trust", "qualified_name", "register_function"]
-
-_lock = threading.RLock()
-#: Functions added with register_function: name -> function, id -> name.
-_by_name: dict[str, Callable[..., Any]] = {}
-_by_id: dict[int, str] = {}
+__all__ = ["FUNCTION", "PARTIAL", "check_literal", "function_name", "qualified_name", "register_function"]
 
 #: Bounds of a partial's literal arguments: a string's length, a list's, tuple's or dict's
 #: items, and the nesting of those containers.
@@ -58,116 +53,6 @@ MAX_LITERAL_ITEMS = 64
 MAX_LITERAL_DEPTH = 3
 #: Keywords of a partial that make the function write into the caller's array, and the value that does.
 _IN_PLACE = {"copy": False, "overwrite_input": True}
-
-
-def register_function(func: Callable[..., Any], *, name: str | None = None) -> Callable[..., Any]:
-    """Trust ``func`` in every load of this process, and store it under ``name``.
-
-    Loading then finds the function in this process's table by its name; the code
-    itself is never saved. Register it (same name) in every process that loads the
-    file, or pass it to one load instead: ``aprender.load(path, trusted=[func])``.
-    Returns ``func`` so it can be used as a decorator.
-
-    Parameters
-    ----------
-    func : callable
-        A module-level function (or any callable object).
-    name : str, optional
-        The name written into files; defaults to ``module.qualname``. Required for
-        lambdas and nested functions, whose qualified names are not unique.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import aprender
-    >>> def log_plus_two(x):
-    ...     return np.log(x + 2.0)
-    >>> aprender.register_function(log_plus_two, name="examples.log_plus_two") is log_plus_two
-    True
-    """
-    if not callable(func):
-        raise TypeError(f"{func!r} is not callable")
-    if name is None:
-        name = qualified_name(func)
-        if name is None:
-            raise ValueError(f"{func!r} has no unique qualified name; pass name='...'")
-    if not isinstance(name, str) or not name:
-        raise ValueError("name must be a non-empty string")
-    with _lock:
-        known = _by_name.get(name) or _trust.lookup_default(name)
-        if known is not None and known is not func:
-            raise ValueError(f"another function is already registered as '{name}'")
-        _by_name[name] = func
-        _by_id[id(func)] = name
-    return func
-
-
-def qualified_name(func: Any) -> str | None:
-    """``module.qualname`` of ``func``, or ``None`` when it is not unique (lambdas, nested functions)."""
-    qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
-    if not isinstance(qualname, str) or not qualname or "<" in qualname:
-        return None
-    module = getattr(func, "__module__", None)
-    return f"{module if isinstance(module, str) and module else 'builtins'}.{qualname}"
-
-
-def function_name(func: Any) -> str | None:
-    """The name ``func`` is trusted under without ``trusted=``: its default or registered name, or ``None``."""
-    name = _trust.default_name(func)
-    if name is not None:
-        return name
-    name = _by_id.get(id(func))
-    return name if name is not None and _by_name.get(name) is func else None
-
-
-def _trusted_names(func: Callable[..., Any]) -> list[str]:
-    """The names a file may give ``func``: its registered or default name and ``module.qualname``."""
-    return [n for n in (function_name(func), qualified_name(func)) if n is not None]
-
-
-def make_trust(trusted: Iterable[Any] | None) -> _trust.Trust:
-    """The :class:`~aprender.codec.trust.Trust` of a ``trusted=`` argument.
-
-    Parameters
-    ----------
-    trusted : iterable or None
-        Function objects a file may name (found by their registered name or
-        ``module.qualname``), and names of hyperparameters of :data:`~aprender.codec.trust.PARAM_RULES` a
-        file may set to any value. A function is never looked up by a string: pass
-        the object.
-
-    Raises
-    ------
-    TypeError
-        For an entry that is neither a callable nor a string.
-    ValueError
-        For a string that is not a hyperparameter of :data:`~aprender.codec.trust.PARAM_RULES`.
-    """
-    if trusted is None:
-        return _trust.NONE
-    if isinstance(trusted, (str, bytes)) or callable(trusted):
-        trusted = [trusted]
-    functions: dict[str, Callable[..., Any]] = {}
-    params = set()
-    for item in trusted:
-        if isinstance(item, str):
-            if item not in _trust.PARAM_RULES:
-                raise ValueError(
-                    f"trusted={item!r}: a string in trusted names a hyperparameter a file may set freely "
-                    f"({', '.join(_trust.PARAM_RULES)}); functions are trusted by passing the function object itself, "
-                    "e.g. trusted=[mymodule.myfunc], never by name")
-            params.add(item)
-        elif callable(item) and not isinstance(item, type):
-            names = _trusted_names(item)
-            if not names:
-                raise ValueError(f"trusted function {item!r} has no unique qualified name; register it with "
-                                 "aprender.register_function(func, name=...) instead")
-            for name in names:
-                functions[name] = item
-        else:
-            raise TypeError(f"trusted entries are function objects or hyperparameter names, "
-                            f"got {type(item).__name__}")
-    return _trust.Trust(functions, frozenset(params))
 
 
 def check_literal(node: Any, path: str, depth: int = 0) -> str | None:
@@ -206,7 +91,7 @@ def check_literal(node: Any, path: str, depth: int = 0) -> str | None:
     return None
 
 
-def _encode_function(func: Any, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_function(func: Any, enc: Encoding, path: str) -> dict[str, Any]:
     name = function_name(func) or qualified_name(func)
     if name is None:
         shown = getattr(func, "__qualname__", type(func).__name__)
@@ -218,15 +103,15 @@ def _encode_function(func: Any, enc: Encoder, path: str) -> dict[str, Any]:
     return {"name": name}
 
 
-def _decode_function(node: Mapping[str, Any], dec: Decoder, path: str) -> Callable[..., Any]:
+def _decode_function(node: Mapping[str, Any], dec: Decoding, path: str) -> Callable[..., Any]:
     name = node["name"]
-    func = _trust.lookup_default(name) or _by_name.get(name) or dec.trust.functions.get(name)
+    func = _trust.lookup_default(name) or _trust.registered(name) or dec.trust.functions.get(name)
     if func is None:
         raise UntrustedFunctionError(name[:120], path)
     return func
 
 
-def _encode_partial(value: functools.partial, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_partial(value: functools.partial, enc: Encoding, path: str) -> dict[str, Any]:
     node = {
         "func": enc.value(value.func, join(path, "func"), 1),
         "args": [enc.value(a, join(path, i), 1) for i, a in enumerate(value.args)],
@@ -248,7 +133,7 @@ def _in_place(key: str, value: Any) -> str | None:
     return None
 
 
-def _decode_partial(node: Mapping[str, Any], dec: Decoder, path: str) -> functools.partial:
+def _decode_partial(node: Mapping[str, Any], dec: Decoding, path: str) -> functools.partial:
     func_node, args, keywords = node["func"], node["args"], node["keywords"]
     if func_node.get("__t__") not in ("function", "partial"):
         raise fail(path, "'partial' node needs a function 'func'")

@@ -25,13 +25,12 @@ from aprender.codec._nodes import join
 from aprender.codec.handlers._base import ANY, TENSOR, Handler, register_handler, tensor_field
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["IMPUTER_TRIPLET"]
 
 
-def _encode_triplet(value: _ImputerTriplet, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_triplet(value: _ImputerTriplet, enc: Encoding, path: str) -> dict[str, Any]:
     return {
         "feat_idx": enc.value(value.feat_idx, join(path, "feat_idx"), 1),
         "neighbor_feat_idx": enc.tensor(np.asarray(value.neighbor_feat_idx), join(path, "neighbor_feat_idx")),
@@ -39,7 +38,7 @@ def _encode_triplet(value: _ImputerTriplet, enc: Encoder, path: str) -> dict[str
     }
 
 
-def _decode_triplet(node: Mapping[str, Any], dec: Decoder, path: str) -> _ImputerTriplet:
+def _decode_triplet(node: Mapping[str, Any], dec: Decoding, path: str) -> _ImputerTriplet:
     feat_idx = dec.value(node["feat_idx"], join(path, "feat_idx"), 1)
     bounded_int(feat_idx, "feat_idx", path)
     neighbors = tensor_field(dec, node, "neighbor_feat_idx", path, "iu")

@@ -20,7 +20,7 @@ from aprender.codec.handlers._base import Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec.handlers._base import Decoder, Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["LOSS_CLASSES"]
 
@@ -47,7 +47,7 @@ LOSS_CLASSES: dict[str, tuple[type, dict[str, _Reader]]] = {
 _CACHES = ("xp", "device", "class_indexing_offsets", "y_true_int", "y_true_one_hot")
 
 
-def _encode_loss(loss: Any, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_loss(loss: Any, enc: Encoding, path: str) -> dict[str, Any]:
     name = type(loss).__name__
     if LOSS_CLASSES.get(name, (None,))[0] is not type(loss):
         raise UnsupportedTypeError(path, f"{type(loss).__module__}.{name}", "not a supported scikit-learn loss")
@@ -57,7 +57,7 @@ def _encode_loss(loss: Any, enc: Encoder, path: str) -> dict[str, Any]:
     return {"class": name, "options": options, "constant_hessian": bool(loss.constant_hessian)}
 
 
-def _decode_loss(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
+def _decode_loss(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
     name, options, constant = node["class"], node["options"], node["constant_hessian"]
     if name not in LOSS_CLASSES:
         raise fail(path, f"unknown loss {preview(name, 80)}")

@@ -28,7 +28,7 @@ from aprender.codec.handlers.functions import check_literal
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec.handlers._base import Decoder, Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["OBJECT", "OBJECTS", "object_class"]
 
@@ -88,7 +88,7 @@ class _AllowedObject(metaclass=_Allowed):
     pass
 
 
-def _encode_object(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_object(value: Any, enc: Encoding, path: str) -> dict[str, Any]:
     state = getattr(value, "__dict__", None)
     if not isinstance(state, dict):
         raise UnsupportedTypeError(path, _key(type(value)), "the object keeps no plain attribute dict")
@@ -98,7 +98,7 @@ def _encode_object(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
     }
 
 
-def _decode_object(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
+def _decode_object(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
     cls = object_class(node.get("class"), path)
     state_node = node.get("state")
     if not isinstance(state_node, dict):

@@ -18,8 +18,7 @@ from aprender.codec.handlers._base import Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec._decode import Decoder
-    from aprender.codec._encode import Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["PANDAS_MISSING"]
 
@@ -40,14 +39,14 @@ def _singletons() -> dict[str, Any]:
 _TYPES = () if pandas is None else tuple(type(v) for v in _singletons().values())
 
 
-def _encode_missing(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_missing(value: Any, enc: Encoding, path: str) -> dict[str, Any]:
     for name, singleton in _singletons().items():
         if value is singleton:
             return {"v": name}
     raise UnsupportedTypeError(path, type(value).__name__, "only pandas.NA and pandas.NaT are stored")
 
 
-def _decode_missing(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
+def _decode_missing(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
     name = node["v"]
     if name not in _NAMES:
         raise fail(path, f"pandas missing value {preview(name, 40)} is not one of {', '.join(_NAMES)}")

@@ -8,26 +8,27 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from aprender.codec._checks import fail
-from aprender.codec.handlers._base import TENSOR, Handler, register_handler, sub, tensor_field
+from aprender.codec._nodes import join
+from aprender.codec.handlers._base import TENSOR, Handler, register_handler, tensor_field
 
 if TYPE_CHECKING:
-    from aprender.codec.handlers._base import Decoder, Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__: list[str] = []
 
 
-def _encode_random_state(value: np.random.RandomState, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_random_state(value: np.random.RandomState, enc: Encoding, path: str) -> dict[str, Any]:
     name, keys, pos, has_gauss, cached = value.get_state(legacy=True)
     return {
         "bit_generator": name,
-        "keys": enc.tensor(np.asarray(keys, dtype=np.uint32), sub(path, "keys")),
+        "keys": enc.tensor(np.asarray(keys, dtype=np.uint32), join(path, "keys")),
         "pos": int(pos),
         "has_gauss": int(has_gauss),
         "cached_gaussian": float(cached),
     }
 
 
-def _decode_random_state(node: Mapping[str, Any], dec: Decoder, path: str) -> np.random.RandomState:
+def _decode_random_state(node: Mapping[str, Any], dec: Decoding, path: str) -> np.random.RandomState:
     keys = tensor_field(dec, node, "keys", path, "u")
     pos, has_gauss, cached = node["pos"], node["has_gauss"], node["cached_gaussian"]
     if node["bit_generator"] != "MT19937" or keys.shape != (624,) or keys.dtype != np.uint32:

@@ -15,12 +15,12 @@ import numpy as np
 
 from aprender._limits import checked_shape
 from aprender.codec._checks import fail
-from aprender.codec._nodes import TENSOR_KINDS, preview
-from aprender.codec.handlers._base import Handler, register_handler, sub, tensor_field
+from aprender.codec._nodes import TENSOR_KINDS, join, preview
+from aprender.codec.handlers._base import Handler, register_handler, tensor_field
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec.handlers._base import Decoder, Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["RECORDS"]
 
@@ -32,7 +32,7 @@ def _packed(fields: list[tuple[str, str]]) -> np.dtype:
     return np.dtype([(name, np.dtype(dtype)) for name, dtype in fields])
 
 
-def _encode(value: np.ndarray, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode(value: np.ndarray, enc: Encoding, path: str) -> dict[str, Any]:
     names = value.dtype.names
     fields = [(name, value.dtype.fields[name][0].str) for name in names]
     plain = all(value.dtype.fields[n][0].kind in TENSOR_KINDS and value.dtype.fields[n][0].shape == () for n in names)
@@ -42,11 +42,11 @@ def _encode(value: np.ndarray, enc: Encoder, path: str) -> dict[str, Any]:
     return {
         "shape": [int(d) for d in value.shape],
         "fields": [list(f) for f in fields],
-        "columns": [enc.tensor(np.ascontiguousarray(value[name]), sub(path, name)) for name in names],
+        "columns": [enc.tensor(np.ascontiguousarray(value[name]), join(path, name)) for name in names],
     }
 
 
-def _decode(node: Mapping[str, Any], dec: Decoder, path: str) -> np.ndarray:
+def _decode(node: Mapping[str, Any], dec: Decoding, path: str) -> np.ndarray:
     fields, columns = node["fields"], node["columns"]
     shape = checked_shape(node["shape"], path)
     if not 0 < len(fields) <= _MAX_FIELDS or len(columns) != len(fields):
@@ -64,7 +64,7 @@ def _decode(node: Mapping[str, Any], dec: Decoder, path: str) -> np.ndarray:
     for (name, dtype), ref in zip(fields, columns, strict=True):
         column = tensor_field(dec, {name: ref}, name, path, "biuf")
         if column.shape != shape or column.dtype != np.dtype(dtype):
-            raise fail(sub(path, name), f"column has {column.dtype} {list(column.shape)}, "
+            raise fail(join(path, name), f"column has {column.dtype} {list(column.shape)}, "
                                         f"expected {dtype} {list(shape)}")
         resolved.append(column)
     out = np.empty(shape, dtype=_packed([tuple(f) for f in fields]))

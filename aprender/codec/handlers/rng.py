@@ -18,7 +18,7 @@ from aprender.codec.handlers._base import Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec.handlers._base import Decoder, Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__: list[str] = []
 
@@ -26,7 +26,7 @@ _BIT_GENERATORS = {"PCG64": np.random.PCG64, "PCG64DXSM": np.random.PCG64DXSM}
 _HEX128 = re.compile(r"^[0-9a-f]{32}$")
 
 
-def _encode_generator(value: np.random.Generator, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_generator(value: np.random.Generator, enc: Encoding, path: str) -> dict[str, Any]:
     state = value.bit_generator.state
     name = state["bit_generator"]
     if _BIT_GENERATORS.get(name) is not type(value.bit_generator):
@@ -40,7 +40,7 @@ def _encode_generator(value: np.random.Generator, enc: Encoder, path: str) -> di
     }
 
 
-def _decode_generator(node: Mapping[str, Any], dec: Decoder, path: str) -> np.random.Generator:
+def _decode_generator(node: Mapping[str, Any], dec: Decoding, path: str) -> np.random.Generator:
     name, has, word = node["bit_generator"], node["has_uint32"], node["uinteger"]
     words = [node["state"], node["inc"]]
     if name not in _BIT_GENERATORS or not all(_HEX128.match(w) for w in words):

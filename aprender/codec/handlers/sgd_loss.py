@@ -28,7 +28,7 @@ from aprender.codec.handlers._base import Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec.handlers._base import Decoder, Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["MAX_ARGUMENT", "SGD_LOSS", "SGD_LOSSES"]
 
@@ -50,7 +50,7 @@ SGD_LOSSES: dict[str, tuple[type, int]] = {
 MAX_ARGUMENT = 1e12
 
 
-def _encode_sgd_loss(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_sgd_loss(value: Any, enc: Encoding, path: str) -> dict[str, Any]:
     name = type(value).__name__
     if SGD_LOSSES.get(name, (None,))[0] is not type(value):
         raise UnsupportedTypeError(path, f"{type(value).__module__}.{name}")
@@ -58,7 +58,7 @@ def _encode_sgd_loss(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
     return {"loss": name, "args": [float(a) for a in args]}
 
 
-def _decode_sgd_loss(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
+def _decode_sgd_loss(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
     name, args = node.get("loss"), node.get("args")
     entry = SGD_LOSSES.get(name) if isinstance(name, str) else None
     if entry is None:

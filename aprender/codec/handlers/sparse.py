@@ -10,12 +10,12 @@ import scipy.sparse as sp
 
 from aprender._limits import MAX_ELEMENTS
 from aprender.codec._checks import fail
-from aprender.codec._nodes import preview
-from aprender.codec.handlers._base import TENSOR, Handler, register_handler, sub, tensor_field
+from aprender.codec._nodes import join, preview
+from aprender.codec.handlers._base import TENSOR, Handler, register_handler, tensor_field
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec.handlers._base import Decoder, Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["check_compressed"]
 
@@ -27,7 +27,7 @@ _SPARSE = {
 }
 
 
-def _encode_sparse(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_sparse(value: Any, enc: Encoding, path: str) -> dict[str, Any]:
     fmt = value.format
     if fmt not in ("csr", "csc"):
         raise UnsupportedTypeError(path, type(value).__name__, "only CSR and CSC sparse matrices are stored")
@@ -35,9 +35,9 @@ def _encode_sparse(value: Any, enc: Encoder, path: str) -> dict[str, Any]:
         "format": fmt,
         "array": isinstance(value, sp.sparray),
         "shape": [int(d) for d in value.shape],
-        "data": enc.tensor(value.data, sub(path, "data")),
-        "indices": enc.tensor(value.indices, sub(path, "indices")),
-        "indptr": enc.tensor(value.indptr, sub(path, "indptr")),
+        "data": enc.tensor(value.data, join(path, "data")),
+        "indices": enc.tensor(value.indices, join(path, "indices")),
+        "indptr": enc.tensor(value.indptr, join(path, "indptr")),
     }
 
 
@@ -53,7 +53,7 @@ def check_compressed(indptr: np.ndarray, indices: np.ndarray, n_major: int, n_mi
         raise fail(path, f"sparse indices must lie in [0, {n_minor})")
 
 
-def _decode_sparse(node: Mapping[str, Any], dec: Decoder, path: str) -> Any:
+def _decode_sparse(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
     key = (node["format"], node["array"])
     cls = _SPARSE.get(key)
     shape = node["shape"]

@@ -29,7 +29,7 @@ from aprender.codec.handlers._base import NULL, TENSOR, Handler, register_handle
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec.handlers._base import Decoder, Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["DATETIME", "DTYPE", "SET", "SLICE", "TIME_UNITS"]
 
@@ -40,13 +40,13 @@ def _valid_bounds(start: Any, stop: Any, step: Any) -> bool:
     return all(b is None or type(b) in (int, str) for b in (start, stop)) and (step is None or type(step) is int)
 
 
-def _encode_slice(value: slice, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_slice(value: slice, enc: Encoding, path: str) -> dict[str, Any]:
     if not _valid_bounds(value.start, value.stop, value.step):
         raise UnsupportedTypeError(path, "slice", "slice bounds must be int, str or None and the step int or None")
     return {name: getattr(value, name) for name in _BOUNDS}
 
 
-def _decode_slice(node: Mapping[str, Any], dec: Decoder, path: str) -> slice:
+def _decode_slice(node: Mapping[str, Any], dec: Decoding, path: str) -> slice:
     bounds = [node.get(name) for name in _BOUNDS]
     if not _valid_bounds(*bounds) or bounds[2] == 0:
         raise fail(path, f"invalid slice bounds {preview(bounds, 120)}")
@@ -57,13 +57,13 @@ def _decode_slice(node: Mapping[str, Any], dec: Decoder, path: str) -> slice:
 _DTYPE_STR = re.compile(r"^(\|b1|[<>|][iu][1248]|[<>][f][248]|\|O|[<>]U\d{1,7})$")
 
 
-def _encode_dtype(value: np.dtype, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_dtype(value: np.dtype, enc: Encoding, path: str) -> dict[str, Any]:
     if not _DTYPE_STR.match(value.str) or value.names is not None:
         raise UnsupportedTypeError(path, f"numpy dtype {value}", "only bool, numeric, str and object dtypes")
     return {"v": value.str}
 
 
-def _decode_dtype(node: Mapping[str, Any], dec: Decoder, path: str) -> np.dtype:
+def _decode_dtype(node: Mapping[str, Any], dec: Decoding, path: str) -> np.dtype:
     v = node["v"]
     if not _DTYPE_STR.match(v):
         raise fail(path, f"dtype {preview(v, 40)} is not allowed")
@@ -75,14 +75,14 @@ SLICE = register_handler(Handler("slice", (slice,), _encode_slice, _decode_slice
 DTYPE = register_handler(Handler("dtype", (np.dtype,), _encode_dtype, _decode_dtype, {"v": (str,)}))
 
 
-def _encode_set(value: set | frozenset, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_set(value: set | frozenset, enc: Encoding, path: str) -> dict[str, Any]:
     items = list(value)
     with contextlib.suppress(TypeError):  # items of kinds that do not compare keep the set's own order
         items.sort()
     return {"frozen": type(value) is frozenset, "v": [enc.value(v, join(path, i), 1) for i, v in enumerate(items)]}
 
 
-def _decode_set(node: Mapping[str, Any], dec: Decoder, path: str) -> set | frozenset:
+def _decode_set(node: Mapping[str, Any], dec: Decoding, path: str) -> set | frozenset:
     items = [dec.value(v, join(path, i), 1) for i, v in enumerate(node["v"])]
     try:
         out = set(items)
@@ -100,7 +100,7 @@ SET = register_handler(Handler("set", (set, frozenset), _encode_set, _decode_set
 TIME_UNITS = frozenset(["Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns"])
 
 
-def _encode_datetime(value: np.ndarray, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_datetime(value: np.ndarray, enc: Encoding, path: str) -> dict[str, Any]:
     unit, count = np.datetime_data(value.dtype)
     if count != 1 or unit not in TIME_UNITS:
         raise UnsupportedTypeError(path, f"ndarray of dtype {value.dtype}",
@@ -109,7 +109,7 @@ def _encode_datetime(value: np.ndarray, enc: Encoder, path: str) -> dict[str, An
     return {"kind": value.dtype.kind, "unit": unit, "v": enc.tensor(ints, path)}
 
 
-def _decode_datetime(node: Mapping[str, Any], dec: Decoder, path: str) -> np.ndarray:
+def _decode_datetime(node: Mapping[str, Any], dec: Decoding, path: str) -> np.ndarray:
     kind, unit = node["kind"], node["unit"]
     if kind not in ("M", "m") or unit not in TIME_UNITS:
         raise fail(path, f"date array kind {preview(kind, 8)} / unit {preview(unit, 8)} is not allowed "

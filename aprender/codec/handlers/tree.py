@@ -21,11 +21,11 @@ from sklearn.tree._tree import NODE_DTYPE, Tree
 from aprender.codec._checks import fail, n_features
 from aprender.codec._nodes import preview
 from aprender.codec.handlers._base import TENSOR, Handler, register_handler, tensor_field
-from aprender.codec.handlers.tree_structure import Layout, check_children, check_offsets, max_per_tree, node_depths
+from aprender.codec.schemas._tree_structure import Layout, check_children, check_offsets, max_per_tree, node_depths
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from aprender.codec.handlers._base import Decoder, Encoder
+    from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["NODE_FIELDS", "TREE_CLASSIFIER_FITTED", "TREE_FITTED", "build_trees", "check_built_depths",
            "check_tree_arrays", "check_tree_attrs", "pack_trees"]
@@ -231,7 +231,7 @@ def check_tree_attrs(
 # -- the named handler for a single Tree -----------------------------------------------
 
 
-def _encode_tree(tree: Tree, enc: Encoder, path: str) -> dict[str, Any]:
+def _encode_tree(tree: Tree, enc: Encoding, path: str) -> dict[str, Any]:
     # The arrays pack_trees would give for one tree, without its concatenations and offsets.
     features, outputs, classes = _layout_of(tree)
     state = tree.__getstate__()
@@ -243,7 +243,7 @@ def _encode_tree(tree: Tree, enc: Encoder, path: str) -> dict[str, Any]:
     return node
 
 
-def _decode_tree(node: Mapping[str, Any], dec: Decoder, path: str) -> Tree:
+def _decode_tree(node: Mapping[str, Any], dec: Decoding, path: str) -> Tree:
     packed: dict[str, Any] = {k: node.get(k) for k in ("n_features", "n_outputs", "n_classes")}
     for name in TREE_ARRAYS:
         packed[name] = tensor_field(dec, node, name, path, "biuf")

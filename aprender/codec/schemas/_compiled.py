@@ -39,17 +39,17 @@ class Reach(NamedTuple):
 
 
 _TREE = Reach("`tree_` node arrays (children, feature, threshold, value)", "`sklearn.tree._tree`", "schema",
-              "`schemas/tree.py`, `handlers/tree.py`, `handlers/tree_structure.py`: children inside the node "
+              "`schemas/tree.py`, `handlers/tree.py`, `schemas/_tree_structure.py`: children inside the node "
               "count, acyclic, features below `n_features_in_`, values against `n_outputs_`/`n_classes_`")
 _FOREST = Reach("every tree's `tree_`", "`sklearn.tree._tree`", "schema",
                 "`schemas/forests.py`: packed trees checked tree by tree as for a decision tree")
 _GB = Reach("`estimators_` trees, stage array", "`sklearn.ensemble._gradient_boosting.predict_stages`", "schema",
-            "`schemas/ensemble.py`: one tree per stage and class, each checked as a decision tree")
+            "`schemas/boosting.py`: one tree per stage and class, each checked as a decision tree")
 _HGB = Reach("`_predictors` node records, `_bin_mapper` thresholds, categorical bitsets",
              "`sklearn.ensemble._hist_gradient_boosting._predictor`", "schema",
-             "`handlers/hgb.py`: node, feature, bin and bitset indices checked; predictors rebuilt")
+             "`schemas/_hgb.py`: node, feature, bin and bitset indices checked; predictors rebuilt")
 _TREE_ENSEMBLE = Reach("`estimators_` trees, `estimators_features_`", "`sklearn.tree._tree`", "schema",
-                       "`schemas/tree_ensembles.py`: trees checked, feature subsets inside `[0, n_features_in_)`")
+                       "`schemas/bagging.py`: trees checked, feature subsets inside `[0, n_features_in_)`")
 _LIBSVM = Reach("`support_`, `support_vectors_`, `_n_support`, `_dual_coef_`, `_intercept_`, `_probA`/`_probB`",
                 "`sklearn.svm._libsvm`, `_libsvm_sparse`", "schema",
                 "`schemas/svm.py` `check_svc`/`check_svr`: support indices inside the training rows, "
@@ -167,12 +167,12 @@ COMPILED: dict[str, Reach] = {
         "`schemas/text.py`: vocabulary rebuilt from its terms; one `idf_` per term"),
     "sklearn.preprocessing.OneHotEncoder": Reach(
         "`categories_`, `_n_features_outs`, infrequent mappings", "SciPy `csr_matrix` construction", "schema",
-        "`schemas/preprocessing_extra.py` `check_one_hot_encoder`: indices inside each feature's categories, "
+        "`schemas/preprocessing.py` `check_one_hot_encoder`: indices inside each feature's categories, "
         "output widths recomputed with scikit-learn's formula"),
     "sklearn.preprocessing.PolynomialFeatures": Reach(
         "`_min_degree`, `_max_degree`, `n_output_features_`, `_n_out_full`",
         "`sklearn.preprocessing._csr_polynomial_expansion` (sparse input); the dense output allocation", "schema",
-        "`schemas/preprocessing_extra.py` `check_polynomial_features`: degrees follow `degree`, both widths "
+        "`schemas/preprocessing.py` `check_polynomial_features`: degrees follow `degree`, both widths "
         "recounted from `n_features_in_`, at most `MAX_FEATURES`"),
     "sklearn.impute.KNNImputer": Reach(
         "`_fit_X`, `_mask_fit_X`, `_valid_mask`", "pairwise distances (`nan_euclidean`)", "schema",
@@ -185,7 +185,7 @@ COMPILED: dict[str, Reach] = {
     "sklearn.preprocessing.SplineTransformer": Reach(
         "`bsplines_` (`BSpline`), `n_features_out_`", "SciPy `_bspl`; the output allocation", "schema",
         "`handlers/compiled.py` `bspline`: degree bounded, 1-d knots, axis inside `c`; the constructor checks "
-        "sorted knots and enough coefficients; `schemas/preprocessing_extra.py` `check_spline_transformer`: one "
+        "sorted knots and enough coefficients; `schemas/preprocessing.py` `check_spline_transformer`: one "
         "spline per feature, one width, `n_features_out_` recounted"),
 }
 

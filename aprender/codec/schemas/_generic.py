@@ -32,7 +32,7 @@ import numpy as np
 
 from aprender.codec._checks import fail
 from aprender.codec._model_type import ModelType
-from aprender.codec._registry import Spec
+from aprender.codec._spec import Spec
 
 __all__ = ["GENERIC", "check_generic"]
 

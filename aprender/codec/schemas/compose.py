@@ -19,7 +19,7 @@ from aprender import compose as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import fail, n_features
 from aprender.codec.schemas.pipeline import check_names, is_estimator
-from aprender.codec.schemas.preprocessing_extra import check_feature_names
+from aprender.codec.schemas.preprocessing import check_feature_names
 
 #: Transformer values that are not estimators.
 _KEYWORDS = ("drop", "passthrough")

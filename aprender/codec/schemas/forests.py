@@ -1,9 +1,9 @@
 """Schemas of the forests: RandomForest*, ExtraTree*, ExtraTrees* and RandomTreesEmbedding.
 
-Every tree's node arrays are packed (aprender.codec.handlers.packed): the arrays of all
+Every tree's node arrays are packed (aprender.codec.schemas._packed): the arrays of all
 trees are concatenated, so the tensor count does not grow with ``n_estimators``, and
 the validators check them before anything is built. Gradient boosting
-(aprender.codec.schemas.ensemble) packs its trees the same way. A forest's file
+(aprender.codec.schemas.boosting) packs its trees the same way. A forest's file
 imports this module alone, not the boosting models. RandomTreesEmbedding's
 ``one_hot_encoder_`` is an ordinary nested estimator.
 """
@@ -20,8 +20,8 @@ from sklearn.base import ClassifierMixin
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join
-from aprender.codec.handlers.packed import check_packed, pack_estimators, read_packed, unpack_estimators
 from aprender.codec.handlers.tree import check_tree_attrs
+from aprender.codec.schemas._packed import check_packed, pack_estimators, read_packed, unpack_estimators
 from aprender.codec.schemas.tree import check_tree_classifier, check_tree_regressor
 from aprender.ensemble._forest import RandomForestClassifier, RandomForestRegressor
 

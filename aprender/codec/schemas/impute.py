@@ -13,7 +13,7 @@ from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features
 from aprender.codec._migrations import running_at_least
 from aprender.codec.schemas._generic import check_generic
-from aprender.codec.schemas.preprocessing_extra import check_feature_names
+from aprender.codec.schemas.preprocessing import check_feature_names
 
 #: The fitted dtypes transform reads: scikit-learn 1.8 added ``_fill_dtype`` (older files get it
 #: from codec/_migrations.py).

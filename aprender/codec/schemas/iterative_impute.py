@@ -21,7 +21,7 @@ from sklearn.impute._iterative import IterativeImputer, _ImputerTriplet
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, bounded_int, fail, n_features, require
 from aprender.codec.schemas.impute import check_indicator
-from aprender.codec.schemas.preprocessing_extra import check_feature_names
+from aprender.codec.schemas.preprocessing import check_feature_names
 
 
 def _width(params: Mapping[str, Any], attrs: Mapping[str, Any], n: int, path: str) -> int:

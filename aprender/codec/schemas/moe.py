@@ -1,4 +1,4 @@
-"""Schemas of the mixture of experts (the seed's MixtureOfExperts, type 0x0040) and its gate.
+"""Schemas of the mixture of experts (type 0x0040, the Rust aprender library's MixtureOfExperts) and its gate.
 
 One file holds the whole mixture: the fitted experts' tensors under ``experts.{i}.``
 (each expert with its own schema: ``experts.0.coefficients``) and the gate's under

@@ -1,4 +1,4 @@
-"""Schemas of the multi-layer perceptrons (the seed's NeuralSequential, type 0x0020).
+"""Schemas of the multi-layer perceptrons (type 0x0020, NeuralSequential in the Rust aprender library).
 
 Layer ``i`` is stored as ``layers.{i}.weight`` (``coefs_[i]``, ``[fan_in, fan_out]``)
 and ``layers.{i}.bias`` (``intercepts_[i]``). Two training internals are rebuilt rather

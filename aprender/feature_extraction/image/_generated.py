@@ -29,15 +29,11 @@ class PatchExtractor(SerializableMixin, _sk.PatchExtractor):
 
     Examples
     --------
-    >>> import os, tempfile
     >>> import numpy as np
     >>> from aprender.feature_extraction.image import PatchExtractor
     >>> X = np.random.RandomState(0).rand(2, 6, 6)
     >>> y = None
     >>> model = PatchExtractor(patch_size=(2, 2), max_patches=3, random_state=0).fit(X, y)
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> model.save_apr(path)
-    >>> loaded = PatchExtractor.load_apr(path)
-    >>> bool(np.array_equal(loaded.transform(X), model.transform(X)))
-    True
+    >>> model.save_apr("model.apr")  # doctest: +SKIP
+    >>> PatchExtractor.load_apr("model.apr").transform(X)  # doctest: +SKIP
     """

@@ -8,7 +8,7 @@ from typing import Any
 from aprender.codec import ModelType
 from aprender.exceptions import FormatError
 from aprender.format._info import ModelInfo, TensorInfo
-from aprender.format.apr._layout import FLAG_SIGNED, Entry, Flags
+from aprender.format.apr._layout import FLAG_SIGNED, Flags, IndexEntry
 from aprender.format.apr._read import read_prefix
 
 __all__ = ["inspect_file"]
@@ -23,7 +23,7 @@ def _model_type(meta: dict[str, Any]) -> ModelType | None:
         return None
 
 
-def _true_shape(entry: Entry, quantization: Any, where: str) -> tuple[int, ...]:
+def _true_shape(entry: IndexEntry, quantization: Any, where: str) -> tuple[int, ...]:
     """A tensor's shape; for GGML blocks (indexed by their padded value shape) the quantization record's."""
     if not entry.dtype.block:
         return entry.shape

@@ -36,7 +36,7 @@ __all__ = [
     "QUANTIZED_CODES",
     "SIGNATURE_BLOCK_SIZE",
     "VERSION",
-    "Entry",
+    "IndexEntry",
     "Flags",
     "Header",
     "align",
@@ -67,7 +67,7 @@ assert _HEADER.size == HEADER_SIZE
 
 
 class Flags(IntFlag):
-    """Header flag bits (the seed's ``AprV2Flags``)."""
+    """Header flag bits: the values of the Rust aprender library's ``AprV2Flags``, so both read one file alike."""
 
     LZ4 = 0x0001
     ZSTD = 0x0002
@@ -100,8 +100,9 @@ def _q(code: int, name: str, block: int) -> DType:
 
 
 _BF16 = 2
-#: Codes 0-7 are the seed's; 8 and 9 (the seed's generic Q4/Q8) are never reused. bfloat16's
-#: entry comes in on first use (ml_dtypes): ``DTYPES[2]`` builds it.
+#: Codes 0-7 are those of the Rust aprender library's APR v2; 8 and 9 (its generic Q4/Q8)
+#: are never reused. bfloat16's entry comes in on first use (ml_dtypes): ``DTYPES[2]``
+#: builds it.
 DTYPES: dict[int, DType] = LazyValues({
     d.code: d
     for d in (
@@ -152,7 +153,7 @@ def dtype_code(dtype: np.dtype, name: str) -> int:
 class Header(NamedTuple):
     """The variable fields of the 64-byte header (metadata always starts at byte 64).
 
-    A named tuple, like :class:`Entry`: every load and save builds one, and a frozen
+    A named tuple, like :class:`IndexEntry`: every load and save builds one, and a frozen
     dataclass costs several times more to build.
     """
 
@@ -238,7 +239,7 @@ def _check_flags(flags: int, where: str) -> None:
 # -- tensor index ----------------------------------------------------------------------
 
 
-class Entry(NamedTuple):
+class IndexEntry(NamedTuple):
     """One tensor index entry; ``offset`` is relative to the data section.
 
     A named tuple: a load builds one per tensor, and a frozen dataclass costs several
@@ -270,7 +271,7 @@ def _block_nbytes(code: int, shape: tuple[int, ...]) -> int | None:
     return math.prod(shape) // _BLOCK_VALUES * DTYPES[code].block
 
 
-def layout(tensors: Mapping[str, np.ndarray], quantized: Mapping[str, str]) -> tuple[list[Entry], int]:
+def layout(tensors: Mapping[str, np.ndarray], quantized: Mapping[str, str]) -> tuple[list[IndexEntry], int]:
     """Index entries for ``tensors`` sorted by name, and the data section length.
 
     ``quantized`` maps the names of GGML block tensors to their format: those are
@@ -290,12 +291,12 @@ def layout(tensors: Mapping[str, np.ndarray], quantized: Mapping[str, str]) -> t
         if len(name.encode()) > MAX_NAME_BYTES or not name or array.ndim > MAX_NDIM:
             raise FormatError(f"tensor '{name[:80]}': names must have 1-{MAX_NAME_BYTES} bytes and at most "
                               f"{MAX_NDIM} dimensions")
-        entries.append(Entry(name, code, tuple(shape), offset, array.nbytes))
+        entries.append(IndexEntry(name, code, tuple(shape), offset, array.nbytes))
         offset = align(offset + array.nbytes)
     return entries, offset
 
 
-def pack_index(entries: list[Entry]) -> bytes:
+def pack_index(entries: list[IndexEntry]) -> bytes:
     """The index bytes, zero-padded to the alignment."""
     out = bytearray()
     for e in entries:
@@ -314,13 +315,13 @@ def _at(where: str, i: int, offset: int) -> str:
     return f"{where}: tensor index entry {i} at byte {offset}"
 
 
-def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[Entry], int]:
+def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[IndexEntry], int]:
     """Validate the index bytes; return the entries and the data section length.
 
     Entries must be sorted by name without duplicates and tile the data section in
     that order: each starts at the aligned end of the previous one.
     """
-    entries: list[Entry] = []
+    entries: list[IndexEntry] = []
     pos, expected_offset, previous = 0, 0, b""
     base, end = header.tensor_index_offset, len(raw)
     for i in range(header.tensor_count):
@@ -366,7 +367,7 @@ def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[Entry], in
             raise FormatError(f"{_at(where, i, base + start)}: tensor '{name[:80]}' starts at data byte {offset}, "
                               f"expected {expected_offset} (tensors tile the data section in name order, "
                               "64-byte aligned)")
-        entries.append(Entry(name, code, shape, offset, size))
+        entries.append(IndexEntry(name, code, shape, offset, size))
         previous, expected_offset = name_bytes, align(offset + size)
     if align(pos) != end or any(raw[pos:]):
         raise FormatError(f"{where}: the tensor index ends at byte {base + pos}; bytes {base + pos}-"

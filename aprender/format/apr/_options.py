@@ -13,7 +13,7 @@ from typing import Any
 
 from aprender.codec import canonical_json
 
-__all__ = ["CONTAINER_KEYS", "RECORD_KEYS", "Compression", "SaveOptions", "source_date"]
+__all__ = ["CONTAINER_KEYS", "Compression", "SaveOptions", "source_date"]
 
 
 class Compression(Enum):
@@ -169,6 +169,5 @@ def _plain(value: Any) -> Any:
     return dict(value) if isinstance(value, Mapping) else value
 
 
-#: Metadata keys owned by SaveOptions and the container (never part of the codec's meta).
-RECORD_KEYS = frozenset(f.name for f in dataclasses.fields(SaveOptions)) - {"compression"}
+#: Metadata keys the container owns (never part of the codec's meta).
 CONTAINER_KEYS = frozenset({"compression", "encryption"})

@@ -30,8 +30,8 @@ from aprender.format.apr._layout import (
     HEADER_SIZE,
     QUANTIZED_CODES,
     SIGNATURE_BLOCK_SIZE,
-    Entry,
     Header,
+    IndexEntry,
     check_magic,
     parse_header,
     parse_index,
@@ -58,7 +58,7 @@ class Parsed(NamedTuple):
 
     header: Header
     meta: dict[str, Any]
-    entries: list[Entry]
+    entries: list[IndexEntry]
     data_size: int
     total: int
     where: str

@@ -16,8 +16,8 @@ from aprender.format.apr._layout import (
     FLAG_SIGNED,
     FLAG_ZSTD,
     HEADER_SIZE,
-    Entry,
     Header,
+    IndexEntry,
     align,
     layout,
     pack_index,
@@ -37,7 +37,7 @@ def _quantized(meta: dict[str, Any]) -> dict[str, str]:
     return dict.fromkeys(record["tensors"], record["type"])
 
 
-def _data_chunks(state: ModelState, entries: list[Entry]) -> list[Chunk]:
+def _data_chunks(state: ModelState, entries: list[IndexEntry]) -> list[Chunk]:
     chunks: list[Chunk] = []
     for e in entries:
         array = np.ascontiguousarray(state.tensors[e.name])

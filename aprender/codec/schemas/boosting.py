@@ -1,8 +1,8 @@
 """Schemas of the boosted ensembles: gradient boosting and histogram gradient boosting.
 
-Gradient-boosting trees are packed like a forest's (aprender.codec.handlers.packed,
+Gradient-boosting trees are packed like a forest's (aprender.codec.schemas._packed,
 aprender.codec.schemas.forests),
-HistGradientBoosting's predictors and bin mapper too (aprender.codec.handlers.hgb);
+HistGradientBoosting's predictors and bin mapper too (aprender.codec.schemas._hgb);
 the loss objects and the feature-subsampling Generator have named handlers. Each
 validator checks the packed arrays and how they fit the ensemble's own attributes
 before anything is built; each ``unpack`` then rebuilds the scikit-learn objects.
@@ -29,7 +29,8 @@ from aprender import ensemble as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features, require
 from aprender.codec._nodes import join
-from aprender.codec.handlers.hgb import (
+from aprender.codec.handlers.tree import check_tree_attrs
+from aprender.codec.schemas._hgb import (
     build_bin_mapper,
     build_predictors,
     build_preprocessor,
@@ -40,8 +41,7 @@ from aprender.codec.handlers.hgb import (
     pack_predictors,
     pack_preprocessor,
 )
-from aprender.codec.handlers.packed import check_packed, read_packed
-from aprender.codec.handlers.tree import check_tree_attrs
+from aprender.codec.schemas._packed import check_packed, read_packed
 from aprender.codec.schemas.forests import Validator, pack_trees, unpack_trees
 from aprender.exceptions import UnsupportedTypeError
 
@@ -114,8 +114,6 @@ def _gb_validator(classifier: bool) -> Validator:
 
 #: HistGradientBoostingClassifier's label encoder holds the very ``classes_`` array.
 _LABELS_FROM = "classes_"
-#: How ``_scorer`` (set when early stopping uses a scorer) is rebuilt from ``scoring``.
-_SCORERS = ("get_scorer", "passthrough")
 
 
 def _pack_hgb(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -247,6 +245,6 @@ SCHEMAS = [
         (ap.HistGradientBoostingRegressor, sk.HistGradientBoostingRegressor),
         _hist_gradient_boosting(sk.HistGradientBoostingRegressor, False),
     ),
-    ((sk_dummy.DummyClassifier,), Spec(ModelType.GRADIENT_BOOSTING, validate=check_dummy_classifier)),
-    ((sk_dummy.DummyRegressor,), Spec(ModelType.GRADIENT_BOOSTING, validate=check_dummy_regressor)),
+    ((sk_dummy.DummyClassifier,), Spec(ModelType.DUMMY, validate=check_dummy_classifier)),
+    ((sk_dummy.DummyRegressor,), Spec(ModelType.DUMMY, validate=check_dummy_regressor)),
 ]

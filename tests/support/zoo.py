@@ -3,7 +3,7 @@
 Each ``Case`` builds one fitted estimator and the rows to run inference on. Format
 tests parametrize over ``CASES`` so that every estimator in the zoo is exercised by
 every backend. ``CASES`` holds the cases below plus the ``CASES`` list of every
-``tests/cases_*.py`` module (one per estimator family). Keep fits small: the whole
+``tests/support/cases_*.py`` module (one per estimator family). Keep fits small: the whole
 suite must stay fast on 2 cores.
 """
 

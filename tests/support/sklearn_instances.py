@@ -24,6 +24,10 @@ from threadpoolctl import threadpool_limits
 #: Inference methods compared after a roundtrip, where the estimator has them.
 METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function", "transform", "score_samples")
 
+#: Instances aprender refuses to save, and why (docs/codec.md, "Refused estimators");
+#: test_all_estimators.py checks that saving them says so.
+REFUSED: dict[str, str] = {}
+
 _TEXT = [
     "the quick brown fox jumps", "over the lazy dog", "a quick brown dog", "the fox and the dog",
     "lazy foxes sleep all day", "quick quick brown", "dogs and foxes play", "the end of the day",
