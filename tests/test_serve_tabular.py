@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import io
 import itertools
+import tempfile
 import threading
 
 import httpx
@@ -334,3 +335,37 @@ def test_batched_pipelines_with_sparse_or_pandas_transforms_answer_each_request_
         got = split.run(merged, ("predict_proba",))["predict_proba"]
         expected = np.concatenate([model.predict_proba(p) for p in parts])
         assert np.array_equal(got, expected)
+
+
+def test_columns_the_model_drops_take_any_value_or_none():
+    """A column a ColumnTransformer drops is advertised as BYTES, takes strings, numbers or null, and may be
+    left out; the answer equals the in-process predict on the same DataFrame."""
+    frame = FRAME.assign(note=_RNG.choice(["vip", "new", None], _N), extra=_RNG.rand(_N))
+    columns = ColumnTransformer([("num", StandardScaler(), ["age"]), ("skip", "drop", ["note"]),
+                                 ("cat", OneHotEncoder(handle_unknown="ignore"), ["kind"])], remainder="drop")
+    model = make_pipeline(columns, LogisticRegression(max_iter=500)).fit(frame, LABELS)
+    rows = frame.iloc[:4]
+    expected = model.predict(rows).tolist()
+    with tempfile.TemporaryDirectory() as root:
+        path = f"{root}/dropping.apr"
+        aprender.save(model, path)
+        with serving(ServeConfig((path,))) as url:
+            meta = {i["name"]: i["datatype"] for i in httpx.get(f"{url}/v2/models/dropping").json()["inputs"]}
+            assert meta["age"] == "FP64" and meta["kind"] == "BYTES"
+            assert meta["note"] == "BYTES" and meta["extra"] == "BYTES"  # dropped: any value is taken
+            records = _records(rows)
+            got = httpx.post(f"{url}/predict", json={"model_id": "dropping", "features": records}).json()
+            assert got["prediction"] == expected
+            mixed = [{**r, "note": 7, "extra": "not a number"} for r in records]
+            got = httpx.post(f"{url}/predict", json={"model_id": "dropping", "features": mixed}).json()
+            assert got["prediction"] == expected
+            kept = [{k: v for k, v in r.items() if k in ("age", "kind", "income.k", "home city", "visits")}
+                    for r in records]  # the dropped columns left out
+            got = httpx.post(f"{url}/predict", json={"model_id": "dropping", "features": kept}).json()
+            assert got["prediction"] == expected
+            body = {"inputs": [{"name": name, "datatype": "FP64" if name == "age" else "BYTES", "shape": [4],
+                                "data": [r[name] for r in records]} for name in ("age", "kind", "note")]}
+            v2 = httpx.post(f"{url}/v2/models/dropping/infer", json=body).json()
+            assert v2["outputs"][0]["data"] == expected
+            still = httpx.post(f"{url}/predict", json={"model_id": "dropping", "features": {**records[0], "age": "x"}})
+            assert still.status_code == 400 and "'age' holds numbers" in still.json()["error"]

@@ -39,10 +39,16 @@ _ENCODERS = ("OneHotEncoder", "OrdinalEncoder", "TargetEncoder")
 
 @dataclass(frozen=True)
 class Column:
-    """One named input column and its v2 datatype (``BYTES`` for strings, ``FP64`` for numbers)."""
+    """One named input column and its v2 datatype (``BYTES`` for strings, ``FP64`` for numbers).
+
+    ``read`` is False for a column the model was fitted with but drops (a ColumnTransformer's
+    ``"drop"``, or its dropped remainder): nothing records what it held, so any value is taken
+    (advertised as ``BYTES``, the most general), and it may be left out of a request.
+    """
 
     name: str
     datatype: str
+    read: bool = True
 
 
 class Frame:
@@ -196,7 +202,7 @@ class Inputs:
         for column in self.columns:
             raw = values.get(column.name)
             if raw is None:
-                if column.datatype != BYTES:
+                if column.datatype != BYTES and column.read:
                     raise HTTPError(400, f"{what}: column {column.name!r} is missing")
                 raw = [None] * n
             arrays[column.name] = _column(raw, column, what)
@@ -229,6 +235,11 @@ class Inputs:
 
 
 def _column(raw: Sequence[Any] | np.ndarray, column: Column, what: str) -> np.ndarray:
+    if not column.read:  # dropped by the model: kept as sent, never converted
+        values = raw.ravel().tolist() if isinstance(raw, np.ndarray) else raw
+        out = np.empty(len(values), dtype=object)
+        out[:] = [np.nan if v is None else v for v in values]
+        return out
     if isinstance(raw, np.ndarray) and raw.dtype.kind in "biuf":
         if column.datatype == BYTES:
             raise HTTPError(400, f"{what}: column {column.name!r} holds strings, got {raw.dtype} numbers")
@@ -363,6 +374,7 @@ def describe_inputs(estimator: Any) -> Inputs | None:
     if names is None or len(names) != n or not all(isinstance(s, str) for s in names):
         return Inputs("matrix", int(n))
     strings = [False] * int(n)
+    dropped: set[int] = set()
     by_name = False
     transformer = _column_transformer(estimator)
     if transformer is not None:
@@ -371,9 +383,12 @@ def describe_inputs(estimator: Any) -> Inputs | None:
         fitted = dict((name, t) for name, t, _ in transformer.transformers_)
         for name, indices in transformer._transformer_to_input_indices.items():
             part = fitted.get(name)
+            if isinstance(part, str) and part == "drop":
+                dropped.update(int(i) for i in indices)
             if part is None or isinstance(part, str) or not len(indices):
                 continue
             for i, is_string in zip(indices, _string_columns(part, len(indices)), strict=True):
                 strings[int(i)] = is_string
-    columns = tuple(Column(str(s), BYTES if strings[i] else FP64) for i, s in enumerate(names))
+    columns = tuple(Column(str(s), BYTES, read=False) if i in dropped else Column(str(s), BYTES if strings[i] else FP64)
+                    for i, s in enumerate(names))
     return Inputs("frame" if any(strings) or by_name else "matrix", int(n), columns)
