@@ -251,7 +251,7 @@ def test_an_unsigned_mmap_load_follows_later_writes(tmp_path: Path, tiny_map: No
 
 def test_served_signed_models_are_checked_against_the_scanned_key_at_load(tmp_path: Path) -> None:
     from aprender.serve import Policy, scan
-    from aprender.serve._registry import Limits, RepositoryError, load_version
+    from aprender.serve._models import Limits, RepositoryError, load_version
 
     path = tmp_path / "m" / "1" / "model.apr"
     path.parent.mkdir(parents=True)

@@ -35,8 +35,8 @@ from sklearn.base import is_regressor
 
 from aprender.exceptions import UnsupportedExportError
 from aprender.format.onnx import input_feed, to_onnx
+from aprender.format.onnx._converters import sync
 from aprender.format.onnx._meta import JSON_KEYS, PREFIX
-from aprender.format.onnx._registry import sync
 
 #: Instances whose class skl2onnx converts but which aprender refuses to export, with the
 #: reason: (a regex the UnsupportedExportError must match, why). docs/onnx.md has the same table.

@@ -85,7 +85,7 @@ def _own_without_converter(model: Any) -> bool:
     """
     from skl2onnx._supported_operators import sklearn_operator_name_map
 
-    from aprender.format.onnx._registry import sync
+    from aprender.format.onnx._converters import sync
 
     sync()
     return any(type(e).__module__.startswith("aprender.") and type(e) not in sklearn_operator_name_map

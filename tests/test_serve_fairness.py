@@ -16,7 +16,7 @@ import orjson
 from serve_helpers import X, same, serving
 
 from aprender.serve import ServeConfig
-from aprender.serve import _registry as registry_module
+from aprender.serve import _models as registry_module
 from aprender.serve._tensors import OFFLOAD_BYTES, Parser
 
 

@@ -54,7 +54,7 @@ def test_generate_streams_ndjson(serve_client, serve_repository):
 
 
 def test_an_internal_error_is_500_and_the_server_stays_up(serve_client, monkeypatch):
-    from aprender.serve._registry import Registry
+    from aprender.serve._models import Registry
 
     async def broken(self, *args, **kwargs):
         raise RuntimeError("boom")

@@ -83,7 +83,7 @@ def test_concurrent_requests_are_batched_and_split_exactly(serve_repository):
 
 
 def test_full_queue_is_503_and_the_server_stays_up(serve_repository, monkeypatch):
-    import aprender.serve._registry as registry_module
+    import aprender.serve._models as registry_module
 
     # PCA has no exact fast path, so its calls run in a thread and queue (models with fast paths
     # run on the event loop, which they never hold long enough for a queue to build).

@@ -141,7 +141,7 @@ def test_unknown_route_and_method(client):
 
 
 def test_ready_is_503_until_models_are_warm(models, monkeypatch):
-    import aprender.serve._registry as registry_module
+    import aprender.serve._models as registry_module
 
     gate = threading.Event()
     original = registry_module.load_version

@@ -219,13 +219,13 @@ def test_concurrent_dataframe_requests_are_batched_and_each_answer_is_exact(serv
     their rows), yet each answer has the bits of the pipeline's own predict_proba on that request's
     DataFrame alone, which a plain merged predict_proba does not give (BLAS sums a matrix-vector
     product in another order than one row's dot product)."""
-    from aprender.serve import _registry
+    from aprender.serve import _models
 
     _, loaded, _ = served
     model = loaded["churn"]
     aprender.save(model, tmp_path / "churn.apr")
     gate, entered, calls = threading.Event(), threading.Event(), []
-    real_runner = _registry._runner
+    real_runner = _models._runner
 
     def held_runner(loaded_model, outputs):
         run = real_runner(loaded_model, outputs)
@@ -239,7 +239,7 @@ def test_concurrent_dataframe_requests_are_batched_and_each_answer_is_exact(serv
 
         return held
 
-    monkeypatch.setattr(_registry, "_runner", held_runner)
+    monkeypatch.setattr(_models, "_runner", held_runner)
     sizes = [1, 3, 1, 2, 5, 1, 4, 1, 2]
     starts = np.cumsum([0, *sizes])
     frames = [FRAME.iloc[a:b] for a, b in itertools.pairwise(starts)]
@@ -278,7 +278,7 @@ def test_only_row_exact_transforms_are_batched():
     from aprender.decomposition import PCA
     from aprender.preprocessing import FunctionTransformer
     from aprender.serve._inputs import describe_inputs
-    from aprender.serve._registry import _split
+    from aprender.serve._models import _split
 
     numbers = FRAME[["age", "income.k"]].fillna(0.0)
     outputs = ("predict", "predict_proba")
@@ -296,7 +296,7 @@ def test_a_large_request_is_transformed_in_slices_with_the_same_bits(served):
     gives the event loop the GIL back between them), and the answer is the pipeline's own."""
     from aprender.serve import _rowwise
     from aprender.serve._inputs import describe_inputs
-    from aprender.serve._registry import _split
+    from aprender.serve._models import _split
 
     _, loaded, _ = served
     model = loaded["churn"]
@@ -317,7 +317,7 @@ def test_batched_pipelines_with_sparse_or_pandas_transforms_answer_each_request_
     """The final estimator gets each request's own rows whatever the transforms give: a sparse
     matrix (one-hot output kept sparse) or a DataFrame (set_output pandas)."""
     from aprender.serve._inputs import Frame, describe_inputs
-    from aprender.serve._registry import _split
+    from aprender.serve._models import _split
 
     sparse = make_pipeline(ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["home city", "kind"]),
                                               ("num", StandardScaler(), ["age"])], sparse_threshold=1.0),

@@ -27,9 +27,9 @@ from starlette.routing import Route, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aprender.serve import _mlflow, _ollama, _realizar, _v2
-from aprender.serve._http import Call, Handler, HTTPError, error_reply, json_response, send_reply
+from aprender.serve._http import Call, CallHandler, HTTPError, error_reply, json_response, send_reply
 from aprender.serve._metrics import Metrics
-from aprender.serve._registry import Limits, Registry
+from aprender.serve._models import Limits, Registry
 from aprender.serve._repository import Policy
 
 __all__ = ["ServeConfig", "create_app", "run"]
@@ -119,8 +119,8 @@ class _Front:
         self.metrics = metrics
         self.registry = registry
         self.max_body_size = max_body_size
-        self._exact: dict[str, tuple[str, Handler]] = {}
-        self._patterns: list[tuple[re.Pattern[str], str, Handler]] = []
+        self._exact: dict[str, tuple[str, CallHandler]] = {}
+        self._patterns: list[tuple[re.Pattern[str], str, CallHandler]] = []
         for template, handler in {**_realizar.calls, **_v2.calls, **_ollama.calls}.items():
             if "{" in template:
                 self._patterns.append((compile_path(template)[0], template, handler))
@@ -128,7 +128,7 @@ class _Front:
                 self._exact[template] = (template, handler)
         self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
-    def _route(self, path: str) -> tuple[str, Handler, dict[str, str]] | None:
+    def _route(self, path: str) -> tuple[str, CallHandler, dict[str, str]] | None:
         found = self._exact.get(path)
         if found is not None:
             return found[0], found[1], {}

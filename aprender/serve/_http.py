@@ -23,9 +23,9 @@ from starlette.types import Receive, Send
 from aprender.serve._errors import HTTPError, parse_json
 
 if TYPE_CHECKING:
-    from aprender.serve._registry import Registry
+    from aprender.serve._models import Registry
 
-__all__ = ["Call", "HTTPError", "Handler", "Reply", "dumps", "error_reply", "json_object", "json_response",
+__all__ = ["Call", "HTTPError", "CallHandler", "Reply", "dumps", "error_reply", "json_object", "json_response",
            "read_body", "read_json", "receive_body", "registry_of", "require_api_key", "send_reply"]
 
 #: orjson options: numpy arrays serialised natively, floats as the shortest repr that round-trips.
@@ -183,7 +183,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Handler = Callable[[Call], Awaitable[Reply]]
+CallHandler = Callable[[Call], Awaitable[Reply]]
 
 
 def error_reply(exc: HTTPError) -> Reply:

@@ -22,7 +22,7 @@ from aprender import __version__
 from aprender.serve._errors import parse_json
 from aprender.serve._http import (
     Call,
-    Handler,
+    CallHandler,
     HTTPError,
     Reply,
     dumps,
@@ -31,7 +31,7 @@ from aprender.serve._http import (
     registry_of,
 )
 from aprender.serve._inputs import rows_of
-from aprender.serve._registry import LoadedModel, Registry
+from aprender.serve._models import LoadedModel, Registry
 from aprender.serve._repository import OUTPUTS, Version
 
 __all__ = ["calls", "routes"]
@@ -220,4 +220,4 @@ routes = [
 ]
 
 #: The inference routes, answered from ASGI messages (see aprender.serve._http): path -> handler.
-calls: dict[str, Handler] = {"/api/generate": generate, "/api/chat": chat}
+calls: dict[str, CallHandler] = {"/api/generate": generate, "/api/chat": chat}

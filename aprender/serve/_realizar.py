@@ -18,7 +18,7 @@ from starlette.routing import Route
 from aprender._version import __version__
 from aprender.serve._http import (
     Call,
-    Handler,
+    CallHandler,
     HTTPError,
     Reply,
     dumps,
@@ -27,7 +27,7 @@ from aprender.serve._http import (
     registry_of,
 )
 from aprender.serve._inputs import rows_of
-from aprender.serve._registry import Registry
+from aprender.serve._models import Registry
 
 __all__ = ["calls", "routes"]
 
@@ -124,4 +124,4 @@ routes = [
 ]
 
 #: The inference routes, answered from ASGI messages (see aprender.serve._http): path -> handler.
-calls: dict[str, Handler] = {"/predict": predict}
+calls: dict[str, CallHandler] = {"/predict": predict}

@@ -26,7 +26,7 @@ from aprender._version import __version__
 from aprender.serve._errors import parse_json
 from aprender.serve._http import (
     Call,
-    Handler,
+    CallHandler,
     HTTPError,
     Reply,
     dumps,
@@ -36,7 +36,7 @@ from aprender.serve._http import (
     require_api_key,
 )
 from aprender.serve._inputs import Inputs, check_rows
-from aprender.serve._registry import LoadedModel
+from aprender.serve._models import LoadedModel
 from aprender.serve._tensors import DTYPES, OFFLOAD_BYTES, Tensor, read_tensors
 
 __all__ = ["calls", "routes"]
@@ -281,4 +281,5 @@ routes = [
 ]
 
 #: The inference routes, answered from ASGI messages (see aprender.serve._http): path -> handler.
-calls: dict[str, Handler] = {"/v2/models/{model}/infer": infer, "/v2/models/{model}/versions/{version}/infer": infer}
+calls: dict[str, CallHandler] = {"/v2/models/{model}/infer": infer,
+                                 "/v2/models/{model}/versions/{version}/infer": infer}

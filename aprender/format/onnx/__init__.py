@@ -55,12 +55,12 @@ except ImportError as exc:
 from aprender.exceptions import AprenderError, UnsupportedExportError
 from aprender.format._formats import model_type_keyword
 from aprender.format._io import existing_file, write_atomic
+from aprender.format.onnx._converters import nested, register_converter, sync
 from aprender.format.onnx._gaps import check_exportable
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format.onnx._inspect import inspect_file, load_tensors, validate_file
 from aprender.format.onnx._meta import doc_string, model_props
 from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
-from aprender.format.onnx._registry import nested, register_converter, sync
 
 __all__ = [
     "EXPORT_ONLY",

@@ -11,7 +11,7 @@ from typing import Any
 
 from aprender.codec import ModelType
 from aprender.exceptions import UnsupportedExportError, UnsupportedTypeError
-from aprender.format.onnx._registry import nested, sync
+from aprender.format.onnx._converters import nested, sync
 
 __all__ = ["UNSUPPORTED", "check_exportable"]
 

@@ -24,8 +24,8 @@ import numpy as np
 
 from aprender.ensemble import MixtureOfExpertsClassifier, MixtureOfExpertsRegressor, SoftmaxGating
 from aprender.exceptions import UnsupportedExportError
+from aprender.format.onnx._converters import register_converter
 from aprender.format.onnx._inputs import label_values
-from aprender.format.onnx._registry import register_converter
 
 __all__ = ["register"]
 

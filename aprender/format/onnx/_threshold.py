@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from aprender.exceptions import UnsupportedExportError
-from aprender.format.onnx._registry import replace_converter
+from aprender.format.onnx._converters import replace_converter
 
 __all__ = ["pos_label", "register", "response_method", "threshold", "threshold_gap"]
 
