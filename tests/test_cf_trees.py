@@ -10,15 +10,12 @@ pairwise-distance code or its in-place table writes.
 from __future__ import annotations
 
 import copy
-import json
-import subprocess
-import sys
-import textwrap
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from child import load_and_use
 
 import aprender
 from aprender.cluster import Birch, BisectingKMeans
@@ -176,27 +173,7 @@ BISECTING_CASES: dict[str, Callable[[dict, dict], None]] = {
 
 _USE = {"birch": "m.predict(X); m.transform(X); m.partial_fit(X)", "bisecting": "m.predict(X); m.transform(X)"}
 
-_CHILD = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    import aprender
-    from aprender.exceptions import AprenderError
-    X = np.random.RandomState(2).normal(size=(60, 3))
-    out = {}
-    for case, (path, use) in json.loads(sys.argv[1]).items():
-        try:
-            m = aprender.load(path)
-        except AprenderError as exc:
-            out[case] = f"AprenderError: {exc}"
-            continue
-        try:
-            exec(use)
-        except Exception as exc:
-            out[case] = f"USED, raised {type(exc).__name__}: {exc}"
-        else:
-            out[case] = "USED"
-    print(json.dumps(out))
-""")
+_SETUP = "import numpy as np\nX = np.random.RandomState(2).normal(size=(60, 3))\n"
 
 
 def _crafted(state: ModelState, edit: Callable[[dict, dict], None]) -> bytes:
@@ -220,10 +197,7 @@ def crafted(tmp_path_factory) -> dict[str, tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def child_results(crafted) -> dict[str, str]:
-    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(crafted)], capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert done.returncode == 0, f"child died with {done.returncode}: {done.stderr[-2000:]}"
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return load_and_use(crafted, _SETUP)
 
 
 @pytest.mark.parametrize("case", [f"birch-{c}" for c in BIRCH_CASES] + [f"bisecting-{c}" for c in BISECTING_CASES])

@@ -7,12 +7,10 @@ instead of killing pytest; the child must raise an ``AprenderError``.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
+from child import load_and_use
 from sklearn.cluster import HDBSCAN
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import SGDClassifier
@@ -55,25 +53,8 @@ def _edit(state: ModelState, attr: str, field: str, value: object = None, tensor
 
 
 def _load_in_subprocess(paths: dict[str, str]) -> dict[str, str]:
-    """Load every file in one child process; case -> "AprenderError: ..." or "LOADED"."""
-    code = textwrap.dedent("""
-        import json, sys
-        import aprender
-        from aprender.exceptions import AprenderError
-        out = {}
-        for case, path in json.loads(sys.argv[1]).items():
-            try:
-                aprender.load(path)
-            except AprenderError as exc:
-                out[case] = f"AprenderError: {exc}"
-            else:
-                out[case] = "LOADED"
-        print(json.dumps(out))
-    """)
-    done = subprocess.run([sys.executable, "-c", code, json.dumps(paths)], capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert done.returncode == 0, f"child died with {done.returncode}: {done.stderr[-2000:]}"
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """Load every file in one child process; case -> "AprenderError: ..." or "USED" (loaded)."""
+    return load_and_use({case: (path, "") for case, path in paths.items()})
 
 
 CASES = {

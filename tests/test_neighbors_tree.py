@@ -9,15 +9,12 @@ instead of killing pytest.
 from __future__ import annotations
 
 import copy
-import json
-import subprocess
-import sys
-import textwrap
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+from child import load_and_use
 from sklearn.neighbors import (
     KDTree,
     KNeighborsTransformer,
@@ -263,36 +260,20 @@ def crafted() -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def child_results(crafted, tmp_path_factory) -> dict[str, str]:
-    """Load and query every crafted file in one child process: case -> "AprenderError: ..." or "QUERIED"."""
+    """Load and query every crafted file in one child process: case -> "AprenderError: ..." or "USED" (queried)."""
     folder = tmp_path_factory.mktemp("trees")
     paths = {}
     for case, raw in {**crafted, "unedited": _crafted("kd", lambda items, tensors: None)}.items():
         paths[case] = str(folder / f"{case}.safetensors")
         (folder / f"{case}.safetensors").write_bytes(raw)
-    code = textwrap.dedent("""
-        import json, sys
-        import numpy as np
-        import aprender
-        from aprender.exceptions import AprenderError
-        queries = np.random.RandomState(1).normal(size=(20, 3)) * 3
-        out = {}
-        for case, path in json.loads(sys.argv[1]).items():
-            try:
-                model = aprender.load(path)
-            except AprenderError as exc:
-                out[case] = f"AprenderError: {exc}"
-                continue
-            model.kneighbors(queries, 5)
-            model.radius_neighbors(queries, 2.0)
-            for dual in (False, True):
-                model._tree.query(queries, 5, dualtree=dual, breadth_first=not dual)
-            out[case] = "QUERIED"
-        print(json.dumps(out))
-    """)
-    done = subprocess.run([sys.executable, "-c", code, json.dumps(paths)], capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert done.returncode == 0, f"child died with {done.returncode}: {done.stderr[-2000:]}"
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    use = """
+m.kneighbors(queries, 5)
+m.radius_neighbors(queries, 2.0)
+for dual in (False, True):
+    m._tree.query(queries, 5, dualtree=dual, breadth_first=not dual)
+"""
+    setup = "import numpy as np\nqueries = np.random.RandomState(1).normal(size=(20, 3)) * 3\n"
+    return load_and_use({case: (path, use) for case, path in paths.items()}, setup)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -306,7 +287,7 @@ def test_crafted_tree_is_refused_before_any_query(case, crafted, child_results) 
 
 def test_the_crafting_keeps_an_unedited_tree_loadable(child_results) -> None:
     """The editing itself breaks nothing: the same round trip with no edit loads and answers, here and in the child."""
-    assert child_results["unedited"] == "QUERIED"
+    assert child_results["unedited"] == "USED"
     loaded = safetensors.load(_crafted("kd", lambda items, tensors: None))
     assert np.array_equal(loaded.kneighbors(Q)[1], _fits()["kd"]().kneighbors(Q)[1])
     assert set(dict(to_state(_fits()["ball"]()).meta["model"]["attrs"]["_tree"]["items"])) == FIELDS

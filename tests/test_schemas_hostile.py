@@ -10,14 +10,11 @@ process, so a segfault fails the test instead of killing pytest.
 from __future__ import annotations
 
 import copy
-import json
-import subprocess
-import sys
-import textwrap
 from collections.abc import Callable
 
 import numpy as np
 import pytest
+from child import load_and_use
 from sklearn.cluster import Birch, FeatureAgglomeration
 from sklearn.decomposition import NMF, LatentDirichletAllocation, MiniBatchNMF
 from sklearn.feature_extraction import DictVectorizer
@@ -202,40 +199,20 @@ def files(states, tmp_path_factory) -> dict[str, str]:
     return out
 
 
-_CHILD = textwrap.dedent("""
-    import json, sys
+_SETUP = """
     import numpy as np
-    import aprender
-    from aprender.exceptions import AprenderError
     rng = np.random.RandomState(0)
     X = rng.normal(size=(40, 5))
     Y3 = (X[:, 0] > 0.5).astype(int) + (X[:, 0] > -0.5)
     YR = X @ np.arange(1.0, 6.0)
     COUNTS = rng.poisson(2.0, size=(40, 5)).astype(float)
-    out = {}
-    for case, (path, use) in json.loads(sys.argv[1]).items():
-        try:
-            m = aprender.load(path)
-        except AprenderError as exc:
-            out[case] = f"AprenderError: {exc}"
-            continue
-        try:
-            eval(use)
-        except Exception as exc:
-            out[case] = f"USED, raised {type(exc).__name__}"
-        else:
-            out[case] = "USED"
-    print(json.dumps(out))
-""")
+"""
 
 
 @pytest.fixture(scope="module")
 def child_results(files) -> dict[str, str]:
     uses = {case: (files[case], CASES[case][3]) for case in CASES} | {"birch": (files["birch"], "m.predict(X)")}
-    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(uses)], capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert done.returncode == 0, f"child died with {done.returncode}: {done.stderr[-2000:]}"
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return load_and_use(uses, _SETUP)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
