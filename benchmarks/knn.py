@@ -1,7 +1,7 @@
 """KNN at scale: save and load of a KNeighborsClassifier fitted on 1M rows, aprender against joblib.
 
 A neighbors estimator's file holds its training data and its KD/Ball tree. aprender stores
-the tree's arrays and checks them on load in vectorized passes (schemas/binary_tree.py);
+the tree's arrays and checks them on load in vectorized passes (schemas/_binary_tree.py);
 files written before that store only the leaf size and rebuild the tree from the data,
 which the "older file" row measures. Contenders, for a KD tree and a ball tree:
 

@@ -55,7 +55,7 @@ def table() -> str:
         if info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{schemas.__name__}.{info.name}")
-        for classes, _ in getattr(module, "SCHEMAS", ()):  # helper modules have none
+        for classes, _ in module.SCHEMAS:
             for cls in classes:
                 schema_modules[public_key(cls)] = module.__name__
     generic: dict[str, tuple[str, str]] = {}

@@ -18,7 +18,7 @@ from sklearn.neighbors import KernelDensity, NearestNeighbors
 from sklearn.preprocessing import SplineTransformer
 
 from aprender.codec import ModelState, canonical_json, from_state, to_state
-from aprender.codec.schemas.binary_tree import FIELDS
+from aprender.codec.schemas._binary_tree import FIELDS
 from aprender.exceptions import FormatError
 from aprender.format import safetensors
 

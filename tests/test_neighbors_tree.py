@@ -29,7 +29,7 @@ from sklearn.preprocessing import StandardScaler
 import aprender
 from aprender.codec import ModelState, from_state, to_state
 from aprender.codec.schemas import neighbors as schema
-from aprender.codec.schemas.binary_tree import FIELDS, layout, levels
+from aprender.codec.schemas._binary_tree import FIELDS, layout, levels
 from aprender.exceptions import FormatError, UnsupportedTypeError
 from aprender.format import safetensors
 from aprender.neighbors import KNeighborsClassifier, KNeighborsRegressor

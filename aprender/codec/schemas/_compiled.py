@@ -57,7 +57,7 @@ _LIBSVM = Reach("`support_`, `support_vectors_`, `_n_support`, `_dual_coef_`, `_
 _NEIGHBORS = Reach("`_fit_X`, `n_samples_fit_`, `_tree`, `_fit_method`, metric",
                    "pairwise-distance reductions (`ArgKmin`, `RadiusNeighbors`), `KDTree`/`BallTree`", "schema",
                    "`schemas/neighbors.py`: `_fit_X` is `n_samples_fit_` x `n_features_in_`, `_fit_method` and "
-                   "metric from fixed lists; the search tree's arrays (`schemas/binary_tree.py`): the node layout "
+                   "metric from fixed lists; the search tree's arrays (`schemas/_binary_tree.py`): the node layout "
                    "the constructor derives from the sample count and leaf size, `idx_array` a permutation of the "
                    "rows, finite bounds and radii, KD boxes ordered and nested; its data is `_fit_X`")
 _NEIGHBORS_CLASSIFIER = Reach(

@@ -1,7 +1,7 @@
 """Schemas of the nearest-neighbour estimators (every subclass of scikit-learn's NeighborsBase).
 
 The fitted KDTree/BallTree is stored as its arrays and settings and checked on load
-(``schemas/binary_tree.py``: the node layout is the constructor's, ``idx_array`` a
+(``schemas/_binary_tree.py``: the node layout is the constructor's, ``idx_array`` a
 permutation of the rows, bounds finite, a KD tree's boxes ordered and nested), so
 a load costs what its bytes cost and a query never reads outside the arrays nor returns
 an index past ``_fit_X``. The tree's data is ``_fit_X`` itself, stored once. Older files
@@ -26,8 +26,8 @@ from sklearn import neighbors as sk
 from aprender import neighbors as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features
+from aprender.codec.schemas._binary_tree import FIELDS, TREES, check_tree, export_tree, restore_tree
 from aprender.codec.schemas._model_checks import choice, integer, is_fitted, real
-from aprender.codec.schemas.binary_tree import FIELDS, TREES, check_tree, export_tree, restore_tree
 
 _TREES = TREES
 
