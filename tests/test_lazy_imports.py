@@ -7,6 +7,7 @@ quantized tensors must load without it, and without the schema modules of other 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -242,7 +243,8 @@ _CLI_COMMANDS = {
     "inspect apr": (["inspect", "{apr}"], (*_NO_GGUF, "cryptography", *_NO_CODEC)),
     "inspect safetensors": (["inspect", "{safetensors}"], (*_NO_GGUF, "cryptography", *_NO_CODEC)),
     "inspect gguf": (["inspect", "{gguf}"], ("ml_dtypes", "cryptography", *_NO_CODEC)),
-    "inspect onnx": (["inspect", "{onnx}"], ("gguf", "skl2onnx", "cryptography", "aprender.codec._decode")),
+    "inspect onnx": (["inspect", "{onnx}"], ("gguf", "skl2onnx", "cryptography", "aprender.codec._decode",
+                                             "aprender.codec._encode")),
     "inspect --json signed": (["inspect", "--json", "{signed}"], (*_NO_GGUF, *_NO_CODEC)),
     "verify": (["verify", "{signed}", "--key", "{key}.pub"], (*_NO_GGUF, *_NO_CODEC)),
     "sign": (["sign", "{apr}", "--key", "{key}", "-o", "{out}", "--force"], (*_NO_GGUF, *_NO_CODEC)),
@@ -262,6 +264,26 @@ def test_header_commands_import_no_estimator_library(case: str, cli_files, tmp_p
     if case == "--help":  # the commands are listed from a table: none of their modules is imported
         assert not [m for m in loaded if m.startswith("aprender.cli._") and m not in (
             "aprender.cli._app", "aprender.cli._options", "aprender.cli._render")], loaded
+
+
+@pytest.mark.parametrize(("user_setting", "threads"), [(None, "1"), ("2", "2")])
+def test_byte_commands_start_numpy_with_one_blas_thread(user_setting, threads, cli_files) -> None:
+    """inspect starts numpy (through gguf) with one OpenBLAS thread unless the user chose a number,
+    and gives the environment back as it found it."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if user_setting is not None:
+        env["OPENBLAS_NUM_THREADS"] = user_setting
+    code = ("import os, sys\nfrom aprender.cli import main\nassert main(sys.argv[1:]) == 0\n"
+            "from threadpoolctl import threadpool_info\n"
+            "blas = [p['num_threads'] for p in threadpool_info() if p['internal_api'] == 'openblas']\n"
+            "print(blas, os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, "inspect", cli_files["gguf"]], capture_output=True, text=True,
+                          env=env, check=True)
+    counts, left = done.stderr.strip().splitlines()[-1].rsplit(" ", 1)
+    if counts == "[]":
+        pytest.skip("numpy here is not built on OpenBLAS: no BLAS thread pool to size")
+    assert json.loads(counts) == [int(threads)] * len(json.loads(counts)), done.stderr
+    assert left == str(user_setting), done.stderr  # None: the variable is gone again
 
 
 def test_validate_imports_what_its_model_needs_and_no_other_family(cli_files) -> None:

@@ -36,7 +36,7 @@ from sklearn.base import is_regressor
 from aprender.exceptions import UnsupportedExportError
 from aprender.format.onnx import input_feed, to_onnx
 from aprender.format.onnx._converters import sync
-from aprender.format.onnx._meta import JSON_KEYS, PREFIX
+from aprender.format.onnx._props import JSON_KEYS, PREFIX
 
 #: Instances whose class skl2onnx converts but which aprender refuses to export, with the
 #: reason: (a regex the UnsupportedExportError must match, why). docs/onnx.md has the same table.

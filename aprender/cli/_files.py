@@ -10,22 +10,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import numpy as np
 
 import aprender
+from aprender import codec
 from aprender._lazy import bfloat16
 from aprender.cli._foreign import custom_state, foreign_source, is_raw
 from aprender.cli._options import CommandError
 from aprender.cli._secrets import Secrets
-from aprender.codec import ModelState, from_state, to_state
 from aprender.exceptions import UnsupportedExportError
 from aprender.format import ModelInfo
 from aprender.format._api import file_format as sniff_format
 from aprender.format._formats import FORMATS as TABLE
 from aprender.format._formats import by_suffix, having
+
+if TYPE_CHECKING:
+    from aprender.codec import ModelState
 
 __all__ = [
     "DTYPES",
@@ -121,7 +123,7 @@ def rebuild(state: ModelState) -> Any:
     if is_raw(state):
         raise UnsupportedExportError("the file holds raw tensors (model type Custom), not a model aprender can "
                                      "rebuild")
-    return from_state(plain(state))
+    return codec.from_state(plain(state))
 
 
 def cast(state: ModelState, dtype: str) -> ModelState:
@@ -131,14 +133,16 @@ def cast(state: ModelState, dtype: str) -> ModelState:
     dtype and loading restores it; raw tensors are simply cast. User metadata and
     .apr records (name, license, ...) are kept.
     """
+    import numpy as np
+
     target = bfloat16() if dtype == "bf16" else np.dtype(DTYPES[dtype])
     if is_raw(state):
         tensors = {k: v.astype(target) if v.dtype.name in ITEMSIZES else v for k, v in state.tensors.items()}
-        return ModelState(tensors, state.meta)
-    fresh = to_state(rebuild(state), dtype=None if target == np.float64 else target.name,
+        return codec.ModelState(tensors, state.meta)
+    fresh = codec.to_state(rebuild(state), dtype=None if target == np.float64 else target.name,
                      metadata=state.user_metadata)
     kept = {k: v for k, v in state.meta.items() if k not in fresh.meta and k != "quantization"}
-    return ModelState(fresh.tensors, {**fresh.meta, **kept})
+    return codec.ModelState(fresh.tensors, {**fresh.meta, **kept})
 
 
 def read_sample(path: Path, model: Any) -> Any:
@@ -163,6 +167,8 @@ def read_sample(path: Path, model: Any) -> Any:
 
 
 def _onnx(state: ModelState, path: Path, dtype: str | None, sample: Path | None) -> None:
+    import numpy as np
+
     from aprender.format import onnx
 
     model = rebuild(state)

@@ -9,21 +9,27 @@ and ``inspect_file`` of both); this module only shapes what the CLI keeps of the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from aprender.codec import SCHEMA_VERSION, ModelState, ModelType
+from aprender import codec
 from aprender.format import ModelInfo
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from aprender.codec import ModelState
 
 __all__ = ["block_bits", "custom_state", "foreign_source", "is_raw"]
 
 
 def custom_state(tensors: dict[str, np.ndarray], source: dict[str, Any]) -> ModelState:
     """A ModelState of raw tensors (model type Custom, no estimator) with its ``source`` record."""
+    import numpy as np
+
     tensors = {name: np.ascontiguousarray(array) for name, array in sorted(tensors.items())}
-    return ModelState(tensors=tensors, meta={"schema": SCHEMA_VERSION, "model_type": int(ModelType.CUSTOM),
-                                             "source": source})
+    return codec.ModelState(tensors=tensors, meta={"schema": codec.SCHEMA_VERSION,
+                                                   "model_type": int(codec.ModelType.CUSTOM),
+                                                   "source": source})
 
 
 def is_raw(state: ModelState) -> bool:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import numpy as np
 
 from aprender.cli._files import ITEMSIZES, Loaded, info_of, plain, read
 from aprender.cli._foreign import block_bits
@@ -16,6 +15,9 @@ from aprender.cli._render import console, emit_json, kv_table, number, short, si
 from aprender.cli._secrets import Secrets, secret_options
 from aprender.format import ModelInfo
 from aprender.format._formats import FORMATS
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["inspect", "inspect_report"]
 
@@ -87,6 +89,8 @@ def _quantization(info: ModelInfo) -> dict[str, Any]:
 
 
 def _stats(array: np.ndarray) -> dict[str, Any]:
+    import numpy as np
+
     values = np.asarray(array, dtype=np.float64).ravel()
     nan = np.isnan(values)
     n_nan = int(nan.sum())

@@ -59,7 +59,6 @@ from aprender.format.onnx._converters import nested, register_converter, sync
 from aprender.format.onnx._gaps import check_exportable
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format.onnx._inspect import inspect_file, load_tensors, validate_file
-from aprender.format.onnx._meta import doc_string, model_props
 from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
 
 __all__ = [
@@ -358,6 +357,9 @@ def to_onnx(
     'aprender.linear_model.LinearRegression'
     """
     from sklearn.utils.validation import check_is_fitted
+
+    # the metadata writer needs the codec's encoder; reading an .onnx file does not
+    from aprender.format.onnx._meta import doc_string, model_props
 
     dtype = np.dtype(dtype)
     if dtype not in FLOAT_DTYPES:

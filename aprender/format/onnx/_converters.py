@@ -16,8 +16,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aprender.codec import registered
-
 __all__ = ["nested", "register_converter", "replace_converter", "sync"]
 
 @dataclass(frozen=True)
@@ -199,6 +197,8 @@ def sync() -> None:
     global _synced
     with _lock:
         from skl2onnx._supported_operators import sklearn_operator_name_map
+
+        from aprender.codec import registered  # the class table: an export needs it, inspecting a file does not
 
         entries = registered()
         for cls, entry in list(_extra.items()):

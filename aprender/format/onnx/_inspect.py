@@ -12,7 +12,7 @@ from aprender.codec import ModelType
 from aprender.exceptions import FormatError
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import existing_file
-from aprender.format.onnx._meta import read_props
+from aprender.format.onnx._props import read_props
 
 __all__ = ["inspect_file", "load_tensors", "validate_file"]
 

@@ -8,8 +8,6 @@ without the fitted attributes, which the graph itself carries.
 
 from __future__ import annotations
 
-import contextlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,12 +18,9 @@ from aprender.codec._encode import Encoder
 from aprender.codec._registry import entry_for_class, public_key
 from aprender.codec._state import _versions, canonical_json, to_state
 from aprender.exceptions import UnsupportedTypeError
+from aprender.format.onnx._props import PREFIX
 
-__all__ = ["PREFIX", "doc_string", "model_props", "read_props"]
-
-PREFIX = "aprender."
-#: Keys whose values are JSON; the others are plain strings.
-JSON_KEYS = frozenset({"params", "versions", "user", "feature_names_in"})
+__all__ = ["doc_string", "model_props"]
 
 
 def _params_only(node: Any) -> Any:
@@ -108,21 +103,3 @@ def doc_string(model: Any, key: str) -> str:
     from aprender._version import __version__
 
     return f"{type(model).__name__} ({key}) exported by aprender {__version__}"
-
-
-def read_props(props: Mapping[str, str]) -> dict[str, Any]:
-    """aprender's ``metadata_props`` without the prefix, JSON values parsed.
-
-    A value that is not valid JSON is kept as its string: the file is readable even
-    when another tool rewrote its properties.
-    """
-    out: dict[str, Any] = {}
-    for name, value in props.items():
-        if not name.startswith(PREFIX):
-            continue
-        key = name[len(PREFIX):]
-        if key in JSON_KEYS:
-            with contextlib.suppress(ValueError):
-                value = json.loads(value)
-        out[key] = value
-    return out
