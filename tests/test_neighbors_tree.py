@@ -291,3 +291,111 @@ def test_the_crafting_keeps_an_unedited_tree_loadable(child_results) -> None:
     loaded = safetensors.load(_crafted("kd", lambda items, tensors: None))
     assert np.array_equal(loaded.kneighbors(Q)[1], _fits()["kd"]().kneighbors(Q)[1])
     assert set(dict(to_state(_fits()["ball"]()).meta["model"]["attrs"]["_tree"]["items"])) == FIELDS
+
+
+# -- KernelDensity's tree_ (the binary_tree handler) -------------------------------------------------
+
+_W = _RNG.uniform(0.5, 2.0, size=30)
+
+
+def _kdes() -> dict[str, Callable[[], Any]]:
+    from sklearn.neighbors import KernelDensity
+
+    return {
+        "kde-kd": lambda: KernelDensity(algorithm="kd_tree", leaf_size=4, bandwidth=0.7).fit(X),
+        "kde-ball-weighted": lambda: KernelDensity(algorithm="ball_tree", leaf_size=3).fit(X, sample_weight=_W),
+        "kde-kd-minkowski3": lambda: KernelDensity(algorithm="kd_tree", leaf_size=2, metric="minkowski",
+                                                   metric_params={"p": 3}, kernel="tophat").fit(X),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_kdes()))
+@pytest.mark.parametrize("mmap", [False, True])
+def test_kernel_density_tree_is_restored_not_rebuilt(name, mmap, tmp_path, monkeypatch) -> None:
+    model = _kdes()[name]()
+    aprender.save(model, tmp_path / "k.apr")
+    tree_cls = type(model.tree_)
+
+    def refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the tree was rebuilt")
+
+    monkeypatch.setattr(tree_cls, "__init__", refuse)
+    loaded = aprender.load(tmp_path / "k.apr", mmap=mmap)
+    monkeypatch.undo()
+    assert type(loaded.tree_) is tree_cls
+    for a, b in zip(model.tree_.get_arrays(), loaded.tree_.get_arrays(), strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert loaded.tree_.sum_weight == model.tree_.sum_weight
+    assert np.array_equal(loaded.score_samples(Q), model.score_samples(Q))
+    assert np.array_equal(loaded.sample(4, random_state=0), model.sample(4, random_state=0))
+
+
+def test_an_older_kernel_density_file_rebuilds_its_tree() -> None:
+    model = _kdes()["kde-ball-weighted"]()
+    state = to_state(model)
+    meta = copy.deepcopy(state.meta)
+    node = meta["model"]["attrs"]["tree_"]
+    dropped = {"n_levels", "n_nodes", "idx_array", "node_bounds", *schema_fields()}
+    meta["model"]["attrs"]["tree_"] = {k: v for k, v in node.items() if k not in dropped}
+    tensors = {k: v for k, v in state.tensors.items() if k.split(".")[-1] not in dropped}
+    loaded = safetensors.load(safetensors.state_to_bytes(ModelState(tensors=tensors, meta=meta)))
+    for a, b in zip(model.tree_.get_arrays(), loaded.tree_.get_arrays(), strict=True):
+        assert np.array_equal(a, b)
+    assert np.array_equal(loaded.score_samples(Q), model.score_samples(Q))
+
+
+def schema_fields() -> tuple[str, ...]:
+    from aprender.codec.schemas._binary_tree import NODE_FIELDS
+
+    return NODE_FIELDS
+
+
+def _kde_tensor(name: str, change: Callable[[np.ndarray], Any]) -> Callable[[dict, dict], None]:
+    def edit(node: dict[str, Any], tensors: dict[str, np.ndarray]) -> None:
+        tensors[f"tree_.{name}"] = np.ascontiguousarray(change(tensors[f"tree_.{name}"].copy()))
+
+    return edit
+
+
+#: case -> (model, edit of the tree_ node and tensors, what the error says)
+KDE_CASES: dict[str, tuple[str, Callable[[dict, dict], None], str]] = {
+    "kde-idx-array-past-data": ("kde-kd", _kde_tensor("idx_array", _poke(0, 2**40)), "permutation of range(30)"),
+    "kde-idx-array-duplicate": ("kde-ball-weighted", _kde_tensor("idx_array", _poke(1, 0)), "permutation"),
+    "kde-idx-end-off-by-one": ("kde-kd", _kde_tensor("idx_end", _poke(3, 9)), "'idx_end' does not match"),
+    "kde-last-node-not-a-leaf": ("kde-kd", _kde_tensor("is_leaf", _drop_last_leaf_mark), "'is_leaf' does not match"),
+    "kde-swapped-bounds": ("kde-kd", _kde_tensor("node_bounds", lambda a: a[::-1]), "lower bound exceeds"),
+    "kde-nan-radius": ("kde-ball-weighted", _kde_tensor("radius", _poke(2, np.nan)), "'radius' must hold finite"),
+    "kde-node-count-huge": ("kde-kd", lambda node, tensors: node.update(n_nodes=2**62), "'n_nodes' is"),
+    "kde-levels-for-other-data": ("kde-kd", _kde_tensor("data", lambda a: a[:7]), "'n_levels' is 3, a tree of 7"),
+    "kde-partial-tree": ("kde-kd", lambda node, tensors: node.pop("idx_array"), "a stored tree needs all of"),
+}
+
+
+def _crafted_kde(model: str, edit: Callable[[dict, dict], None]) -> bytes:
+    state = to_state(_kdes()[model]())
+    meta, tensors = copy.deepcopy(state.meta), dict(state.tensors)
+    edit(meta["model"]["attrs"]["tree_"], tensors)
+    return safetensors.state_to_bytes(ModelState(tensors=tensors, meta=meta))
+
+
+@pytest.fixture(scope="module")
+def kde_child_results(tmp_path_factory) -> dict[str, str]:
+    """Load and use every crafted KernelDensity file in one child: case -> "AprenderError: ..." or "USED"."""
+    folder = tmp_path_factory.mktemp("kde")
+    paths = {}
+    for case, (model, edit, _) in {**KDE_CASES, "unedited": ("kde-kd", lambda n, t: None, "")}.items():
+        paths[case] = str(folder / f"{case}.safetensors")
+        (folder / f"{case}.safetensors").write_bytes(_crafted_kde(model, edit))
+    use = "m.score_samples(queries)\nm.sample(5, random_state=0)\n"
+    setup = "import numpy as np\nqueries = np.random.RandomState(1).normal(size=(20, 3)) * 3\n"
+    return load_and_use({case: (path, use) for case, path in paths.items()}, setup)
+
+
+@pytest.mark.parametrize("case", sorted(KDE_CASES))
+def test_crafted_kernel_density_tree_is_refused_before_use(case, kde_child_results) -> None:
+    model, edit, message = KDE_CASES[case]
+    with pytest.raises(FormatError) as info:
+        safetensors.load(_crafted_kde(model, edit))
+    assert message in str(info.value) and "tree_" in str(info.value)
+    assert kde_child_results[case].startswith("AprenderError:"), kde_child_results[case]
+    assert kde_child_results["unedited"] == "USED"

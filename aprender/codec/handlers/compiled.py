@@ -1,11 +1,15 @@
-"""Values that reach compiled code indexing memory: rebuilt from validated data, never restored.
+"""Values that reach compiled code indexing memory: rebuilt from validated data, or restored once checked.
 
-- ``binary_tree``: ``sklearn.neighbors.KDTree`` / ``BallTree`` (the ``_tree`` of every
-  neighbors estimator, KernelDensity's ``tree_``). Their internal node arrays index the
-  data in Cython without bounds checks, so they are never read from a file: the file
-  holds the training data, ``leaf_size``, the metric name (and Minkowski ``p`` / ``w``)
-  and optional sample weights, and the tree is built again by its constructor (which
-  is deterministic: same data, same tree).
+- ``binary_tree``: ``sklearn.neighbors.KDTree`` / ``BallTree`` (KernelDensity's ``tree_``,
+  a tree held in a user's own attribute). The file holds the data, ``leaf_size``, the
+  metric name (and Minkowski ``p`` / ``w``), optional sample weights and the tree's own
+  arrays. Their node arrays index the data in Cython without bounds checks, so they are
+  checked for exactly what the query code trusts (``schemas/_binary_tree.py``, vectorized
+  passes of cost O(rows x features), the checks a neighbors estimator's ``_tree`` gets)
+  and the tree is assembled by its own ``__setstate__``: a load costs what the bytes
+  cost, not the ``O(n log n)`` of building the tree. A file without the arrays (written
+  before they were stored) has its tree built again by the constructor (deterministic:
+  same data, same tree).
 - ``interp1d``: ``scipy.interpolate.interp1d`` (IsotonicRegression's ``f_``), rebuilt
   by its constructor from ``x``, ``y`` and its options (the constructor checks them).
 - ``bspline``: ``scipy.interpolate.BSpline`` (SplineTransformer's ``bsplines_``),
@@ -26,6 +30,7 @@ from sklearn.neighbors import BallTree, KDTree
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join, preview
 from aprender.codec.handlers._base import ANY, NULL, TENSOR, Handler, register_handler, tensor_field
+from aprender.codec.schemas._binary_tree import check_tree, distance_metric, restore_tree, tree_arrays
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
@@ -34,6 +39,10 @@ if TYPE_CHECKING:
 __all__ = ["BINARY_TREE", "BSPLINE", "INTERP1D"]
 
 _TREES = {"KDTree": KDTree, "BallTree": BallTree}
+#: The tree-building method each kind is (the name a neighbors estimator's ``_fit_method`` gives it).
+_METHODS = {"KDTree": "kd_tree", "BallTree": "ball_tree"}
+#: The stored tree arrays and the dtype kinds they may have.
+_ARRAYS = {"idx_array": "i", "node_bounds": "f", "idx_start": "i", "idx_end": "i", "is_leaf": "i", "radius": "f"}
 #: Metrics without parameters, by the class scikit-learn builds for them.
 _PLAIN_METRICS = {cls.__name__: name for name, cls in METRIC_MAPPING64.items()
                   if name in ("euclidean", "manhattan", "chebyshev", "hamming", "canberra", "braycurtis",
@@ -64,7 +73,23 @@ def _encode_tree(tree: Any, enc: Encoding, path: str) -> dict[str, Any]:
     node["data"] = enc.tensor(data, join(path, "data"))
     if weights is not None:
         node["sample_weight"] = enc.tensor(np.asarray(weights), join(path, "sample_weight"))
+    arrays = tree_arrays(tree)
+    node["n_levels"], node["n_nodes"] = arrays["n_levels"], arrays["n_nodes"]
+    for name in _ARRAYS:
+        node[name] = enc.tensor(arrays[name], join(path, name))
     return node
+
+
+def _stored_tree(node: Mapping[str, Any], dec: Decoding, path: str) -> dict[str, Any] | None:
+    """The tree's own arrays, unchecked, or None for a file that stores only what rebuilds it."""
+    present = [name for name in ("n_levels", "n_nodes", *_ARRAYS) if name in node]
+    if not present:
+        return None
+    if len(present) != 2 + len(_ARRAYS):
+        raise fail(path, f"a stored tree needs all of n_levels, n_nodes, {', '.join(_ARRAYS)}; found only "
+                         f"{', '.join(present)}")
+    return {"leaf_size": node["leaf_size"], "n_levels": node["n_levels"], "n_nodes": node["n_nodes"],
+            **{name: tensor_field(dec, node, name, path, kinds) for name, kinds in _ARRAYS.items()}}
 
 
 def _decode_tree(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
@@ -94,8 +119,13 @@ def _decode_tree(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
         if weights.shape != (data.shape[0],):
             raise fail(path, f"sample_weight needs shape ({data.shape[0]},), found {weights.shape}")
         kwargs["sample_weight"] = weights
+    stored = _stored_tree(node, dec, path)
     try:
-        return cls(np.ascontiguousarray(data, dtype=np.float64), leaf_size=leaf_size, metric=metric, **kwargs)
+        if stored is None:
+            return cls(np.ascontiguousarray(data, dtype=np.float64), leaf_size=leaf_size, metric=metric, **kwargs)
+        check_tree(stored, data, _METHODS[node["kind"]], path)
+        weights = kwargs.pop("sample_weight", None)
+        return restore_tree(stored, data, _METHODS[node["kind"]], distance_metric(metric, kwargs), weights)
     except (ValueError, TypeError) as exc:
         raise fail(path, f"cannot rebuild {cls.__name__}: {exc}") from None
 
@@ -163,7 +193,8 @@ def _decode_bspline(node: Mapping[str, Any], dec: Decoding, path: str) -> BSplin
 BINARY_TREE = register_handler(Handler(
     "binary_tree", (KDTree, BallTree), _encode_tree, _decode_tree,
     {"kind": (str,), "leaf_size": (int,), "metric": (str,), "p": (int, float, NULL), "w": (*TENSOR, NULL),
-     "data": TENSOR, "sample_weight": (*TENSOR, NULL)}))
+     "data": TENSOR, "sample_weight": (*TENSOR, NULL), "n_levels": (int, NULL), "n_nodes": (int, NULL),
+     **dict.fromkeys(_ARRAYS, (*TENSOR, NULL))}))  # the tree's arrays: absent from files written before them
 INTERP1D = register_handler(Handler(
     "interp1d", (interp1d,), _encode_interp1d, _decode_interp1d,
     {"kind": (str,), "axis": (int,), "bounds_error": (bool,), "assume_sorted": (bool,), "fill_value": ANY,

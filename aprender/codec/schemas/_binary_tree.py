@@ -44,7 +44,8 @@ from aprender.codec._checks import array, fail
 from aprender.codec.schemas._model_checks import integer
 from aprender.exceptions import UnsupportedTypeError
 
-__all__ = ["FIELDS", "TREES", "check_tree", "export_tree", "layout", "levels", "restore_tree"]
+__all__ = ["FIELDS", "TREES", "check_tree", "distance_metric", "export_tree", "layout", "levels", "restore_tree",
+           "tree_arrays"]
 
 TREES = {"kd_tree": KDTree, "ball_tree": BallTree}
 #: The metric classes each tree accepts (its constructor's own list).
@@ -87,7 +88,8 @@ def _same_metric(a: Any, b: Any) -> bool:
     return all(np.array_equal(x, y) for x, y in zip(a.__getstate__(), b.__getstate__(), strict=True))
 
 
-def _metric(name: str, params: Mapping[str, Any]) -> Any:
+def distance_metric(name: str, params: Mapping[str, Any]) -> Any:
+    """The DistanceMetric a tree of metric ``name`` with ``params`` holds."""
     # The same call as the trees' constructor makes.
     return DistanceMetric.get_metric(name, dtype=np.float64, **params)
 
@@ -103,17 +105,23 @@ def export_tree(tree: Any, state: Mapping[str, Any]) -> dict[str, Any]:
     kind = type(tree).__name__
     if method not in TREES or type(tree) is not TREES[method]:
         raise UnsupportedTypeError("_tree", kind, f"does not match _fit_method {method!r}")
-    # __getstate__ is the tree's own export of its arrays and settings (no pickling involved).
-    data, idx_array, node_data, node_bounds, leaf_size, n_levels, n_nodes, *_, metric, weights = tree.__getstate__()
+    data, *_, metric, weights = tree.__getstate__()
     fit_X = state["_fit_X"]
     if weights is not None:
         raise UnsupportedTypeError("_tree", kind, "a neighbors estimator's tree has no sample weights")
     if not (_same_view(data, fit_X) or (data.shape == fit_X.shape and np.array_equal(data, fit_X))):
         raise UnsupportedTypeError("_tree", kind, "the tree does not hold _fit_X; refit the model")
-    if not _same_metric(metric, _metric(state["effective_metric_"], state["effective_metric_params_"])):
+    if not _same_metric(metric, distance_metric(state["effective_metric_"], state["effective_metric_params_"])):
         raise UnsupportedTypeError("_tree", kind, "the tree's metric is not effective_metric_; refit the model")
+    return tree_arrays(tree)
+
+
+def tree_arrays(tree: Any) -> dict[str, Any]:
+    """The stored form of a fitted ``KDTree`` / ``BallTree`` (without its data): :data:`FIELDS`."""
+    # __getstate__ is the tree's own export of its arrays and settings (no pickling involved).
+    _, idx_array, node_data, node_bounds, leaf_size, n_levels, n_nodes, *_ = tree.__getstate__()
     return {"leaf_size": int(leaf_size), "n_levels": int(n_levels), "n_nodes": int(n_nodes),
-            "idx_array": idx_array, "node_bounds": node_bounds,
+            "idx_array": np.asarray(idx_array), "node_bounds": np.asarray(node_bounds),
             **{name: np.ascontiguousarray(node_data[name]) for name in NODE_FIELDS}}
 
 
@@ -160,14 +168,14 @@ def _check_boxes(bounds: np.ndarray, where: str) -> None:
         raise fail(where, "'node_bounds' has a node whose box is not inside its parent's")
 
 
-def restore_tree(tree: Mapping[str, Any], fit_X: np.ndarray, method: str, metric: str,
-                 metric_params: Mapping[str, Any]) -> Any:
-    """The ``KDTree`` / ``BallTree`` of checked arrays (:func:`check_tree`), sharing ``_fit_X`` as sklearn does."""
+def restore_tree(tree: Mapping[str, Any], data: np.ndarray, method: str, dist_metric: Any,
+                 sample_weight: np.ndarray | None = None) -> Any:
+    """The ``KDTree`` / ``BallTree`` of checked arrays (:func:`check_tree`) over ``data`` (a neighbors
+    estimator's ``_fit_X``, shared as sklearn shares it), with a metric object built from a fixed list."""
     cls = TREES[method]
-    data = np.ascontiguousarray(fit_X, dtype=np.float64)
-    dist_metric = _metric(metric, metric_params)
+    data = np.ascontiguousarray(data, dtype=np.float64)
     if type(dist_metric).__name__ not in _VALID[method]:
-        raise ValueError(f"metric {metric} is not valid for {cls.__name__}")
+        raise ValueError(f"metric {type(dist_metric).__name__} is not valid for {cls.__name__}")
     dist_metric._validate_data(data)
     node_data = np.empty(tree["n_nodes"], dtype=_kd_tree.NodeData)
     for name in NODE_FIELDS:
@@ -176,5 +184,6 @@ def restore_tree(tree: Mapping[str, Any], fit_X: np.ndarray, method: str, metric
     # The tree's own import of the arrays its __getstate__ exports (the zero counters are query statistics).
     out.__setstate__((data, np.ascontiguousarray(tree["idx_array"], dtype=np.intp), node_data,
                       np.ascontiguousarray(tree["node_bounds"], dtype=np.float64), tree["leaf_size"],
-                      tree["n_levels"], tree["n_nodes"], 0, 0, 0, 0, dist_metric, None))
+                      tree["n_levels"], tree["n_nodes"], 0, 0, 0, 0, dist_metric,
+                      None if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)))
     return out

@@ -115,8 +115,12 @@ COMPILED: dict[str, Reach] = {
         check=_NEIGHBORS.check + "; `n_neighbors_` at most `n_samples_fit_`, `_distances_fit_X_`, `_lrd` one row "
                                  "per training sample"),
     "sklearn.neighbors.KernelDensity": Reach(
-        "`tree_` (KDTree/BallTree with its data and sample weights)", "`sklearn.neighbors._binary_tree`", "schema",
-        "`handlers/compiled.py` rebuilds the tree from checked data, leaf size, metric and weights; "
+        "`tree_` (KDTree/BallTree: its data, sample weights and node arrays)", "`sklearn.neighbors._binary_tree`",
+        "schema",
+        "`handlers/compiled.py` checks the data (finite, 2-d), leaf size, metric (fixed list) and weights, then the "
+        "tree's arrays as a neighbors estimator's (`schemas/_binary_tree.py`: the constructor's node layout, "
+        "`idx_array` a permutation of the rows, finite bounds and radii, KD boxes ordered and nested) and restores "
+        "it by its `__setstate__`; an older file without the arrays has its tree rebuilt; "
         "`schemas/neighbors.py` `check_kernel_density`: `n_features_in_` columns, positive bandwidth"),
     "sklearn.linear_model.SGDClassifier": _SGD,
     "sklearn.linear_model.SGDRegressor": _SGD,

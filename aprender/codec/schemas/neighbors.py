@@ -26,7 +26,14 @@ from sklearn import neighbors as sk
 from aprender import neighbors as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features
-from aprender.codec.schemas._binary_tree import FIELDS, TREES, check_tree, export_tree, restore_tree
+from aprender.codec.schemas._binary_tree import (
+    FIELDS,
+    TREES,
+    check_tree,
+    distance_metric,
+    export_tree,
+    restore_tree,
+)
 from aprender.codec.schemas._model_checks import choice, integer, is_fitted, real
 
 _TREES = TREES
@@ -58,7 +65,7 @@ def unpack_neighbors(attrs: dict[str, Any], params: Mapping[str, Any], path: str
     if is_fitted(attrs) and method in _TREES:
         stored, metric, metric_params = attrs["_tree"], attrs["effective_metric_"], attrs["effective_metric_params_"]
         if type(stored) is dict and set(stored) == FIELDS:
-            tree = restore_tree(stored, attrs["_fit_X"], method, metric, metric_params)
+            tree = restore_tree(stored, attrs["_fit_X"], method, distance_metric(metric, metric_params))
         else:
             tree = _build_tree(method, attrs["_fit_X"], _leaf_size(stored), metric, metric_params)
         attrs = {**attrs, "_tree": tree}
