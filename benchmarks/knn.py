@@ -1,9 +1,10 @@
-"""KNN at scale: save and load of a KNeighborsClassifier fitted on 1M rows, aprender against joblib.
+"""KNN at scale: save and load of a KNeighborsClassifier and a KernelDensity on 1M rows, aprender against joblib.
 
 A neighbors estimator's file holds its training data and its KD/Ball tree. aprender stores
 the tree's arrays and checks them on load in vectorized passes (schemas/_binary_tree.py);
 files written before that store only the leaf size and rebuild the tree from the data,
-which the "older file" row measures. Contenders, for a KD tree and a ball tree:
+which the "older file" row measures. KernelDensity's ``tree_`` goes the same way through
+the ``binary_tree`` handler. Contenders, for a KD tree, a ball tree and KernelDensity's KD tree:
 
 - save: aprender .apr and .safetensors, joblib;
 - load: aprender .apr (full CRC), .apr memory-mapped, .safetensors, an older .apr whose
@@ -33,26 +34,43 @@ from _report import Timing, fmt_time, interleaved, machine, write_section
 
 import aprender
 from aprender.codec import ModelState, to_state
+from aprender.codec.schemas._binary_tree import FIELDS
 from aprender.format import apr
-from aprender.neighbors import KNeighborsClassifier
+from aprender.neighbors import KernelDensity, KNeighborsClassifier
+
+#: section -> what each contender fits
+MODELS = {"kd_tree": lambda: KNeighborsClassifier(algorithm="kd_tree"),
+          "ball_tree": lambda: KNeighborsClassifier(algorithm="ball_tree"),
+          "KernelDensity, kd_tree": lambda: KernelDensity(algorithm="kd_tree")}
 
 
 def _older_file(model: Any, path: Path) -> None:
-    """The .apr an older aprender wrote: the tree as its leaf size only (rebuilt from _fit_X on load)."""
+    """The .apr an older aprender wrote: the tree as its leaf size only, or a KernelDensity tree as its data
+    and settings (either rebuilt on load)."""
     state = to_state(model)
     meta = copy.deepcopy(state.meta)
-    items = dict(meta["model"]["attrs"]["_tree"]["items"])
-    meta["model"]["attrs"]["_tree"] = {"__t__": "dict", "items": [["leaf_size", items["leaf_size"]]]}
-    tensors = {name: t for name, t in state.tensors.items() if not name.startswith("_tree.")}
+    attrs = meta["model"]["attrs"]
+    if "tree_" in attrs:
+        attrs["tree_"] = {k: v for k, v in attrs["tree_"].items() if k == "leaf_size" or k not in FIELDS}
+        tensors = {name: t for name, t in state.tensors.items() if name.split(".")[-1] not in FIELDS}
+    else:
+        items = dict(attrs["_tree"]["items"])
+        attrs["_tree"] = {"__t__": "dict", "items": [["leaf_size", items["leaf_size"]]]}
+        tensors = {name: t for name, t in state.tensors.items() if not name.startswith("_tree.")}
     apr.write_state(ModelState(tensors=tensors, meta=meta), path)
 
 
-def _run(algorithm: str, rows: int, features: int, repeat: int, folder: Path) -> dict[str, Any]:
+def _answers(model: Any, probe: np.ndarray) -> np.ndarray:
+    return model.score_samples(probe) if hasattr(model, "score_samples") else model.kneighbors(probe)[1]
+
+
+def _run(section: str, rows: int, features: int, repeat: int, folder: Path) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     X = rng.standard_normal((rows, features))
     y = rng.integers(0, 3, rows)
-    model = KNeighborsClassifier(algorithm=algorithm).fit(X, y)
-    paths = {name: folder / f"{algorithm}.{suffix}" for name, suffix in
+    model = MODELS[section]().fit(X, y)
+    slug = section.replace(", ", "-")
+    paths = {name: folder / f"{slug}.{suffix}" for name, suffix in
              [("apr", "apr"), ("safetensors", "safetensors"), ("joblib", "joblib"), ("older", "older.apr")]}
     saves = interleaved({
         "aprender .apr": lambda: aprender.save(model, paths["apr"]),
@@ -61,9 +79,9 @@ def _run(algorithm: str, rows: int, features: int, repeat: int, folder: Path) ->
     }, repeat)
     _older_file(model, paths["older"])
     probe = X[:100]
-    expected = model.kneighbors(probe)[1]
+    expected = _answers(model, probe)
     for path in (paths["apr"], paths["safetensors"], paths["older"]):  # every contender loads a working model
-        assert np.array_equal(aprender.load(path).kneighbors(probe)[1], expected), path
+        assert np.array_equal(_answers(aprender.load(path), probe), expected), path
     loads = interleaved({
         "aprender .apr": lambda: aprender.load(paths["apr"]),
         "aprender .apr, mmap": lambda: aprender.load(paths["apr"], mmap=True),
@@ -96,7 +114,8 @@ def report(results: dict[str, dict[str, Any]], rows: int, features: int, repeat:
     return (
         "## KNN at scale: save and load\n\n"
         f"`python benchmarks/knn.py`: a KNeighborsClassifier fitted on {rows:,} rows x {features} features "
-        f"(standard normal, 3 classes, default leaf size), saved and loaded {repeat} times, interleaved in a "
+        f"(standard normal, 3 classes, default leaf size), and a KernelDensity on the same rows, saved and loaded "
+        f"{repeat} times, interleaved in a "
         "seeded shuffled order; wall-clock medians in one process. The tree's arrays are stored and checked "
         "on load (the node layout, a permutation of the rows, finite and nested bounds); the older "
         "file stores only the leaf size and rebuilds the tree.\n\n"
@@ -114,8 +133,7 @@ def main() -> None:
     rows, repeat = (20_000, 2) if args.quick else (args.rows, args.repeat)
     where = machine()
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
-        results = {algorithm: _run(algorithm, rows, args.features, repeat, Path(tmp))
-                   for algorithm in ("kd_tree", "ball_tree")}
+        results = {section: _run(section, rows, args.features, repeat, Path(tmp)) for section in MODELS}
     text = report(results, rows, args.features, repeat, where)
     print(text)
     if not args.quick:
