@@ -230,9 +230,13 @@ NOTE = (
     "imports, only aprender's reader, orjson and isal (tests/test_lazy_imports.py checks both through "
     "`sys.modules`). The command line imports a command's module when it runs, and `--help` lists the commands "
     "from a table (click alone); `inspect`, `verify`, `sign` and `keygen` import neither scikit-learn, scipy nor "
-    "pandas, nor the codec's decoder and class table, `keygen` not even numpy. What remains of their time is the "
-    "interpreter, numpy (which aprender's .apr and SafeTensors readers use for dtypes and arrays), click and rich "
-    "(and, for a .gguf file, the `gguf` package that gguf-dump imports too)."
+    "pandas, nor the codec's encoder, decoder and class table, `keygen` not even numpy. These byte-only commands "
+    "(and `encrypt`, `decrypt`) set `OPENBLAS_NUM_THREADS=1` for their own run when the user has not set it and "
+    "numpy is not yet imported: they multiply no matrices, and OpenBLAS otherwise starts a thread per core as "
+    "numpy is imported, which costs more CPU than the import itself (gguf-dump runs as it comes, with that "
+    "thread pool). What remains of their time is the interpreter, numpy (which aprender's .apr and SafeTensors "
+    "readers use for dtypes and arrays), click and rich (and, for a .gguf file, the `gguf` package that gguf-dump "
+    "imports too; for .onnx, the `onnx` package)."
 )
 
 
