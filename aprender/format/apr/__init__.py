@@ -34,35 +34,39 @@ array([5.])
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from aprender.format.apr._compress import MAX_DECOMPRESSED_RATIO
-from aprender.format.apr._inspect import inspect_file
-from aprender.format.apr._load import (
-    MMAP_MIN_BYTES,
-    load,
-    load_as_recipient,
-    load_encrypted,
-    load_file,
-    load_from_bytes,
-    loads,
-    read_state,
-    state_from_bytes,
-)
-from aprender.format.apr._options import Compression, SaveOptions
-from aprender.format.apr._save import (
-    dumps,
-    save,
-    save_encrypted,
-    save_file,
-    save_for_recipient,
-    save_signed,
-    save_to_bytes,
-    state_to_bytes,
-    write_state,
-)
-from aprender.format.apr._validate import validate_file
-from aprender.format.apr._verify import load_verified, verify_file
+from aprender._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from aprender.format.apr._compress import MAX_DECOMPRESSED_RATIO
+    from aprender.format.apr._crypto import kdf_limits
+    from aprender.format.apr._inspect import inspect_file
+    from aprender.format.apr._load import (
+        MMAP_MIN_BYTES,
+        load,
+        load_as_recipient,
+        load_encrypted,
+        load_file,
+        load_from_bytes,
+        loads,
+        read_state,
+        state_from_bytes,
+    )
+    from aprender.format.apr._options import Compression, SaveOptions
+    from aprender.format.apr._save import (
+        dumps,
+        save,
+        save_encrypted,
+        save_file,
+        save_for_recipient,
+        save_signed,
+        save_to_bytes,
+        state_to_bytes,
+        write_state,
+    )
+    from aprender.format.apr._validate import validate_file
+    from aprender.format.apr._verify import load_verified, verify_file
 
 __all__ = [
     "MAX_DECOMPRESSED_RATIO",
@@ -94,10 +98,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # kdf_limits lives with the cryptography it configures, imported with the first encrypted file
-    if name == "kdf_limits":
-        from aprender.format.apr._crypto import kdf_limits
-
-        return kdf_limits
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Imported on first use: a load reads with _load and _read alone, without the writer, the
+# verifier or the cryptography (kdf_limits comes with the first encrypted file).
+__getattr__, __dir__ = lazy_attributes("aprender.format.apr", {
+    "_compress": ["MAX_DECOMPRESSED_RATIO"],
+    "_inspect": ["inspect_file"],
+    "_load": ["MMAP_MIN_BYTES", "load", "load_as_recipient", "load_encrypted", "load_file", "load_from_bytes",
+              "loads", "read_state", "state_from_bytes"],
+    "_options": ["Compression", "SaveOptions"],
+    "_save": ["dumps", "save", "save_encrypted", "save_file", "save_for_recipient", "save_signed", "save_to_bytes",
+              "state_to_bytes", "write_state"],
+    "_validate": ["validate_file"],
+    "_verify": ["load_verified", "verify_file"],
+    "_crypto": ["kdf_limits"],
+})
