@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from aprender import __version__
-from aprender.cli._options import Invalid, debug_option
+from aprender.cli._options import Invalid, debug_option, error_text
 from aprender.cli._render import emit_json
 
 __all__ = ["cli", "main"]
@@ -113,7 +113,7 @@ def _describe(exc: BaseException) -> str:
     from aprender.exceptions import AprenderError
 
     if isinstance(exc, (AprenderError, OSError, ValueError, TypeError)):
-        return _one_line(str(exc)) or type(exc).__name__
+        return _one_line(error_text(exc)) or type(exc).__name__
     return f"{type(exc).__name__}: {_one_line(str(exc))}"
 
 

@@ -8,7 +8,15 @@ import click
 from rich.markup import escape
 
 from aprender.cli._files import read, rebuild
-from aprender.cli._options import INPUT, check_output, debug_option, force_option, json_option, output_option
+from aprender.cli._options import (
+    INPUT,
+    check_output,
+    debug_option,
+    force_option,
+    json_option,
+    output_option,
+    trust_option,
+)
 from aprender.cli._render import emit_json, say
 from aprender.cli._secrets import Secrets, secret_options
 
@@ -24,12 +32,14 @@ __all__ = ["card"]
 @click.option("--dataset", "datasets", multiple=True, help="Training dataset id (repeatable).")
 @click.option("--description", help="What the model is (Markdown).")
 @click.option("--intended-use", help="Intended uses and limitations (Markdown).")
+@trust_option
 @secret_options
 @force_option
 @json_option
 @debug_option
 def card(file: Path, output: Path, model_id: str | None, license_: str | None, tags: tuple[str, ...],
-         datasets: tuple[str, ...], description: str | None, intended_use: str | None, secrets: Secrets,
+         datasets: tuple[str, ...], description: str | None, intended_use: str | None, trusted: list | None,
+         secrets: Secrets,
          force: bool, as_json: bool) -> int:
     """Write a model card for FILE: front matter in the Hugging Face convention, hyperparameters,
     the file's SHA-256 and a load snippet. Needs the 'card' extra.
@@ -40,7 +50,7 @@ def card(file: Path, output: Path, model_id: str | None, license_: str | None, t
     from aprender.card import Card
 
     check_output(output, force)
-    model = rebuild(read(file, secrets).state)
+    model = rebuild(read(file, secrets).state, trusted)
     built = Card(model, model_id=model_id, license=license_, tags=tags, datasets=datasets, description=description,
                  intended_use=intended_use).for_file(file)
     built.save(output)

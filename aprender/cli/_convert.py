@@ -20,6 +20,7 @@ from aprender.cli._options import (
     json_option,
     output_option,
     progress_option,
+    trust_option,
 )
 from aprender.cli._progress import phases
 from aprender.cli._render import console, emit_json, say, size, table, warn
@@ -67,7 +68,8 @@ def _quantize(state: ModelState, qtype: str) -> ModelState:
 
 def transcode(src: Path, out: Path, fmt: str, secrets: Secrets, *, qtype: str | None = None,
               compress: str | None = None, dtype: str | None = None, progress: bool | None = None,
-              foreign_only: bool = False, sample: Path | None = None) -> tuple[dict[str, Any], ModelState, ModelState]:
+              foreign_only: bool = False, sample: Path | None = None,
+              trusted: Any = None) -> tuple[dict[str, Any], ModelState, ModelState]:
     """Read ``src``, cast / quantize on request, write ``out`` as ``fmt``.
 
     Returns the summary printed by the commands, and the states before and after
@@ -82,7 +84,7 @@ def transcode(src: Path, out: Path, fmt: str, secrets: Secrets, *, qtype: str | 
         state = read(src, secrets, info).state
         if dtype is not None and TABLE[fmt].loads:  # a graph export takes --dtype as its graph's type
             start(f"casting float tensors to {dtype}")
-            state = cast(state, dtype)
+            state = cast(state, dtype, trusted)
         before = state
         if qtype is not None:
             start(f"quantizing to {qtype}")
@@ -91,7 +93,7 @@ def transcode(src: Path, out: Path, fmt: str, secrets: Secrets, *, qtype: str | 
             warn(f"{TABLE[fmt].title} holds no GGML blocks: the {state.meta['quantization']['type']} tensors are "
                  "written dequantized")
         start(f"writing {out.name}")
-        write(state, out, fmt, compression=compress, onnx_dtype=dtype, onnx_sample=sample)
+        write(state, out, fmt, compression=compress, onnx_dtype=dtype, onnx_sample=sample, trusted=trusted)
     if info.encrypted:
         warn(f"'{out}' is not encrypted (its source was); seal it with 'encrypt'")
     if info.signed:
@@ -128,14 +130,15 @@ def _print_conversion(verb: str, s: dict[str, Any]) -> None:
               help="Store float tensors as this type (onnx: f32 or f64 graph).")
 @click.option("--sample", type=click.Path(exists=True, dir_okay=False, path_type=Path), metavar="ROWS",
               help="onnx: a .csv or .parquet file of input rows, which types the inputs of a DataFrame model.")
+@trust_option
 @secret_options
 @force_option
 @progress_option
 @json_option
 @debug_option
 def convert(input_path: Path, fmt: str | None, output: Path, qtype: str | None, compress: str | None,
-            dtype: str | None, sample: Path | None, secrets: Secrets, force: bool, progress: bool | None,
-            as_json: bool) -> int:
+            dtype: str | None, sample: Path | None, trusted: list[Any] | None, secrets: Secrets, force: bool,
+            progress: bool | None, as_json: bool) -> int:
     """Convert INPUT to another format: safetensors, apr, gguf or onnx.
 
     The model's state is carried over as it is, so files convert even when their
@@ -156,7 +159,7 @@ def convert(input_path: Path, fmt: str | None, output: Path, qtype: str | None, 
                                  param_hint="--sample")
     check_output(output, force)
     summary, _, _ = transcode(input_path, output, fmt, secrets, qtype=qtype, compress=compress, dtype=dtype,
-                              progress=progress, sample=sample)
+                              progress=progress, sample=sample, trusted=trusted)
     if as_json:
         emit_json(summary)
     else:

@@ -118,15 +118,15 @@ def plain(state: ModelState) -> ModelState:
     return dequantize(state) if is_quantized(state) else state
 
 
-def rebuild(state: ModelState) -> Any:
-    """The estimator a (possibly quantized) model state holds."""
+def rebuild(state: ModelState, trusted: Any = None) -> Any:
+    """The estimator a (possibly quantized) model state holds; ``trusted`` as for ``aprender.load``."""
     if is_raw(state):
         raise UnsupportedExportError("the file holds raw tensors (model type Custom), not a model aprender can "
                                      "rebuild")
-    return codec.from_state(plain(state))
+    return codec.from_state(plain(state), trusted=trusted)
 
 
-def cast(state: ModelState, dtype: str) -> ModelState:
+def cast(state: ModelState, dtype: str, trusted: Any = None) -> ModelState:
     """Float tensors stored as ``dtype`` (``"f32"`` ...).
 
     A model is rebuilt and encoded again, so the codec records each tensor's own
@@ -139,7 +139,7 @@ def cast(state: ModelState, dtype: str) -> ModelState:
     if is_raw(state):
         tensors = {k: v.astype(target) if v.dtype.name in ITEMSIZES else v for k, v in state.tensors.items()}
         return codec.ModelState(tensors, state.meta)
-    fresh = codec.to_state(rebuild(state), dtype=None if target == np.float64 else target.name,
+    fresh = codec.to_state(rebuild(state, trusted), dtype=None if target == np.float64 else target.name,
                      metadata=state.user_metadata)
     kept = {k: v for k, v in state.meta.items() if k not in fresh.meta and k != "quantization"}
     return codec.ModelState(fresh.tensors, {**fresh.meta, **kept})
@@ -166,12 +166,12 @@ def read_sample(path: Path, model: Any) -> Any:
     return rows[list(names)]
 
 
-def _onnx(state: ModelState, path: Path, dtype: str | None, sample: Path | None) -> None:
+def _onnx(state: ModelState, path: Path, dtype: str | None, sample: Path | None, trusted: Any) -> None:
     import numpy as np
 
     from aprender.format import onnx
 
-    model = rebuild(state)
+    model = rebuild(state, trusted)
     X = None if sample is None else read_sample(sample, model)
     try:
         onnx.save_file(model, path, X, dtype=np.float64 if dtype == "f64" else np.float32,
@@ -187,16 +187,18 @@ def _onnx(state: ModelState, path: Path, dtype: str | None, sample: Path | None)
 
 
 def write(state: ModelState, path: Path, fmt: str, *, compression: str | None = None,
-          onnx_dtype: str | None = None, onnx_sample: Path | None = None, **apr_keys: Any) -> None:
+          onnx_dtype: str | None = None, onnx_sample: Path | None = None, trusted: Any = None,
+          **apr_keys: Any) -> None:
     """Write ``state`` to ``path`` in ``fmt`` (atomically, by the format's backend).
 
     ``apr_keys`` (``signing_key=``, ``password=``, ``recipient_public_key=``) and
     ``compression`` apply to .apr only; ``onnx_dtype`` and ``onnx_sample`` (a CSV or
-    Parquet file of input rows) to ONNX.
+    Parquet file of input rows) to ONNX, whose export rebuilds the model (``trusted`` as
+    for ``aprender.load``).
     """
     target = TABLE[fmt]
     if not target.loads:  # a graph export: the model is rebuilt and converted
-        _onnx(state, path, onnx_dtype, onnx_sample)
+        _onnx(state, path, onnx_dtype, onnx_sample, trusted)
         return
     if is_raw(state) and not target.raw_tensors:
         holders = " or ".join(f.suffix for f in having("raw_tensors"))

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from aprender.cli._render import emit_json
-from aprender.exceptions import AprenderError
+from aprender.exceptions import AprenderError, UntrustedFunctionError, UntrustedParameterError
 from aprender.format._formats import FORMATS as TABLE
 
 __all__ = [
@@ -96,6 +96,16 @@ def report_caught(exc: BaseException) -> None:
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
+def error_text(exc: BaseException) -> str:
+    """``str(exc)``, and for a refused function or hyperparameter the ``--trust`` that accepts it."""
+    if isinstance(exc, UntrustedFunctionError) and "." in exc.name:
+        module, _, name = exc.name.rpartition(".")
+        return f"{exc} (on the command line: --trust {module}:{name})"
+    if isinstance(exc, UntrustedParameterError):
+        return f"{exc} (on the command line: --trust {exc.name})"
+    return str(exc)
+
+
 def run_check(result: dict[str, Any], check: Callable[[], None], as_json: bool, show_valid: Callable[[], None]) -> int:
     """Run ``check`` (which fills ``result``) and report it as every checking command does.
 
@@ -108,7 +118,7 @@ def run_check(result: dict[str, Any], check: Callable[[], None], as_json: bool, 
         check()
         result["valid"] = True
     except AprenderError as exc:
-        result["error"] = {"type": type(exc).__name__, "message": str(exc)}
+        result["error"] = {"type": type(exc).__name__, "message": error_text(exc)}
         report_caught(exc)
     if as_json:
         emit_json(result)
@@ -148,6 +158,32 @@ def output_option(help_text: str) -> Callable[[F], F]:
     """``--output/-o PATH`` (required)."""
     return click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
                         help=help_text)
+
+
+def resolve_trust(specs: tuple[str, ...]) -> list[Any] | None:
+    """What ``--trust`` specs name (``aprender.load``'s ``trusted=``), or None for none; a usage error if one
+    names nothing."""
+    from aprender.codec.trust import trusted_from_specs
+
+    try:
+        return trusted_from_specs(specs) or None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--trust") from None
+
+
+def trust_option(f: F, resolve: bool = True) -> F:
+    """``--trust SPEC`` (repeatable): a function (``module:function``) or hyperparameter name the model may use
+    beyond the default table. The command's ``trusted`` argument is what they name (``aprender.load``'s
+    ``trusted=``), or with ``resolve=False`` the specs themselves."""
+    return click.option("--trust", "trusted", multiple=True, metavar="SPEC",
+                        callback=(lambda _ctx, _param, specs: resolve_trust(specs)) if resolve else None,
+                        help="Trust a function the model names, as module:function (the module is imported), or "
+                             "a hyperparameter name such as n_jobs; repeatable. See docs/threat-model.md.")(f)
+
+
+def trust_specs_option(f: F) -> F:
+    """``--trust SPEC`` whose ``trusted`` argument is the specs, for a server that resolves them in each worker."""
+    return trust_option(f, resolve=False)
 
 
 def progress_option(f: F) -> F:

@@ -8,7 +8,7 @@ import click
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from aprender.cli._options import CommandError, debug_option, json_option
+from aprender.cli._options import CommandError, debug_option, json_option, resolve_trust, trust_specs_option
 from aprender.cli._render import emit_json
 from aprender.cli._secrets import load_public_key
 
@@ -43,6 +43,7 @@ _MIB = 1 << 20
               path_type=Path), help="Ed25519 public key (PEM) whose signatures are trusted; repeatable.")
 @click.option("--allow-outside-links", is_flag=True,
               help="Serve model files of a repository folder that are symbolic links to files outside it.")
+@trust_specs_option
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 @json_option
@@ -50,7 +51,7 @@ _MIB = 1 << 20
 def serve(paths: tuple[Path, ...], host: str, port: int, workers: int, max_loaded_models: int | None,
           max_model_memory: float | None, max_batch_size: int | None, max_batch_time: float, max_queue: int,
           max_body_size: float, api_key: str | None, require_signature: bool, trusted_keys: tuple[Path, ...],
-          allow_outside_links: bool, log_level: str, as_json: bool) -> int:
+          allow_outside_links: bool, trusted: tuple[str, ...], log_level: str, as_json: bool) -> int:
     """Serve model files and repository folders (PATH/NAME/N/model.apr) until interrupted.
 
     A file is served under its stem. Pickle files (.pkl, .joblib) are refused unopened.
@@ -62,12 +63,13 @@ def serve(paths: tuple[Path, ...], host: str, port: int, workers: int, max_loade
         raise CommandError(str(exc)) from None
     if require_signature and not trusted_keys:
         raise click.UsageError("--require-signature needs at least one --trusted-key")
+    resolve_trust(trusted)  # a spec that names nothing is a usage error here, not in every worker
     keys = tuple(load_public_key(p, Ed25519PublicKey, "--trusted-key").public_bytes(
         serialization.Encoding.Raw, serialization.PublicFormat.Raw) for p in trusted_keys)
     config = ServeConfig(tuple(str(p) for p in paths), max_loaded_models,
                          None if max_model_memory is None else int(max_model_memory * _MIB), max_batch_size,
                          max_batch_time, max_queue, int(max_body_size * _MIB), api_key, require_signature, keys,
-                         allow_outside_links)
+                         allow_outside_links, trusted)
     try:
         models = scan(config.paths, config.policy)  # refuse before binding anything
     except RepositoryError as exc:

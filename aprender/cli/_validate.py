@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from rich.markup import escape
 
 from aprender.cli._files import info_of
-from aprender.cli._options import INPUT, debug_option, json_option, progress_option, run_check
+from aprender.cli._options import INPUT, debug_option, json_option, progress_option, run_check, trust_option
 from aprender.cli._progress import phases
 from aprender.cli._render import say
 from aprender.cli._secrets import Secrets, load_public_key, secret_options
@@ -21,10 +21,10 @@ from aprender.format._formats import FORMATS
 __all__ = ["check_file", "validate"]
 
 
-def check_file(path: Path, info: ModelInfo, secrets: Secrets, key: Any = None) -> list[str]:
+def check_file(path: Path, info: ModelInfo, secrets: Secrets, key: Any = None, trusted: Any = None) -> list[str]:
     """Run every check the format allows (:func:`aprender.validate`); return their names or raise."""
     keys = secrets.keys_for(info, required=False) if FORMATS[info.format].encrypts else {}
-    report = validate_any(path, verifying_key=key, **keys, **secrets.limits(info))
+    report = validate_any(path, verifying_key=key, trusted=trusted, **keys, **secrets.limits(info))
     return [*report.checks, *([report.not_checked] if report.not_checked else [])]
 
 
@@ -32,11 +32,13 @@ def check_file(path: Path, info: ModelInfo, secrets: Secrets, key: Any = None) -
 @click.argument("file", type=INPUT)
 @click.option("--key", type=INPUT, metavar="PUB",
               help="Require a valid signature by this Ed25519 public key (PEM).")
+@trust_option
 @secret_options
 @progress_option
 @json_option
 @debug_option
-def validate(file: Path, key: Path | None, secrets: Secrets, progress: bool | None, as_json: bool) -> int:
+def validate(file: Path, key: Path | None, trusted: list[Any] | None, secrets: Secrets, progress: bool | None,
+             as_json: bool) -> int:
     """Check FILE completely: checksums, structure, signature, and a rebuild of the model.
 
     Everything the loader checks is checked; a signed .apr is verified against the key
@@ -52,7 +54,7 @@ def validate(file: Path, key: Path | None, secrets: Secrets, progress: bool | No
             info = info_of(file)
             result["format"] = info.format
             start(f"verifying {file.name}")
-            result["checks"] = check_file(file, info, secrets, verifying_key)
+            result["checks"] = check_file(file, info, secrets, verifying_key, trusted)
 
     def show_valid() -> None:
         say(f"[green]valid[/green]: {escape(str(file))} ({result['format']})")

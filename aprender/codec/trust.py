@@ -20,7 +20,9 @@ that folder holds. This module holds the two reviewed tables loading consults:
 More is trusted only by the caller: ``aprender.load(path, trusted=[module.func])``
 for one load (function objects, never names, so nothing is ever imported or looked
 up by a name a file chose; a string names a hyperparameter of :data:`PARAM_RULES`
-instead), or :func:`aprender.register_function` for the process.
+instead), or :func:`aprender.register_function` for the process. Where the caller
+is a command line or a server's settings, :func:`trusted_from_specs` turns what the
+caller typed (``--trust mypkg.features:log_ratio``) into those objects.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["PARAM_RULES", "REVIEWED", "UFUNC_MODULES", "Trust", "default_functions", "function_name", "make_trust",
-           "qualified_name", "register_function", "registered"]
+           "qualified_name", "register_function", "registered", "trusted_from_specs"]
 
 #: Modules whose ufuncs are trusted, in the order their names are preferred when saving.
 UFUNC_MODULES = ("numpy", "scipy.special")
@@ -344,3 +346,60 @@ def make_trust(trusted: Iterable[Any] | None) -> Trust:
             raise TypeError(f"trusted entries are function objects or hyperparameter names, "
                             f"got {type(item).__name__}")
     return Trust(functions, frozenset(params))
+
+
+def trusted_from_specs(specs: Iterable[str]) -> list[Any]:
+    """The ``trusted=`` list of what a caller typed: ``module:qualname`` functions, hyperparameter names.
+
+    For command-line flags and server settings, never for names a file holds: the caller
+    names the module, and importing it is the caller's decision, as ``python -c "import
+    module"`` would be. A spec with a colon imports ``module`` and walks ``qualname``
+    (``pkg.mod:func``, ``pkg.mod:Class.method``) to a callable; a spec without one is a
+    hyperparameter name of :data:`PARAM_RULES`.
+
+    Parameters
+    ----------
+    specs : iterable of str
+        ``"module:qualname"`` or a hyperparameter name.
+
+    Returns
+    -------
+    list
+        Function objects and hyperparameter names, for ``trusted=``.
+
+    Raises
+    ------
+    ValueError
+        For a spec that names no importable module, no attribute of it, something not
+        callable, or a hyperparameter outside :data:`PARAM_RULES`.
+
+    Examples
+    --------
+    >>> trusted_from_specs(["numpy:log1p", "n_jobs"])
+    [<ufunc 'log1p'>, 'n_jobs']
+    """
+    out: list[Any] = []
+    for spec in specs:
+        if not isinstance(spec, str) or not spec:
+            raise ValueError(f"a trust spec is 'module:function' or a hyperparameter name, got {spec!r}")
+        if ":" not in spec:
+            if spec not in PARAM_RULES:
+                raise ValueError(f"'{spec}' is neither 'module:function' nor a hyperparameter a file may be trusted "
+                                 f"to set ({', '.join(PARAM_RULES)})")
+            out.append(spec)
+            continue
+        module_name, _, qualname = spec.partition(":")
+        if not module_name or not qualname:
+            raise ValueError(f"'{spec}': give the function as 'module:function'")
+        try:
+            obj: Any = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ValueError(f"'{spec}': cannot import {module_name}: {exc}") from None
+        for part in qualname.split("."):
+            if not hasattr(obj, part):
+                raise ValueError(f"'{spec}': {module_name} has no attribute {qualname}")
+            obj = getattr(obj, part)
+        if not callable(obj) or isinstance(obj, type):
+            raise ValueError(f"'{spec}' is not a function (a {type(obj).__name__})")
+        out.append(obj)
+    return out

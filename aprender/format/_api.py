@@ -159,7 +159,7 @@ def inspect(path: str | os.PathLike) -> ModelInfo:
     return file_format(path).backend.inspect_file(path)
 
 
-def validate(path: str | os.PathLike, **keys: Any) -> ValidationReport:
+def validate(path: str | os.PathLike, *, trusted: Any = None, **keys: Any) -> ValidationReport:
     """Verify a model file completely (checksums, structure, signature, rebuild).
 
     Raises the specific :class:`~aprender.exceptions.AprenderError` of the first
@@ -169,6 +169,8 @@ def validate(path: str | os.PathLike, **keys: Any) -> ValidationReport:
     encrypted file given none is checked up to its ciphertext and the report says so
     (``report.complete`` is False). A SafeTensors or GGUF file another tool wrote is
     valid when its layout passes and every tensor reads (``report.model`` is False).
+    ``trusted`` is :func:`load`'s: functions the model may name beyond the default table
+    (an ONNX file rebuilds no model and needs none).
 
     Examples
     --------
@@ -186,5 +188,8 @@ def validate(path: str | os.PathLike, **keys: Any) -> ValidationReport:
                                "signed")
     if not fmt.encrypts and any(v is not None for v in keys.values()):
         raise ValueError(f"'{path}': {fmt.name} files are never encrypted; keys open {titles('encrypts')} files only")
-    return fmt.backend.validate_file(path, **keys) if fmt.encrypts or fmt.signs else fmt.backend.validate_file(path)
+    trust = {"trusted": trusted} if fmt.loads and trusted is not None else {}
+    if fmt.encrypts or fmt.signs:
+        return fmt.backend.validate_file(path, **keys, **trust)
+    return fmt.backend.validate_file(path, **trust)
 

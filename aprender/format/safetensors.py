@@ -430,12 +430,13 @@ def inspect_file(path: str | os.PathLike) -> ModelInfo:
     )
 
 
-def validate_file(path: str | os.PathLike) -> ValidationReport:
+def validate_file(path: str | os.PathLike, *, trusted: Any = None) -> ValidationReport:
     """Verify a SafeTensors file completely: header, tiling, metadata, and a rebuild of the model.
 
     A file another tool wrote (no aprender metadata) is valid when its header and tensor
     layout pass the package's rules and every tensor reads: the report then says
-    ``model=False`` (raw tensors). Raises the first problem found.
+    ``model=False`` (raw tensors). Raises the first problem found. ``trusted`` is
+    :func:`load_file`'s.
 
     Examples
     --------
@@ -451,6 +452,6 @@ def validate_file(path: str | os.PathLike) -> ValidationReport:
         load_tensors(path)
         return ValidationReport(str(path), "safetensors", ("header and tensor layout",
                                 "tensors read (no aprender model: raw tensors)"), model=False)
-    from_state(read_state(path))
+    from_state(read_state(path), trusted=trusted)
     return ValidationReport(str(path), "safetensors", ("header, metadata and tensor layout",
                             "model rebuilt through the allow-list"), model=True)

@@ -70,6 +70,9 @@ class ServeConfig:
         Raw Ed25519 public keys.
     allow_outside_links : bool
         Serve model files of a repository folder that resolve outside it.
+    trusted : tuple of str
+        ``module:function`` specs and hyperparameter names every load trusts beyond the
+        default table (``--trust``); each worker process imports what they name.
 
     Examples
     --------
@@ -88,11 +91,15 @@ class ServeConfig:
     require_signature: bool = False
     trusted_keys: tuple[bytes, ...] = ()
     allow_outside_links: bool = False
+    trusted: tuple[str, ...] = ()
 
     @property
     def policy(self) -> Policy:
-        """The signature and link policy."""
-        return Policy(self.require_signature, self.trusted_keys, self.allow_outside_links)
+        """The signature, link and trust policy (raises ValueError for a trust spec that names nothing)."""
+        from aprender.codec.trust import trusted_from_specs
+
+        return Policy(self.require_signature, self.trusted_keys, self.allow_outside_links,
+                      tuple(trusted_from_specs(self.trusted)))
 
     def to_json(self) -> str:
         """JSON for the worker processes."""
@@ -104,7 +111,7 @@ class ServeConfig:
     def from_json(cls, text: str) -> ServeConfig:
         """Inverse of :meth:`to_json`."""
         fields = orjson.loads(text)
-        fields["paths"] = tuple(fields["paths"])
+        fields["paths"], fields["trusted"] = tuple(fields["paths"]), tuple(fields["trusted"])
         fields["trusted_keys"] = tuple(bytes.fromhex(k) for k in fields["trusted_keys"])
         return cls(**fields)
 

@@ -106,14 +106,14 @@ class LoadedModel:
                 "max_batch_size": self.max_batch_size}
 
 
-def _load(copy: Path, served: Version) -> Any:
+def _load(copy: Path, served: Version, trusted: tuple[Any, ...]) -> Any:
     """Load the private copy of a model file (an uncompressed .apr maps the sealed copy: zero-copy)."""
-    backend = FORMATS[served.format].backend
+    backend, trust = FORMATS[served.format].backend, list(trusted) or None
     if served.signer is not None:  # built through the verifying load, against the key the copy verified with
-        return backend.load_file(copy, verifying_key=bytes.fromhex(served.signer))
+        return backend.load_file(copy, verifying_key=bytes.fromhex(served.signer), trusted=trust)
     if served.mmap:
-        return backend.load_file(copy, mmap=True)
-    return aprender.load(copy)
+        return backend.load_file(copy, mmap=True, trusted=trust)
+    return aprender.load(copy, trusted=trust)
 
 
 def _warm(estimator: Any, outputs: tuple[str, ...], inputs: Inputs) -> tuple[str, dict[str, Any]]:
@@ -162,7 +162,7 @@ def load_version(version: Version, limits: Limits, policy: Policy) -> LoadedMode
         version = describe_copy(copy, version.path, version.name, version.version, version.settings, policy,
                                 version.root)
         try:
-            estimator = _load(copy, version)
+            estimator = _load(copy, version, policy.trusted)
         except (AprenderError, OSError) as exc:
             raise RepositoryError(f"'{version.path}': {exc}".replace(str(copy), "the file")) from None
     inputs = describe_inputs(estimator)

@@ -125,11 +125,15 @@ class Policy:
         Raw 32-byte Ed25519 public keys.
     allow_outside_links : bool
         Serve model files of a repository folder that resolve (through symbolic links) outside it.
+    trusted : tuple
+        What every load trusts beyond the default table (``aprender.load``'s ``trusted=``):
+        function objects and hyperparameter names the server's operator named.
     """
 
     require_signature: bool = False
     trusted_keys: tuple[bytes, ...] = ()
     allow_outside_links: bool = False
+    trusted: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)

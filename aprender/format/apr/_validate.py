@@ -24,6 +24,7 @@ def validate_file(
     secret_key: Any = None,
     verifying_key: Any = None,
     max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
+    trusted: Any = None,
 ) -> ValidationReport:
     """Verify an .apr file completely: every check of :func:`load`, and more.
 
@@ -35,7 +36,8 @@ def validate_file(
     (model type Custom, from ``apr import`` or :func:`write_state`) is checked the
     same way up to its tensors; there is no model to rebuild. Raises the error
     :func:`load` (or :func:`read_state`, for raw tensors) would, and otherwise returns
-    a :class:`~aprender.format.ValidationReport` of what was checked.
+    a :class:`~aprender.format.ValidationReport` of what was checked. ``trusted`` is
+    :func:`load`'s: functions the model may name beyond the default table.
 
     Examples
     --------
@@ -64,7 +66,7 @@ def validate_file(
     if parsed.compression is not None:
         checks.append(f"{parsed.compression} decompression")
     if model:
-        build(state, None)
+        build(state, None, trusted)
         checks.append("model rebuilt through the allow-list")
     else:  # raw tensors (no estimator node) are checked by now
         checks.append("tensors read (raw tensors, model type Custom)")

@@ -444,13 +444,13 @@ def _plain(field: Any) -> Any:
         return None
 
 
-def validate_file(path: str | os.PathLike) -> ValidationReport:
+def validate_file(path: str | os.PathLike, *, trusted: Any = None) -> ValidationReport:
     """Verify a GGUF file completely: structure, key-values, tensors, and a rebuild of the model.
 
     Raises the specific :class:`~aprender.exceptions.AprenderError` of the first
     problem found. A file another tool wrote (no aprender keys) is valid when its
     structure passes and every tensor reads (GGML blocks dequantized): the report then
-    says ``model=False`` (raw tensors).
+    says ``model=False`` (raw tensors). ``trusted`` is :func:`load_file`'s.
 
     Examples
     --------
@@ -466,6 +466,6 @@ def validate_file(path: str | os.PathLike) -> ValidationReport:
         load_tensors(path)
         return ValidationReport(str(path), "gguf", ("header, key-values and tensor layout",
                                 "tensors read (no aprender model: raw tensors)"), model=False)
-    load_file(path)
+    load_file(path, trusted=trusted)
     return ValidationReport(str(path), "gguf", ("header, key-values and tensor layout",
                             "model rebuilt through the allow-list"), model=True)
