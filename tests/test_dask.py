@@ -190,3 +190,25 @@ def test_missing_strings_of_pyarrow_columns_score_once_turned_back_into_nan(clie
     scored = aprender.dask.predict(path, frame.map_partitions(nan_strings)).compute()
     assert np.array_equal(scored.to_numpy(), model.predict(table))
     aprender.dask.release(path)
+
+
+def test_trusted_functions_reach_the_workers_as_specs(client: Client, frame: pd.DataFrame, tmp_path: Path) -> None:
+    """A pipeline that calls a function of the user's: refused on the client without trust; with
+    trusted=[func], each worker imports it by module:qualname and scores as this process does."""
+    import user_funcs
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from aprender.exceptions import UntrustedFunctionError
+
+    numbers = frame.select_dtypes("number")
+    model = make_pipeline(FunctionTransformer(user_funcs.Scales.halve), StandardScaler()).fit(numbers.abs())
+    path = tmp_path / "halve.apr"
+    aprender.save(model, path)
+    ddf = dd.from_pandas(numbers.abs(), npartitions=2, sort=False)
+    with pytest.raises(UntrustedFunctionError, match=r"Scales\.halve"):
+        aprender.dask.predict(path, ddf, "transform", client=client)
+    result = aprender.dask.predict(path, ddf, "transform", client=client, trusted=[user_funcs.Scales.halve])
+    np.testing.assert_array_equal(result.compute().to_numpy(), model.transform(numbers.abs()))
+    with pytest.raises(ValueError, match="no module:qualname"):
+        aprender.dask.predict(path, ddf, "transform", client=client, trusted=[lambda X: X])

@@ -196,3 +196,29 @@ def test_a_category_column_keeps_its_own_example_predictable(tracking: Path) -> 
     assert np.array_equal(pyfunc.predict(X.astype({"city": str})), model.predict(X))
     spec = {c.name: str(c.type) for c in pyfunc.metadata.get_input_schema().inputs}
     assert spec["amount"] == "DataType.double" and spec["city"] == "Any"
+
+
+def test_a_users_function_is_trusted_by_the_caller_never_by_model_config(tmp_path: Path) -> None:
+    """load_model(trusted=[func]) rebuilds a model naming a function of the user's; a pyfunc's model_config,
+    which MLflow merges with what the folder records, grants nothing, whether the caller or the MLmodel says it."""
+    import user_funcs
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from aprender.exceptions import UntrustedFunctionError
+
+    X = np.abs(np.random.RandomState(0).normal(size=(20, 2)))
+    model = make_pipeline(FunctionTransformer(user_funcs.shifted_log), LinearRegression()).fit(X, X[:, 0])
+    path = tmp_path / "m"
+    aprender.mlflow.save_model(model, path)
+    with pytest.raises(UntrustedFunctionError, match="shifted_log"):
+        aprender.mlflow.load_model(str(path))
+    loaded = aprender.mlflow.load_model(str(path), trusted=[user_funcs.shifted_log])
+    assert np.array_equal(loaded.predict(X), model.predict(X))
+    with pytest.raises(UntrustedFunctionError):
+        mlflow.pyfunc.load_model(str(path), model_config={"trusted": ["user_funcs:shifted_log"]})
+    mlmodel = yaml.safe_load((path / "MLmodel").read_text())
+    mlmodel["flavors"]["python_function"]["model_config"] = {"trusted": ["user_funcs:shifted_log"]}
+    (path / "MLmodel").write_text(yaml.safe_dump(mlmodel))
+    with pytest.raises(UntrustedFunctionError):
+        mlflow.pyfunc.load_model(str(path))

@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["PARAM_RULES", "REVIEWED", "UFUNC_MODULES", "Trust", "default_functions", "function_name", "make_trust",
-           "qualified_name", "register_function", "registered", "trusted_from_specs"]
+           "qualified_name", "register_function", "registered", "spec_of",
+           "trusted_from_specs"]
 
 #: Modules whose ufuncs are trusted, in the order their names are preferred when saving.
 UFUNC_MODULES = ("numpy", "scipy.special")
@@ -346,6 +347,25 @@ def make_trust(trusted: Iterable[Any] | None) -> Trust:
             raise TypeError(f"trusted entries are function objects or hyperparameter names, "
                             f"got {type(item).__name__}")
     return Trust(functions, frozenset(params))
+
+
+def spec_of(item: Any) -> str:
+    """The spec :func:`trusted_from_specs` turns back into ``item``: ``module:qualname`` of a function, a
+    hyperparameter name as it is. For carrying a caller's ``trusted=`` to another process (a Dask worker).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> spec_of(np.log1p), spec_of("n_jobs")
+    ('numpy:log1p', 'n_jobs')
+    """
+    if isinstance(item, str):
+        return item
+    module, qualname = getattr(item, "__module__", None), getattr(item, "__qualname__", None)
+    if not (callable(item) and isinstance(module, str) and isinstance(qualname, str)) or "<" in qualname:
+        raise ValueError(f"{item!r} has no module:qualname another process can import; trust a module-level "
+                         "function")
+    return f"{module}:{qualname}"
 
 
 def trusted_from_specs(specs: Iterable[str]) -> list[Any]:

@@ -65,9 +65,10 @@ class ModelBytes:
         self.digest = hashlib.sha256(data).hexdigest()
         self.model = model
 
-    def plugin_name(self, trusted_key: bytes | None) -> str:
-        """The worker plugin's name: one per file and required key."""
-        return f"aprender-{self.digest[:32]}-{trusted_key.hex()[:16] if trusted_key else 'any'}"
+    def plugin_name(self, trusted_key: bytes | None, trusted: tuple[str, ...] = ()) -> str:
+        """The worker plugin's name: one per file, required key and trusted functions."""
+        trust = hashlib.sha256("\n".join(trusted).encode()).hexdigest()[:8] if trusted else "none"
+        return f"aprender-{self.digest[:32]}-{trusted_key.hex()[:16] if trusted_key else 'any'}-{trust}"
 
 
 def _raw_key(key: Any) -> bytes | None:
@@ -78,7 +79,7 @@ def _raw_key(key: Any) -> bytes | None:
     return key.public_bytes(Encoding.Raw, PublicFormat.Raw)
 
 
-def model_bytes(model_or_path: Any, trusted_key: bytes | None = None) -> ModelBytes:
+def model_bytes(model_or_path: Any, trusted_key: bytes | None = None, trusted: Any = None) -> ModelBytes:
     """The bytes :func:`predict` ships: a file's own, or an estimator saved as plain .apr.
 
     Examples
@@ -105,7 +106,7 @@ def model_bytes(model_or_path: Any, trusted_key: bytes | None = None) -> ModelBy
         raise SignatureInvalid(f"'{path}' is {fmt.title}, which carries no signature; sign an {titles('signs')} "
                                "file to require trusted_key")
     data = path.read_bytes()
-    return ModelBytes(data, fmt.suffix, load_model_file(path, trusted_key, fmt))
+    return ModelBytes(data, fmt.suffix, load_model_file(path, trusted_key, fmt, trusted))
 
 
 def _client(client: Any) -> Any:
@@ -123,7 +124,10 @@ def _columns(model: Any, method: str, sample: Any) -> Any:
         if classes.ndim == 1 and classes.shape[0] == width:
             return classes.tolist()
     if method == "transform" and hasattr(model, "get_feature_names_out"):
-        return list(model.get_feature_names_out())
+        try:
+            return list(model.get_feature_names_out())
+        except (AttributeError, ValueError):  # a pipeline whose step names no features (FunctionTransformer)
+            pass
     return list(range(width))
 
 
@@ -134,6 +138,7 @@ def predict(
     *,
     client: Any = None,
     trusted_key: Any = None,
+    trusted: Any = None,
     **kwargs: Any,
 ) -> dd.Series | dd.DataFrame | da.Array:
     """Apply ``model.<method>`` to every partition of ``data`` on the cluster.
@@ -152,6 +157,11 @@ def predict(
     trusted_key : Ed25519PublicKey or bytes, optional
         Every worker verifies the .apr file's signature against this key before
         loading it (:func:`aprender.format.apr.load_verified`).
+    trusted : list, optional
+        As for ``aprender.load``: module-level functions the model may name beyond the
+        default table, and hyperparameter names. Each worker imports the functions by
+        their ``module:qualname`` (the modules must be importable there) and loads with
+        those objects; nothing is looked up by a name the file holds.
     **kwargs
         Passed to the method on every partition.
 
@@ -171,15 +181,18 @@ def predict(
     FormatError
         The file is of no format that loads, or the bytes arrived changed.
     """
+    from aprender.codec.trust import spec_of
+
     key = _raw_key(trusted_key)
-    shipped = model_bytes(model_or_path, key)
+    specs = tuple(spec_of(item) for item in (trusted or ()))
+    shipped = model_bytes(model_or_path, key, trusted)
     model = shipped.model
     if not callable(getattr(model, method, None)):
         raise AttributeError(f"{type(model).__name__} has no method {method!r}")
     client = _client(client)
-    name = shipped.plugin_name(key)
+    name = shipped.plugin_name(key, specs)
     try:
-        client.register_plugin(ModelPlugin(name, shipped.data, shipped.digest, shipped.suffix, key), name=name)
+        client.register_plugin(ModelPlugin(name, shipped.data, shipped.digest, shipped.suffix, key, specs), name=name)
     except BaseException:
         client.unregister_worker_plugin(name)  # the scheduler keeps failed plugins: forget this one
         raise

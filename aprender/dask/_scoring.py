@@ -27,21 +27,22 @@ __all__ = ["ModelPlugin", "cached_model", "load_model_file", "output_frame", "sc
 _MODELS: dict[str, Any] = {}
 
 
-def load_model_file(path: Path, trusted_key: bytes | None, fmt: Format | None = None) -> Any:
+def load_model_file(path: Path, trusted_key: bytes | None, fmt: Format | None = None, trusted: Any = None) -> Any:
     """Load a model file of any format that loads (``fmt``, by default the one its suffix names).
 
     Verified against ``trusted_key`` when one is given (only formats that sign take one),
-    memory-mapped where the format maps and the file is neither compressed nor encrypted.
+    memory-mapped where the format maps and the file is neither compressed nor encrypted;
+    ``trusted`` as for ``aprender.load``.
     """
     fmt = fmt if fmt is not None else by_suffix(path)
     if fmt is None or not fmt.loads:
         raise FormatError(f"'{path}': aprender.dask ships model files that load, and this is not one")
     if trusted_key is not None:
-        return fmt.backend.load_file(path, verifying_key=trusted_key)
+        return fmt.backend.load_file(path, verifying_key=trusted_key, trusted=trusted)
     if not fmt.mmaps:
-        return fmt.backend.load_file(path)
+        return fmt.backend.load_file(path, trusted=trusted)
     info = fmt.backend.inspect_file(path)
-    return fmt.backend.load_file(path, mmap=not info.compressed and not info.encrypted)
+    return fmt.backend.load_file(path, mmap=not info.compressed and not info.encrypted, trusted=trusted)
 
 
 class ModelPlugin(WorkerPlugin):
@@ -60,16 +61,21 @@ class ModelPlugin(WorkerPlugin):
         The file's format.
     trusted_key : bytes, optional
         Raw Ed25519 public key the .apr file's signature must verify against.
+    trusted : tuple of str
+        ``module:function`` specs (and hyperparameter names) the load trusts, imported on
+        the worker (:func:`aprender.codec.trust.trusted_from_specs`).
     """
 
     idempotent = True
 
-    def __init__(self, name: str, data: bytes, digest: str, suffix: str, trusted_key: bytes | None) -> None:
+    def __init__(self, name: str, data: bytes, digest: str, suffix: str, trusted_key: bytes | None,
+                 trusted: tuple[str, ...] = ()) -> None:
         self.name = name
         self.data = data
         self.digest = digest
         self.suffix = suffix
         self.trusted_key = trusted_key
+        self.trusted = trusted
         self.path: Path | None = None
 
     def setup(self, worker: Any) -> None:
@@ -83,7 +89,10 @@ class ModelPlugin(WorkerPlugin):
             tmp = self.path.with_name(f".{self.path.name}.tmp")
             tmp.write_bytes(self.data)
             tmp.replace(self.path)
-        _MODELS[self.name] = load_model_file(self.path, self.trusted_key)
+        from aprender.codec.trust import trusted_from_specs
+
+        _MODELS[self.name] = load_model_file(self.path, self.trusted_key,
+                                             trusted=trusted_from_specs(self.trusted) or None)
         self.data = b""  # the file (mapped or read) is the model's copy now
 
     def teardown(self, worker: Any) -> None:

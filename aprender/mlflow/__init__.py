@@ -224,12 +224,15 @@ def log_model(model: Any, name: str = "model", **kwargs: Any) -> Any:
     return Model.log(artifact_path=None, name=name, flavor=flavor, model=model, **kwargs)
 
 
-def load_model(model_uri: str, dst_path: str | os.PathLike | None = None) -> Any:
+def load_model(model_uri: str, dst_path: str | os.PathLike | None = None, *, trusted: Any = None) -> Any:
     """Load the estimator from an MLflow model URI (``runs:/...``, ``models:/...``, a path ...).
 
-    Raises :class:`~aprender.exceptions.FormatError` if the model folder has no
-    ``aprender`` flavor or its model file does not match the recorded SHA-256.
+    ``trusted`` is ``aprender.load``'s: functions of yours the model may name. (Through
+    ``mlflow.pyfunc.load_model``, register them with ``aprender.register_function`` first:
+    a pyfunc's ``model_config`` may come from the model folder, so it is not a channel
+    for trust.) Raises :class:`~aprender.exceptions.FormatError` if the model folder has
+    no ``aprender`` flavor or its model file does not match the recorded SHA-256.
     """
     local = mlflow.artifacts.download_artifacts(artifact_uri=str(model_uri),
                                                 dst_path=None if dst_path is None else str(dst_path))
-    return load_folder(local)[0]
+    return load_folder(local, trusted)[0]

@@ -40,12 +40,12 @@ def _flavor(folder: Path) -> tuple[Any, dict[str, Any]]:
     return model, conf
 
 
-def load_folder(path: str | os.PathLike) -> tuple[Any, Any]:
+def load_folder(path: str | os.PathLike, trusted: Any = None) -> tuple[Any, Any]:
     """The estimator in a local MLflow model folder, and its ``mlflow.models.Model`` (the MLmodel file).
 
     Raises :class:`~aprender.exceptions.FormatError` when the flavor is missing,
     names another file than aprender writes, or the file's SHA-256 differs from the
-    one recorded at save time.
+    one recorded at save time. ``trusted`` as for ``aprender.load``.
     """
     from aprender.format._api import load
     from aprender.format._io import sha256_file
@@ -64,7 +64,7 @@ def load_folder(path: str | os.PathLike) -> tuple[Any, Any]:
     if digest != conf.get("sha256"):
         raise FormatError(f"'{file}' has sha256 {digest} but MLmodel records {conf.get('sha256')!r}: the model "
                           "file was changed after it was saved")
-    return load(file), mlmodel
+    return load(file, trusted=trusted), mlmodel
 
 
 def predict_input(model: Any, model_input: Any) -> Any:
@@ -101,7 +101,12 @@ class AprenderPyfuncModel:
 
 
 def _load_pyfunc(path: str, model_config: dict[str, Any] | None = None) -> AprenderPyfuncModel:
-    """Called by ``mlflow.pyfunc.load_model`` with the local model folder."""
+    """Called by ``mlflow.pyfunc.load_model`` with the local model folder.
+
+    ``model_config`` is never read for trust: MLflow merges the caller's with the one the
+    MLmodel file records, so a folder could grant itself functions. A pyfunc load trusts
+    what the process registered (``aprender.register_function``) and nothing else.
+    """
     model, mlmodel = load_folder(path)
     method = mlmodel.flavors[FLAVOR_NAME].get("pyfunc_predict_fn", "predict")
     if method not in METHODS or not callable(getattr(model, method, None)):
