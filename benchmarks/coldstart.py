@@ -49,6 +49,11 @@ APR = "import sys; from aprender.cli import main; sys.exit(main())"
 _PROBE = ("import atexit as _atexit, os as _os\n"
           "_atexit.register(lambda path=_os.environ['COLDSTART_RSS']: open(path, 'w').write("
           "[line for line in open('/proc/self/status') if line.startswith('VmHWM')][0]))\n")
+#: Suffix of the cases run with one OpenBLAS thread, and the setting.
+ONE_THREAD, ONE_THREAD_ENV = " [one BLAS thread]", {"OPENBLAS_NUM_THREADS": "1"}
+#: The command-line cases measured again with ONE_THREAD_ENV for every process, gguf-dump included.
+_AGAIN = ("gguf-dump m.gguf", "apr inspect m.gguf", "apr inspect m.apr", "apr inspect m.safetensors",
+          "apr inspect m.onnx", "apr verify signed.apr", "apr sign m.apr")
 #: The first row of iris: every model below predicts it.
 ROW = "[[5.1, 3.5, 1.4, 0.2]]"
 
@@ -145,6 +150,7 @@ def contenders(files: dict[str, str], out: Path) -> dict[str, list[str]]:
         "import aprender": ["import aprender"],
         "import sklearn.linear_model": ["import sklearn.linear_model"],
     }
+    cases |= {name + ONE_THREAD: cases[name] for name in _AGAIN}
     for name in ("logistic", "forest", "pipeline"):
         cases[f"aprender: {name}"] = [f"import aprender; aprender.load({files[name + '.apr']!r}).predict({ROW})"]
         cases[f"joblib: {name}"] = [f"import joblib; joblib.load({files[name + '.joblib']!r}).predict({ROW})"]
@@ -158,7 +164,7 @@ def measure(cases: dict[str, list[str]], rounds: int, env: dict[str, str], cwd: 
     names = list(cases)
     for r in range(rounds + 1):
         for name in order.sample(names, len(names)):
-            sample = run(cases[name], env, cwd)
+            sample = run(cases[name], {**env, **ONE_THREAD_ENV} if name.endswith(ONE_THREAD) else env, cwd)
             if r:
                 samples[name].append(sample)
         print(f"round {r}/{rounds}", file=sys.stderr, flush=True)
@@ -191,10 +197,13 @@ def _row(name: str, s: list[Sample], anchor: list[Sample] | None) -> str:
 def report(samples: dict[str, list[Sample]], rounds: int, where: str) -> str:
     head = ["| Process | CPU (median) | CPU min-max | Wall (median) | Peak RSS (median) | CPU ratio |",
             "|---|---:|---|---:|---:|---:|"]
-    cli = [name for name in samples if name.startswith("apr ")]
+    cli = [name for name in samples if name.startswith("apr ") and not name.endswith(ONE_THREAD)]
     lines = [*head, _row("python -c pass", samples["python -c pass"], None),
              _row("gguf-dump m.gguf", samples["gguf-dump m.gguf"], None)]
     lines += [_row(name, samples[name], samples["gguf-dump m.gguf"]) for name in cli]
+    anchor = samples["gguf-dump m.gguf" + ONE_THREAD]
+    threads = [*head, _row("gguf-dump m.gguf", anchor, None)]
+    threads += [_row(name, samples[name + ONE_THREAD], anchor) for name in _AGAIN[1:]]
     loads = ["| Model | aprender CPU | joblib CPU | CPU ratio | aprender peak RSS | joblib peak RSS "
              "| RSS difference |", "|---|---:|---:|---:|---:|---:|---:|"]
     for name in ("logistic", "forest", "pipeline"):
@@ -214,6 +223,11 @@ def report(samples: dict[str, list[Sample]], rounds: int, where: str) -> str:
         f"Machine: {where}.\n\n"
         "### The command line, against gguf-dump on the same file (CPU ratio to gguf-dump)\n\n"
         + "\n".join(lines)
+        + "\n\n### The same with `OPENBLAS_NUM_THREADS=1` set for every process, gguf-dump included (CPU ratio "
+        "to gguf-dump under the same setting)\n\n" + "\n".join(threads)
+        + "\n\nWhat the first table gains is gguf-dump's BLAS thread pool; this one is the work itself. Here "
+        "aprender's command line costs more than gguf-dump: the rest is click's and rich's imports, aprender's "
+        "own modules, and numpy for the .apr and SafeTensors readers (gguf-dump prints with `print`)."
         + "\n\n### A fresh process: import, load, predict one row (.apr against joblib's pickle of the "
         "scikit-learn model)\n\n" + "\n".join(loads)
         + "\n\n### `import aprender` (CPU ratio to `import sklearn.linear_model`)\n\n" + "\n".join(imports)
