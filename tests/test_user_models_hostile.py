@@ -96,6 +96,8 @@ SELECTOR_EDITS: dict[str, tuple[Edit, str]] = {
     "pattern-invalid": (_set(_SELECTOR, "pattern", "num_("), "is not a valid regular expression"),
     "pattern-nested-repeat": (_set(_SELECTOR, "pattern", "^(a+)+$"), "nests a repetition inside another"),
     "pattern-repeated-alternation": (_set(_SELECTOR, "pattern", "(a|ab)*c"), "repeats an alternation"),
+    # side by side, not nested: 30 of them backtrack for minutes on a 25-character column name
+    "pattern-many-repetitions": (_set(_SELECTOR, "pattern", "a*" * 30 + "b"), "holds 30 repetitions, at most 4"),
     "pattern-wrong-json-type": (_set(_SELECTOR, "pattern", ["^num"]),
                                 "'column_selector' field 'pattern' must be str or null, found list"),
     "unknown-field": (_set(_SELECTOR, "callback", "os.system"), "'column_selector' node has an unknown field"),
@@ -111,6 +113,7 @@ def test_hostile_column_selector_is_refused(name: str, tmp_path) -> None:
 @pytest.mark.parametrize(("pattern", "allowed"), [
     ("^num_", True), (r"^(?!review)", True), (r".*_k$", True), (r"^(age|income)\b", True), (r"\d{2,4}", True),
     ("(a*)*", False), ("(?:x+y?)+", False), ("((ab)*c)*", False), ("(a{1,3})+", False), ("(x|y)+", True),
+    (r"^(\w+)_(\d+)_(\w+)_(\d+)$", True), ("a*a*a*a*b", True), ("a*a*a*a*a*b", False), ("(?=a*)b+c*d+e?f*", False),
 ])
 def test_pattern_check(pattern: str, allowed: bool) -> None:
     assert (check_pattern(pattern) is None) is allowed, check_pattern(pattern)

@@ -59,9 +59,10 @@ REFUSED: dict[str, Refused] = {
         "a dtype name such as `\"category\"`, `\"datetimetz\"`, `\"number\"`, or a default pandas dtype instance",
     ),
     "selector-pattern-backtracks": Refused(
-        "a `make_column_selector(pattern=...)` longer than 512 characters, that does not compile, or that nests a "
-        "repetition (`(a+)+`) or repeats an alternation (`(a|ab)*`)",
-        "such a pattern can take time exponential in a column name's length when the loaded model is fitted again",
-        "a pattern without nested repetition (`^num_`, `_k$`, `^(age|income)`)",
+        "a `make_column_selector(pattern=...)` longer than 512 characters, that does not compile, that nests a "
+        "repetition (`(a+)+`), repeats an alternation (`(a|ab)*`) or holds more than 4 repetitions",
+        "such a pattern can take time exponential in a column name's length, or of a high power of it, when the "
+        "loaded model is fitted again",
+        "a pattern without nested repetition and with at most 4 (`^num_`, `_k$`, `^(age|income)`, `^f_\\d+$`)",
     ),
 }
