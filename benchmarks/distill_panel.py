@@ -369,7 +369,8 @@ def section(halves: dict[str, tuple[list[str], dict[str, str]]], grid: list[str]
              "Defaults: " + ", ".join(f"`{k}={v!r}`" for k, v in defaults.items()) + "; RF(500) teacher, "
              "MLP(32) student (`max_iter=300`), test accuracy (R² for regressors) in points. "
              "Generated problems: the stated training rows and 4,000 fresh test rows; shipped datasets: "
-             "stratified k-fold, every row tested once.", ""]
+             "stratified k-fold, every row tested once; the digits subsample: 500 training rows, the other 1,297 "
+             "test. Below 1,000 labelled rows the fallback cross-fits (5 folds over every labelled row).", ""]
     for half, title in (("held-out", "Held-out half (second split: run once, with the frozen defaults)"),
                         ("tuning", "Tuning half (the first split's tuning half)"),
                         ("seen", "Tuning half, seen (the first split's held-out half: reported in the first "
