@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_iris
+from sklearn.datasets import load_iris, make_classification
 
 import aprender
 from aprender.distill import _fallback as fallback
@@ -82,28 +82,64 @@ def test_paired_squared_errors_handles_ties() -> None:
     assert fallback.paired_squared_errors(np.ones(1), np.zeros(1)) == 1.0
 
 
-def test_too_few_held_out_rows_skip_the_comparison_and_say_so() -> None:
+def test_too_few_labelled_rows_skip_the_comparison_and_say_so() -> None:
     X, y = load_iris(return_X_y=True)
+    X, y = X[::6], y[::6]  # 25 rows: fewer than MIN_ROWS even to cross-fit; 5 held out
     teacher = RandomForestClassifier(n_estimators=5, random_state=0).fit(X, y)
-    student = aprender.distill(teacher, LogisticRegression(max_iter=300), X, y, transfer_size=200,
-                               validation_fraction=0.1)
+    student = aprender.distill(teacher, LogisticRegression(max_iter=300), X, y, transfer_size=200)
     record = student.provenance_["fallback"]
-    assert record["decided"] is False and record["kept"] == "distilled" and record["held_out_rows"] == 15
+    assert record["decided"] is False and record["kept"] == "distilled" and record["held_out_rows"] == 5
     assert record["p_value"] is None and record["held_out"] is None and "too few" in record["reason"]
-    assert student.provenance_["report"]["held_out_rows"] == 15
-    # The held-out rows scored the candidate; the returned student learned from all 150.
-    assert student.provenance_["transfer_set"]["labelled_rows"] == 150
+    assert record["cross_fitted_folds"] is None
+    assert student.provenance_["report"]["held_out_rows"] == 5
+    # The held-out rows scored the candidate; the returned student learned from all 25.
+    assert student.provenance_["transfer_set"]["labelled_rows"] == 25
 
 
-def test_a_decided_fallback_records_the_test() -> None:
+def test_few_labelled_rows_are_cross_fitted_and_every_row_compared() -> None:
     X, y = load_iris(return_X_y=True)
     teacher = RandomForestClassifier(n_estimators=5, random_state=0).fit(X, y)
-    record = aprender.distill(teacher, LogisticRegression(max_iter=300), X, y, transfer_size=200).provenance_
+    record = aprender.distill(teacher, LogisticRegression(max_iter=300), X, y, transfer_size=200,
+                              validation_fraction=0.1).provenance_
     choice = record["fallback"]
-    assert choice["decided"] is True and choice["held_out_rows"] == 30 and choice["test"].startswith("McNemar")
-    assert set(choice) == {"decided", "held_out_rows", "level", "test", "disagreements", "p_value", "held_out",
-                           "kept", "reason"}
-    assert record["report"]["student"] == choice["held_out"][choice["kept"]]
+    # validation_fraction=0.1: ten folds; all 150 rows predicted out of fold by both candidates.
+    assert choice["decided"] is True and choice["cross_fitted_folds"] == 10 and choice["held_out_rows"] == 150
+    assert choice["test"].startswith("McNemar") and "10-fold cross-fitting" in choice["reason"]
+    assert set(choice) == {"decided", "held_out_rows", "cross_fitted_folds", "level", "test", "disagreements",
+                           "p_value", "held_out", "kept", "reason"}
+    n_right = {k: round(v * 150) for k, v in choice["held_out"].items()}
+    diff = choice["disagreements"]
+    assert n_right["distilled"] - n_right["hard_labels"] == diff["distilled_right"] - diff["hard_labels_right"]
+    assert record["report"]["held_out_rows"] == 15  # the first fold scores the kept candidate
+    assert record["transfer_set"]["labelled_rows"] == 150
+
+
+def test_many_labelled_rows_are_decided_on_one_held_out_split() -> None:
+    X, y = make_classification(n_samples=fallback.CROSS_FIT_BELOW, n_features=6, random_state=0)
+    teacher = RandomForestClassifier(n_estimators=5, random_state=0).fit(X, y)
+    choice = aprender.distill(teacher, LogisticRegression(max_iter=300), X, y,
+                              transfer_size=1000).provenance_["fallback"]
+    assert choice["decided"] is True and choice["cross_fitted_folds"] is None and choice["held_out_rows"] == 200
+    assert "on the held-out rows" in choice["reason"]
+
+
+@pytest.mark.parametrize(("labels", "stratified"), [([0] * 40 + [1] * 10, True), ([0] * 46 + [1] * 4, False)])
+def test_folds_test_every_row_once_stratified_when_they_can(labels: list[int], stratified: bool) -> None:
+    y = np.array(labels)
+    parts = fallback.folds(y, True, 5, np.random.RandomState(0))
+    tested = np.sort(np.concatenate([test for _, test in parts]))
+    np.testing.assert_array_equal(tested, np.arange(50))
+    assert all(len(np.intersect1d(train, test)) == 0 for train, test in parts)
+    minority = [int(np.sum(y[test] == 1)) for _, test in parts]
+    assert (minority == [2] * 5) is stratified
+
+
+def test_cross_fitted_record_says_so() -> None:
+    y = np.arange(200) % 3
+    record = fallback.compare(_wrong_on(y, np.arange(0, 30)), _wrong_on(y, np.arange(100, 103)), y, True,
+                              cross_fitted=5)
+    assert record["kept"] == "hard_labels" and record["cross_fitted_folds"] == 5
+    assert "out of fold on all 200 labelled rows (5-fold" in record["reason"]
 
 
 def test_public_paths() -> None:

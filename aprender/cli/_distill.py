@@ -194,7 +194,8 @@ def distill_cmd(teachers: tuple[Path, ...], spec: str, data_path: Path, output: 
         choice = record["fallback"]
         if choice:
             scores = choice["held_out"]
-            held = (f"held-out: distilled {scores['distilled']:.4f}, hard-label {scores['hard_labels']:.4f}; "
+            where = "out of fold" if choice.get("cross_fitted_folds") else "held-out"
+            held = (f"{where}: distilled {scores['distilled']:.4f}, hard-label {scores['hard_labels']:.4f}; "
                     if scores else "")
             say(f"kept the {choice['kept'].replace('_', '-')} student ({held}{choice['reason']})")
     return 0

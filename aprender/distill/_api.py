@@ -84,11 +84,13 @@ def distill(
     fallback : bool, default=True
         With held-out rows, also fit the same student on the hard labels of the
         training rows, and return the student fitted on the hard labels of all of
-        ``X`` instead of the distilled one only if a one-sided paired test on the
-        held-out rows shows it is better at the 5% level (McNemar's exact test for
-        classifiers, a paired t-test on squared errors for regressors); below 30
-        held-out rows nothing is compared. ``provenance_["fallback"]`` records the
-        test, its p-value, both scores, which was kept and why.
+        ``X`` instead of the distilled one only if a one-sided paired test shows it is
+        better at the 5% level (McNemar's exact test for classifiers, a paired t-test
+        on squared errors for regressors). From 1,000 labelled rows up the test runs on
+        the held-out rows; from 30 to 999 rows both candidates are cross-fitted
+        (``round(1 / validation_fraction)`` folds, at most 10) and the test runs on
+        their out-of-fold predictions of every row. ``provenance_["fallback"]``
+        records the test, its p-value, the folds, both scores, which was kept and why.
     progress : callable, optional
         Called with the name of each phase as it starts (the CLI's progress bar).
 
@@ -138,17 +140,21 @@ def distill(
     base.set_params(**unset)
     options = {"classify": classify, "method": method, "temperature": temperature, "alpha": alpha,
                "layer_map": layer_map, "transfer_size": transfer_size, "rng": rng, "phase": phase}
-    candidate, fit, pairs = _distil(models, base, X_train, y_train, **options)
-    kept, choice = candidate, None
     held = X_held is not None and len(X_held) > 0
-    if fallback and held:
-        if len(X_held) < fallbacks.MIN_ROWS:
+    hard, choice = None, None
+    if fallback and held and fallbacks.MIN_ROWS <= len(y) < fallbacks.CROSS_FIT_BELOW:
+        n_folds = min(10, max(2, round(1 / validation_fraction)))
+        (candidate, fit, pairs), hard, choice, X_held, y_held = _cross_fit(
+            models, base, X, np.asarray(y), n_folds, options)
+    else:
+        candidate, fit, pairs = _distil(models, base, X_train, y_train, **options)
+        if fallback and held and len(X_held) < fallbacks.MIN_ROWS:
             choice = fallbacks.too_few_rows(len(X_held))
-        else:
+        elif fallback and held:
             phase("fitting the student on the hard labels")
             hard = clone(base).fit(X_train, y_train)
             choice = fallbacks.choose(candidate, hard, X_held, y_held, classify)
-            kept = hard if choice["kept"] == "hard_labels" else candidate
+    kept = hard if choice is not None and choice["kept"] == "hard_labels" else candidate
     phase("scoring")
     held_out_report = report(models, kept, X_held, y_held, classify)
     if held:
@@ -163,6 +169,29 @@ def distill(
     kept.provenance_ = record(method=method, temperature=temperature, alpha=alpha, pairs=pairs, loaded=loaded,
                               classify=classify, fit=fit, report=held_out_report, fallback=choice)
     return kept
+
+
+def _cross_fit(models: list, base: Any, X: np.ndarray, y: np.ndarray, n_folds: int,
+               options: dict[str, Any]) -> tuple[tuple, Any, dict[str, Any], np.ndarray, np.ndarray]:
+    """Both candidates fitted on k - 1 folds and compared on the pooled out-of-fold predictions.
+
+    Returns the first fold's distillation (as :func:`_distil` returns it) and hard-label
+    student, the fallback's record, and the first fold's rows, on which the kept one is
+    scored for ``provenance_["report"]``: the one-split path's report, with the first
+    fold as the held-out rows.
+    """
+    classify = options["classify"]
+    pred_d = np.empty(len(y), dtype=y.dtype if classify else np.float64)
+    pred_h = np.empty_like(pred_d)
+    first: tuple = ()
+    for train, test in fallbacks.folds(y, classify, n_folds, options["rng"]):
+        options["phase"](f"cross-fitting the candidates ({n_folds} folds)")
+        distilled = _distil(models, base, X[train], y[train], **options)
+        hard = clone(base).fit(X[train], y[train])
+        pred_d[test], pred_h[test] = distilled[0].predict(X[test]), hard.predict(X[test])
+        first = first or (distilled, hard, test)
+    choice = fallbacks.compare(pred_d, pred_h, y, classify, cross_fitted=n_folds)
+    return first[0], first[1], choice, X[first[2]], y[first[2]]
 
 
 def _distil(models: list, base: Any, X: np.ndarray, y: np.ndarray | None, *, classify: bool, method: str,

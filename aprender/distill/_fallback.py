@@ -12,7 +12,14 @@ evidence that it is better reaches significance at :data:`LEVEL`:
 * regressors: a one-sided paired t-test on the difference of the squared errors (whose
   mean is the difference of the mean squared errors, the quantity R² ranks by).
 
-With fewer than :data:`MIN_ROWS` held-out rows there is no fit of the hard-label
+Where the labelled rows are few (under :data:`CROSS_FIT_BELOW`), one held-out split is
+too small to tell the candidates apart, so they are **cross-fitted** instead: the rows
+are cut into k folds, both candidates are fitted on k - 1 folds and predict the fold
+left out, and the same paired test runs on the pooled out-of-fold predictions, one per
+labelled row (:func:`folds`, :func:`compare`). Its cost is k distillations on k - 1
+folds, which is bounded because only small problems take this path.
+
+With fewer than :data:`MIN_ROWS` rows to compare there is no fit of the hard-label
 student at all: so few rows cannot show a difference worth a swap, and the record says so.
 """
 
@@ -24,12 +31,15 @@ import numpy as np
 from scipy import stats
 from sklearn.metrics import accuracy_score, r2_score
 
-__all__ = ["LEVEL", "MIN_ROWS", "choose", "mcnemar_exact", "paired_squared_errors", "score", "too_few_rows"]
+__all__ = ["CROSS_FIT_BELOW", "LEVEL", "MIN_ROWS", "choose", "compare", "folds", "mcnemar_exact",
+           "paired_squared_errors", "score", "too_few_rows"]
 
 #: Significance level of the one-sided test that must reject "no worse" before a swap.
 LEVEL = 0.05
 #: Fewest held-out rows on which the candidates are compared.
 MIN_ROWS = 30
+#: Below this many labelled rows the candidates are cross-fitted and compared on every row.
+CROSS_FIT_BELOW = 1000
 
 
 def score(model: Any, X: np.ndarray, y: np.ndarray, classify: bool) -> float:
@@ -56,16 +66,40 @@ def paired_squared_errors(distilled_errors: np.ndarray, hard_errors: np.ndarray)
 
 def too_few_rows(n_rows: int) -> dict[str, Any]:
     """The record of a fallback skipped because the held-out set is too small to decide."""
-    return {"kept": "distilled", "decided": False, "held_out_rows": int(n_rows), "test": None, "p_value": None,
+    return {"kept": "distilled", "decided": False, "held_out_rows": int(n_rows), "cross_fitted_folds": None,
+            "test": None, "p_value": None,
             "level": LEVEL, "held_out": None,
             "reason": f"{n_rows} held-out rows are too few to compare the students (at least {MIN_ROWS}); "
                       "the distilled student is kept untested"}
 
 
+def folds(y: np.ndarray, classify: bool, n_folds: int,
+          rng: np.random.RandomState) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(train, test)`` row indices of ``n_folds`` folds; stratified when every class has a row per fold."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    seed = rng.randint(2**31 - 1)
+    if classify and np.unique(y, return_counts=True)[1].min() >= n_folds:
+        return list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(np.zeros(len(y)), y))
+    return list(KFold(n_folds, shuffle=True, random_state=seed).split(np.zeros(len(y))))
+
+
 def choose(distilled: Any, hard: Any, X: np.ndarray, y: np.ndarray, classify: bool) -> dict[str, Any]:
     """Compare the candidates on the held-out ``(X, y)``: the record of ``provenance_["fallback"]``."""
-    pred_d, pred_h = distilled.predict(X), hard.predict(X)
-    record: dict[str, Any] = {"decided": True, "held_out_rows": len(X), "level": LEVEL}
+    return compare(distilled.predict(X), hard.predict(X), y, classify)
+
+
+def compare(pred_d: np.ndarray, pred_h: np.ndarray, y: np.ndarray, classify: bool,
+            cross_fitted: int | None = None) -> dict[str, Any]:
+    """The paired test of the two candidates' predictions of ``y``, each made by a model that did not see its row.
+
+    ``cross_fitted`` is the number of folds when the predictions are out-of-fold ones
+    over every labelled row; None when they are one held-out split's.
+    """
+    where = (f"out of fold on all {len(y)} labelled rows ({cross_fitted}-fold cross-fitting: fewer than "
+             f"{CROSS_FIT_BELOW} rows)" if cross_fitted else "on the held-out rows")
+    record: dict[str, Any] = {"decided": True, "held_out_rows": len(y), "cross_fitted_folds": cross_fitted,
+                              "level": LEVEL}
     if classify:
         right_d, right_h = pred_d == y, pred_h == y
         counts = {"distilled_right": int(np.sum(right_d & ~right_h)),
@@ -83,6 +117,6 @@ def choose(distilled: Any, hard: Any, X: np.ndarray, y: np.ndarray, classify: bo
     swap = p < LEVEL
     record |= {"p_value": p, "held_out": scores, "kept": "hard_labels" if swap else "distilled"}
     record["reason"] = (
-        f"the hard-label student is better on the held-out rows (p = {p:.3g} < {LEVEL})" if swap else
-        f"no evidence the hard-label student is better on the held-out rows (p = {p:.3g} >= {LEVEL})")
+        f"the hard-label student is better {where} (p = {p:.3g} < {LEVEL})" if swap else
+        f"no evidence the hard-label student is better {where} (p = {p:.3g} >= {LEVEL})")
     return record
