@@ -368,6 +368,9 @@ KDE_CASES: dict[str, tuple[str, Callable[[dict, dict], None], str]] = {
     "kde-node-count-huge": ("kde-kd", lambda node, tensors: node.update(n_nodes=2**62), "'n_nodes' is"),
     "kde-levels-for-other-data": ("kde-kd", _kde_tensor("data", lambda a: a[:7]), "'n_levels' is 3, a tree of 7"),
     "kde-partial-tree": ("kde-kd", lambda node, tensors: node.pop("idx_array"), "a stored tree needs all of"),
+    "kde-null-levels": ("kde-kd", lambda node, tensors: node.update(n_levels=None), "'n_levels' must be an integer"),
+    "kde-negative-levels": ("kde-ball-weighted", lambda node, tensors: node.update(n_levels=-1),
+                            "'n_levels' is -1, must be >= 1"),
 }
 
 
@@ -396,6 +399,6 @@ def test_crafted_kernel_density_tree_is_refused_before_use(case, kde_child_resul
     model, edit, message = KDE_CASES[case]
     with pytest.raises(FormatError) as info:
         safetensors.load(_crafted_kde(model, edit))
-    assert message in str(info.value) and "tree_" in str(info.value)
+    assert message in str(info.value) and str(info.value).startswith("at 'tree_': ")
     assert kde_child_results[case].startswith("AprenderError:"), kde_child_results[case]
     assert kde_child_results["unedited"] == "USED"

@@ -120,10 +120,11 @@ def _decode_tree(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
             raise fail(path, f"sample_weight needs shape ({data.shape[0]},), found {weights.shape}")
         kwargs["sample_weight"] = weights
     stored = _stored_tree(node, dec, path)
+    if stored is not None:  # its own FormatError, naming the field, before anything is built
+        check_tree(stored, data, _METHODS[node["kind"]], path, where=path)
     try:
         if stored is None:
             return cls(np.ascontiguousarray(data, dtype=np.float64), leaf_size=leaf_size, metric=metric, **kwargs)
-        check_tree(stored, data, _METHODS[node["kind"]], path)
         weights = kwargs.pop("sample_weight", None)
         return restore_tree(stored, data, _METHODS[node["kind"]], distance_metric(metric, kwargs), weights)
     except (ValueError, TypeError) as exc:

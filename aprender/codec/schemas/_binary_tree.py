@@ -125,9 +125,13 @@ def tree_arrays(tree: Any) -> dict[str, Any]:
             **{name: np.ascontiguousarray(node_data[name]) for name in NODE_FIELDS}}
 
 
-def check_tree(tree: Mapping[str, Any], fit_X: np.ndarray, method: str, path: str) -> None:
-    """Check a stored tree against the (already checked, finite, 2-d) training data."""
-    where = f"{path}._tree" if path else "_tree"
+def check_tree(tree: Mapping[str, Any], fit_X: np.ndarray, method: str, path: str, *, where: str | None = None) -> None:
+    """Check a stored tree against the (already checked, finite, 2-d) training data.
+
+    Errors name ``where``: by default the ``_tree`` of the estimator at ``path``.
+    """
+    if where is None:
+        where = f"{path}._tree" if path else "_tree"
     n, d = fit_X.shape
     leaf_size = integer(tree, "leaf_size", where, low=1)
     n_levels = levels(n, leaf_size)
