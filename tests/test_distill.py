@@ -18,7 +18,7 @@ import aprender
 from aprender.cli import main
 from aprender.cli._app import cli
 from aprender.cli._distill import parse_student
-from aprender.distill._fit import expand, learns_soft_labels, soft_labels
+from aprender.distill._fit import expand, fit_classifier, learns_soft_labels, soft_labels
 from aprender.distill._students import (
     boosts_soft_targets,
     logistic_objective,
@@ -132,17 +132,19 @@ def test_soft_boosting_fits_the_soft_targets_better_than_their_argmax() -> None:
     assert not boosts_soft_targets(HistGradientBoostingClassifier(class_weight="balanced"))
 
 
+@pytest.mark.parametrize("scale", [1.0, 0.25])
 @pytest.mark.parametrize("classes", [[0, 1, 2], [1, 2]])
-def test_logistic_start_is_the_minimiser_of_the_expanded_objective(classes: list[int]) -> None:
+def test_logistic_start_is_the_minimiser_of_the_expanded_objective(classes: list[int], scale: float) -> None:
     mask = np.isin(Y_IRIS, classes)
     X = X_IRIS[mask]
     proba = RandomForestClassifier(n_estimators=5, random_state=0).fit(X, Y_IRIS[mask]).predict_proba(X)
     targets = soft_targets([proba], 0.5, 0.7, None)
     Xe, ye, we = expand(X, targets, np.array(classes))
+    we = we * scale  # the weights of distillation, which sum to the real rows behind the transfer set
     reference = LogisticRegression(C=0.5, tol=1e-10, max_iter=5000).fit(Xe, ye, sample_weight=we)
     started = LogisticRegression(C=0.5, tol=1e-10, max_iter=5000)
     assert starts_logistic(started)
-    with logistic_start(started, X, targets):
+    with logistic_start(started, X, targets, we.sum()):
         started.fit(Xe, ye, sample_weight=we)
     assert started.warm_start is False and started.n_iter_[0] <= 3  # scikit-learn's fit found it converged
     np.testing.assert_allclose(started.coef_, reference.coef_, atol=1e-5)
@@ -150,9 +152,27 @@ def test_logistic_start_is_the_minimiser_of_the_expanded_objective(classes: list
     # The unexpanded objective is the expanded one: weighted mean log-loss plus the same L2 term.
     proba_e = reference.predict_proba(Xe)[np.arange(len(ye)), np.searchsorted(classes, ye)]
     expanded = np.sum(we * -np.log(proba_e)) / we.sum() + 0.5 / (0.5 * we.sum()) * np.sum(reference.coef_**2)
-    assert logistic_objective(reference, X, targets, reference.coef_, reference.intercept_) == pytest.approx(
+    assert logistic_objective(reference, X, targets, reference.coef_, reference.intercept_, we.sum()) == pytest.approx(
         expanded, rel=1e-10)
     assert not starts_logistic(LogisticRegression(solver="liblinear"))
+
+
+def test_a_logistic_student_keeps_the_penalty_of_its_real_rows() -> None:
+    # Transfer rows synthesized around n real rows add no evidence: weighted to sum to n,
+    # the student's L2 term is 1 / (C * n), as in a fit on those n rows. Unweighted, the
+    # same fit on N transfer rows is that of C * N / n: a penalty N / n times weaker.
+    rng = np.random.RandomState(0)
+    X = np.vstack([X_IRIS, X_IRIS + rng.normal(scale=0.3, size=X_IRIS.shape)])
+    proba = RandomForestClassifier(n_estimators=5, random_state=0).fit(X_IRIS, Y_IRIS).predict_proba(X)
+    targets, classes = soft_targets([proba], 0.5, 0.7, None), np.array([0, 1, 2])
+    weighted = LogisticRegression(C=0.1, tol=1e-10, max_iter=5000)
+    fit_classifier(weighted, X, targets, classes, [], evidence_rows=len(X_IRIS))
+    stronger = LogisticRegression(C=0.1 * len(X_IRIS) / len(X), tol=1e-10, max_iter=5000)
+    fit_classifier(stronger, X, targets, classes, [])
+    unweighted = LogisticRegression(C=0.1, tol=1e-10, max_iter=5000)
+    fit_classifier(unweighted, X, targets, classes, [])
+    np.testing.assert_allclose(weighted.coef_, stronger.coef_, atol=1e-6)
+    assert np.sum(weighted.coef_**2) < 0.9 * np.sum(unweighted.coef_**2)
 
 
 def test_synthesized_rows_stay_between_neighbours() -> None:

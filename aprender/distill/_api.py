@@ -215,7 +215,7 @@ def _distil(models: list, base: Any, X: np.ndarray, y: np.ndarray | None, *, cla
         classes = models[0].classes_
         onehot = (y[:n_labelled, None] == classes[None, :]).astype(np.float64) if n_labelled else None
         targets = transfer.soft_targets([m.predict_proba(X_transfer) for m in models], temperature, alpha, onehot)
-        soft, loss = fit_classifier(fitted, X_transfer, targets, classes, layers)
+        soft, loss = fit_classifier(fitted, X_transfer, targets, classes, layers, X.shape[0])
     else:
         targets = np.mean([np.asarray(m.predict(X_transfer), dtype=np.float64) for m in models], axis=0)
         if n_labelled:

@@ -90,8 +90,14 @@ def _fit(model: Any, X: np.ndarray, y: np.ndarray, layers: list, **fit_params: A
 
 
 def fit_classifier(model: Any, X: np.ndarray, targets: np.ndarray, classes: np.ndarray,
-                   layers: list) -> tuple[bool, float]:
+                   layers: list, evidence_rows: int | None = None) -> tuple[bool, float]:
     """Fit ``model`` to the soft ``targets`` of the rows of ``X``.
+
+    ``evidence_rows`` is the number of real rows the transfer set was built around. A
+    LogisticRegression student's rows are weighted so that their weights sum to it:
+    its L2 penalty is ``1 / (C * sum of weights)`` per unit of mean loss, so the
+    penalty is the one a fit on those real rows has, not one made weaker by every
+    synthesized row (which adds no new evidence).
 
     Returns whether it learned the soft targets (false: their argmax) and its
     soft-target cross-entropy on ``X``.
@@ -106,8 +112,10 @@ def fit_classifier(model: Any, X: np.ndarray, targets: np.ndarray, classes: np.n
             _fit(model, X, labels, layers)
     elif has_fit_parameter(model, "sample_weight"):
         Xe, ye, we = expand(X, targets, classes)
+        if evidence_rows and students.is_logistic(model):
+            we = we * (evidence_rows / len(X))
         if students.starts_logistic(model):
-            with students.logistic_start(model, X, targets):
+            with students.logistic_start(model, X, targets, evidence_rows or len(X)):
                 _fit(model, Xe, ye, layers, sample_weight=we)
         else:
             _fit(model, Xe, ye, layers, sample_weight=we)

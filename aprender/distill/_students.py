@@ -22,7 +22,8 @@ from scipy import optimize
 from scipy.special import expit, log_softmax, softmax
 from sklearn._loss.loss import HalfBinomialLoss, HalfMultinomialLoss
 
-__all__ = ["boosts_soft_targets", "logistic_objective", "logistic_start", "soft_boosting", "starts_logistic"]
+__all__ = ["boosts_soft_targets", "is_logistic", "logistic_objective", "logistic_start", "soft_boosting",
+           "starts_logistic"]
 
 
 class _SoftMultinomialLoss(HalfMultinomialLoss):
@@ -118,6 +119,13 @@ def soft_boosting(model: Any, targets: np.ndarray) -> Iterator[None]:
             model._loss = model._get_loss(sample_weight=None)
 
 
+def is_logistic(model: Any) -> bool:
+    """Whether ``model`` is a LogisticRegression, whose L2 penalty scales with ``1 / sum of sample weights``."""
+    from sklearn.linear_model import LogisticRegression
+
+    return isinstance(model, LogisticRegression)
+
+
 def starts_logistic(model: Any) -> bool:
     """Whether :func:`logistic_start` applies: LogisticRegression, lbfgs, an L2 penalty or none, no class weights."""
     from sklearn.linear_model import LogisticRegression
@@ -163,21 +171,23 @@ def _columns(targets: np.ndarray) -> np.ndarray:
 
 
 def logistic_objective(model: Any, X: np.ndarray, targets: np.ndarray, coef: np.ndarray,
-                       intercept: np.ndarray) -> float:
+                       intercept: np.ndarray, weight_sum: float) -> float:
     """LogisticRegression's lbfgs objective on soft targets: mean cross-entropy plus the L2 term.
 
-    Equal to the objective of the expanded rows (one per class, weighted by ``q``):
-    their weights sum to one per row, so the weighted mean and the penalty's scale
-    ``1 / (C * sum of weights)`` are the same.
+    Equal to the objective of the expanded rows (one per class, weighted by ``q`` times
+    ``weight_sum / len(X)``): the weights of one row sum to the same share of
+    ``weight_sum``, so the weighted mean is the mean over rows, and the penalty's scale
+    is ``1 / (C * weight_sum)``.
     """
-    return _loss_gradient(X, _columns(targets), _l2_strength(model, len(X)), coef, intercept)[0]
+    return _loss_gradient(X, _columns(targets), _l2_strength(model, weight_sum), coef, intercept)[0]
 
 
 @contextmanager
-def logistic_start(model: Any, X: np.ndarray, targets: np.ndarray) -> Iterator[None]:
+def logistic_start(model: Any, X: np.ndarray, targets: np.ndarray, weight_sum: float) -> Iterator[None]:
     """While active, ``model.fit`` (on the expanded rows) starts from the soft-target minimiser.
 
-    The objective of :func:`logistic_objective` is minimised on the ``n`` transfer rows
+    ``weight_sum`` is the sum of the expanded rows' sample weights, which sets the L2
+    term. The objective of :func:`logistic_objective` is minimised on the ``n`` transfer rows
     with the options scikit-learn's lbfgs uses (``max_iter``, ``tol``, ``maxls=50``),
     where the expanded problem has a row per (row, class) of non-zero target: up to
     ``n_classes`` times the rows per function evaluation. The result becomes the
@@ -185,11 +195,11 @@ def logistic_start(model: Any, X: np.ndarray, targets: np.ndarray) -> Iterator[N
     minimises the same objective, finds the gradient already within ``tol`` and stops
     after few or no iterations, so the fitted attributes are scikit-learn's own.
     """
-    n, d = X.shape
+    d = X.shape[1]
     q = _columns(targets)
     k = q.shape[1]
     intercept = model.fit_intercept
-    l2 = _l2_strength(model, n)
+    l2 = _l2_strength(model, weight_sum)
 
     def loss_gradient(w: np.ndarray) -> tuple[float, np.ndarray]:
         W = w.reshape(k, d + intercept)
