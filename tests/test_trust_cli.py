@@ -94,3 +94,23 @@ def test_the_server_loads_the_model_only_with_trust(files) -> None:
         refused = httpx.post(f"{url}/predict", json={"model_id": "churn", "features": records})
         assert refused.status_code >= 400
         assert "shifted_log" in refused.text and "not trusted" in refused.text
+
+
+def test_distill_reads_a_teacher_file_only_with_trust(tmp_path, capsys) -> None:
+    X = np.abs(_RNG.normal(size=(120, 3)))
+    y = (X[:, 0] > X[:, 1]).astype(int)
+    teacher = make_pipeline(FunctionTransformer(user_funcs.shifted_log), LogisticRegression()).fit(X, y)
+    aprender.save(teacher, tmp_path / "teacher.apr")
+    np.savez(tmp_path / "data.npz", X=X, y=y)
+    args = ["distill", str(tmp_path / "teacher.apr"), "--student", "LogisticRegression", "--data",
+            str(tmp_path / "data.npz"), "-o", str(tmp_path / "student.apr"), "--transfer-size", "240"]
+    assert main(args) == 1
+    assert f"--trust {SPEC}" in capsys.readouterr().err and not (tmp_path / "student.apr").exists()
+    assert main([*args, "--trust", SPEC]) == 0
+    student = aprender.load(tmp_path / "student.apr")
+    assert student.provenance_["teachers"][0]["class"] == "Pipeline"
+    # The library call takes the same trust; the recorded sha256 is the teacher file's either way.
+    direct = aprender.distill(tmp_path / "teacher.apr", LogisticRegression(), X, y, transfer_size=240,
+                              trusted=[user_funcs.shifted_log])
+    assert direct.provenance_["teachers"] == student.provenance_["teachers"]
+    np.testing.assert_array_equal(direct.predict(X), student.predict(X))

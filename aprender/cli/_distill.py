@@ -26,6 +26,7 @@ from aprender.cli._options import (
     json_option,
     output_option,
     progress_option,
+    trust_option,
 )
 from aprender.cli._progress import phases
 from aprender.cli._render import emit_json, say, size
@@ -146,14 +147,15 @@ def load_data(path: Path, target: str) -> tuple[np.ndarray, np.ndarray | None]:
 @click.option("--inference-only", is_flag=True,
               help="Leave out what only further training reads (optimizer state, loss curves): a smaller file "
                    "whose partial_fit is refused.")
+@trust_option
 @force_option
 @progress_option
 @json_option
 @debug_option
 def distill_cmd(teachers: tuple[Path, ...], spec: str, data_path: Path, output: Path, method: str,
                 temperature: float, alpha: float, layer_map: str | None, transfer_size: str, target: str,
-                seed: int, fallback: bool, inference_only: bool, force: bool, progress: bool | None,
-                as_json: bool) -> int:
+                seed: int, fallback: bool, inference_only: bool, trusted: list[Any] | None, force: bool,
+                progress: bool | None, as_json: bool) -> int:
     """Distil TEACHERS (model files) into a small student, saved with its provenance.
 
     The student records each teacher file's sha256 and classes, the method,
@@ -174,7 +176,8 @@ def distill_cmd(teachers: tuple[Path, ...], spec: str, data_path: Path, output: 
     with phases(steps, 0, progress if progress is not None else X.shape[0] >= _LONG) as phase:
         fitted = aprender.distill([str(t) for t in teachers], student, X, y, method=method,
                                   temperature=temperature, alpha=alpha, layer_map=layer_map,
-                                  transfer_size=size_arg, random_state=seed, fallback=fallback, progress=phase)
+                                  transfer_size=size_arg, random_state=seed, fallback=fallback, progress=phase,
+                                  trusted=trusted)
         phase("saving")
         aprender.save(fitted, output, inference_only=inference_only)
     summary = {"output": str(output), "file_size": output.stat().st_size, "student": type(fitted).__name__,

@@ -36,6 +36,7 @@ def distill(
     random_state: int | None = 0,
     fallback: bool = True,
     progress: Callable[[str], None] | None = None,
+    trusted: Any = None,
 ) -> Any:
     """Fit a clone of ``student`` to the teachers' outputs; return it with its ``provenance_``.
 
@@ -93,6 +94,11 @@ def distill(
         records the test, its p-value, the folds, both scores, which was kept and why.
     progress : callable, optional
         Called with the name of each phase as it starts (the CLI's progress bar).
+    trusted : optional
+        For teachers given as files: the functions (or hyperparameter names) beyond
+        aprender's reviewed tables that the caller accepts, as :func:`aprender.load`
+        takes them. Without it a teacher file that names any other function is refused
+        with :class:`~aprender.exceptions.UntrustedFunctionError`.
 
     Returns
     -------
@@ -126,7 +132,7 @@ def distill(
     phase = progress or (lambda _name: None)
     items = list(teachers) if isinstance(teachers, Sequence) and not isinstance(teachers, str) else [teachers]
     check_options(method, temperature, alpha, len(items))
-    loaded = [load_teacher(item) for item in items]
+    loaded = [load_teacher(item, trusted) for item in items]
     models = [model for model, _ in loaded]
     classify = check_pair(models, student, method)
     X = check_array(X, dtype=np.float64)

@@ -20,29 +20,30 @@ from aprender.format._io import existing_file
 __all__ = ["check_options", "check_pair", "load_teacher", "split"]
 
 
-def _load_bytes(data: bytes, path: Path) -> Any:
+def _load_bytes(data: bytes, path: Path, trusted: Any) -> Any:
     """The model in a file's bytes, by the format its leading bytes name (as ``aprender.load`` tells them)."""
     from aprender.format import apr, gguf, load, safetensors
 
     if data[:4] == b"APR\x00":
-        return apr.load_from_bytes(data)
+        return apr.load_from_bytes(data, trusted=trusted)
     if data[:4] == b"GGUF":
-        return gguf.load(data)
+        return gguf.load(data, trusted=trusted)
     if data[8:9] == b"{":
-        return safetensors.load(data)
-    return load(path)  # raises the error that says what the file is (pickle, ONNX, unknown)
+        return safetensors.load(data, trusted=trusted)
+    return load(path, trusted=trusted)  # raises the error that says what the file is (pickle, ONNX, unknown)
 
 
-def load_teacher(item: Any) -> tuple[Any, dict[str, Any]]:
+def load_teacher(item: Any, trusted: Any = None) -> tuple[Any, dict[str, Any]]:
     """The fitted teacher and its provenance record (file name and sha256 when it came from a file).
 
     A file is read once: the sha256 recorded is that of the bytes the teacher was built
-    from, even if the file changes while it is read.
+    from, even if the file changes while it is read. ``trusted`` is ``aprender.load``'s:
+    the functions and hyperparameters beyond the default table that the caller accepts.
     """
     if isinstance(item, (str, os.PathLike)):
         path = existing_file(item)
         data = path.read_bytes()
-        model = _load_bytes(data, path)
+        model = _load_bytes(data, path, trusted)
         return model, {"class": type(model).__name__, "file": path.name, "sha256": hashlib.sha256(data).hexdigest()}
     check_is_fitted(item)
     return item, {"class": type(item).__name__}
