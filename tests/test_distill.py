@@ -26,7 +26,7 @@ from aprender.distill._students import (
     soft_boosting,
     starts_logistic,
 )
-from aprender.distill._transfer import soft_targets, synthesize, tempered
+from aprender.distill._transfer import regression_targets, soft_targets, synthesize, tempered, transfer_rows
 from aprender.ensemble import HistGradientBoostingClassifier, RandomForestClassifier, RandomForestRegressor
 from aprender.exceptions import DistillationError, InferenceOnlyError
 from aprender.linear_model import LinearRegression, LogisticRegression
@@ -177,8 +177,8 @@ def test_a_logistic_student_keeps_the_penalty_of_its_real_rows() -> None:
 
 def test_synthesized_rows_stay_between_neighbours() -> None:
     X = np.array([[0.0, 0.0], [0.0, 0.0], [10.0, 10.0], [11.0, 11.0]])
-    new = synthesize(X, 500, np.random.RandomState(0))
-    assert new.shape == (500, 2)
+    new, base = synthesize(X, 500, np.random.RandomState(0))
+    assert new.shape == (500, 2) and base.shape == (500,) and base.max() < 4
     near_origin = np.all(np.abs(new) < 1e-12, axis=1)
     # Rows built from the duplicated origin stay exactly there; the others stay near 10..11.
     assert np.all(near_origin | (np.abs(new - 10.5) < 5).all(axis=1))
@@ -266,6 +266,51 @@ def test_regressor_blends_teacher_and_y() -> None:
     expected = LinearRegression().fit(X, 0.7 * teacher.predict(X) + 0.3 * y)
     np.testing.assert_allclose(fitted.coef_, expected.coef_)
     assert fitted.provenance_["temperature"] is None and fitted.provenance_["teachers"][0]["classes"] is None
+
+
+def test_synthesized_regression_rows_carry_their_source_rows_residual_when_residuals_have_structure() -> None:
+    # A teacher that flattens a slope (as a forest does at the edges) leaves residuals that
+    # neighbouring rows share: they are carried, scaled by 1 - alpha, to the rows made from them.
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, size=(300, 2))
+    y = 2 * X[:, 0] + rng.normal(scale=0.1, size=300)
+    X_transfer, source = transfer_rows(X, 1200, rng)
+    flattened = np.clip(2 * X_transfer[:, 0], -2, 2)
+    targets, record = regression_targets(flattened, X, y, source, 0.7)
+    np.testing.assert_allclose(targets[:300], 0.7 * flattened[:300] + 0.3 * y)
+    np.testing.assert_allclose(targets[300:], flattened[300:] + 0.3 * (y - flattened[:300])[source[300:]])
+    assert record["carried"] and record["neighbour_correlation"] > 0.9 and record["p_value"] < 0.05
+    # A synthesized row closer to its source than to anything else keeps the source's level.
+    assert np.corrcoef(targets[300:], 2 * X_transfer[300:, 0])[0, 1] > np.corrcoef(
+        flattened[300:], 2 * X_transfer[300:, 0])[0, 1]
+
+
+def test_label_noise_is_not_copied_onto_synthesized_rows() -> None:
+    # A teacher that is the truth leaves only the labels' own noise: no structure, nothing
+    # carried (the synthesized rows keep the teacher's output), except at the test's level.
+    carried = []
+    for seed in range(40):
+        rng = np.random.RandomState(seed)
+        X = rng.normal(size=(200, 4))
+        truth = np.sin(X[:, 0]) + X[:, 1]
+        y = truth + rng.normal(size=200)
+        X_transfer, source = transfer_rows(X, 600, rng)
+        teacher = np.sin(X_transfer[:, 0]) + X_transfer[:, 1]
+        targets, record = regression_targets(teacher, X, y, source, 0.7)
+        carried.append(record["carried"])
+        if not record["carried"]:
+            np.testing.assert_array_equal(targets[200:], teacher[200:])
+    assert sum(carried) <= 6  # 5% of 40 is 2; mutual neighbours make the test a little liberal
+
+
+def test_regressor_provenance_records_the_residual_test() -> None:
+    X, y = make_regression(n_samples=200, n_features=3, noise=1.0, random_state=0)
+    teacher = RandomForestRegressor(n_estimators=10, random_state=0).fit(X, y)
+    record = aprender.distill(teacher, LinearRegression(), X, y, transfer_size=800,
+                              validation_fraction=0).provenance_["transfer_set"]["label_residuals"]
+    assert set(record) == {"neighbour_correlation", "p_value", "level", "carried"} and record["level"] == 0.05
+    unlabelled = aprender.distill(teacher, LinearRegression(), X, transfer_size=800)
+    assert unlabelled.provenance_["transfer_set"]["label_residuals"] is None
 
 
 def test_progressive_matches_mlp_layers() -> None:

@@ -206,7 +206,7 @@ def _distil(models: list, base: Any, X: np.ndarray, y: np.ndarray | None, *, cla
     """A clone of ``base`` distilled on a transfer set around ``X``; what it learned; the layer pairs."""
     phase("synthesizing the transfer set")
     size = transfer.auto_size(transfer_size, X.shape[0])
-    X_transfer = transfer.transfer_rows(X, size, rng)
+    X_transfer, source = transfer.transfer_rows(X, size, rng)
     fitted = clone(base)
     phase("labelling it with the teachers")
     n_labelled = min(X.shape[0], size) if y is not None else 0
@@ -217,6 +217,7 @@ def _distil(models: list, base: Any, X: np.ndarray, y: np.ndarray | None, *, cla
             layer_map, len(progressive.hidden_sizes(fitted)), len(progressive.hidden_sizes(models[0])))
         layers = progressive.hint_layers(fitted, models[0], X_transfer, pairs, phase)
     phase("fitting the student")
+    residuals = None
     if classify:
         classes = models[0].classes_
         onehot = (y[:n_labelled, None] == classes[None, :]).astype(np.float64) if n_labelled else None
@@ -225,10 +226,11 @@ def _distil(models: list, base: Any, X: np.ndarray, y: np.ndarray | None, *, cla
     else:
         targets = np.mean([np.asarray(m.predict(X_transfer), dtype=np.float64) for m in models], axis=0)
         if n_labelled:
-            targets[:n_labelled] = alpha * targets[:n_labelled] + (1 - alpha) * y[:n_labelled]
+            targets, residuals = transfer.regression_targets(targets, X_transfer[:n_labelled], y[:n_labelled],
+                                                              source, alpha)
         soft, loss = True, fit_regressor(fitted, X_transfer, targets, layers)
     transfer_set = {"size": int(size), "labelled_rows": int(n_labelled),
                     "synthesized_rows": int(size - min(X.shape[0], size)),
-                    "synthesis": transfer.synthesis_record(),
+                    "synthesis": transfer.synthesis_record(), "label_residuals": residuals,
                     "sha256": transfer.sha256_of_arrays(X_transfer, targets)}
     return fitted, {"soft": soft, "loss": loss, "transfer_set": transfer_set}, pairs
