@@ -432,7 +432,7 @@ def run_defaults(problems: list[Problem], quick: bool) -> tuple[list[str], dict[
         "worst": f"{min(deficits):+.2f} points" if deficits else "-",
         "lr": f"{min(lr_gaps):+.2f} points" if lr_gaps else "-",
     }
-    return [*mlp_rows, "", *lr_rows], summary
+    return [*mlp_rows, *(["", *lr_rows] if lr_gaps else [])], summary
 
 
 #: The groups of :data:`PROBLEMS`, in the order the report gives them.
@@ -463,9 +463,10 @@ def section(halves: dict[str, tuple[list[str], dict[str, str]]], grid: list[str]
         if half not in halves:
             continue
         rows, summary = halves[half]
+        logistic = (f"; LogisticRegression student, worst defaults - better of the two {summary['lr']}"
+                    if summary["lr"] != "-" else "")
         lines += [f"**{title}**: mean share of the gap closed {summary['mean']}; worst distilled - hard "
-                  f"{summary['worst']}; LogisticRegression student, worst defaults - better of the two "
-                  f"{summary['lr']}.", "", *rows, ""]
+                  f"{summary['worst']}{logistic}.", "", *rows, ""]
     if grid:
         lines += ["**Tuning grid** (tuning problems only; no rows held out, no fallback):", "", *grid, ""]
     return "\n".join(lines)
