@@ -17,9 +17,11 @@ groups by the ``half`` field of :data:`PROBLEMS`:
   and before round 5's change to the regression targets was frozen (round 4's regression
   rows had been read); run once (``--half held-out-5``).
 * ``held-out-6``: six more regression problems (round 6), likewise before round 6's
-  change (regressors cross-fitted at every size); run once (``--half held-out-6``).
-* ``held-out-7``: six more (round 7), before round 7's change (the fallback's regression
-  candidate distilled from teachers refitted on the training rows); run once.
+  candidate change (regressors cross-fitted at every size), which the tuning problems
+  then rejected; run once with round 5's defaults (``--half held-out-6``).
+* ``held-out-7``: six more (round 7), before round 7's candidate change (the fallback's
+  regression candidate distilled from teachers refitted on the training rows), which the
+  tuning problems then rejected; run once with round 5's defaults.
 
 Teacher RandomForest(500), student MLP(32) (``MLPClassifier`` / ``MLPRegressor``,
 ``max_iter=300``, ``random_state=0``), features standardised on the training rows
