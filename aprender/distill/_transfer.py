@@ -22,7 +22,7 @@ from sklearn.neighbors import NearestNeighbors
 
 from aprender.exceptions import DistillationError
 
-__all__ = ["AUTO_MAX", "AUTO_MIN", "AUTO_PER_ROW", "RESIDUAL_LEVEL", "auto_size", "regression_targets",
+__all__ = ["AUTO_MAX", "AUTO_MIN", "AUTO_PER_ROW", "RESIDUAL_LEVEL", "auto_size", "nearest_other", "regression_targets",
            "residual_structure", "sha256_of_arrays", "soft_targets", "synthesis_record", "synthesize", "tempered",
            "transfer_rows"]
 
@@ -42,15 +42,20 @@ RESIDUAL_LEVEL = 0.05
 SPREAD = 2.0
 
 
+def nearest_other(X: np.ndarray) -> np.ndarray:
+    """For each row of ``X`` (at least two), the index of its nearest other row."""
+    neighbours = NearestNeighbors(n_neighbors=2).fit(X).kneighbors(X, return_distance=False)
+    # Duplicates may put the row itself second.
+    own = neighbours[:, 0] == np.arange(X.shape[0])
+    return np.where(own, neighbours[:, 1], neighbours[:, 0])
+
+
 def synthesize(X: np.ndarray, n: int, rng: np.random.RandomState) -> tuple[np.ndarray, np.ndarray]:
     """``n`` new rows drawn around the rows of ``X`` by MUNGE (see the module docstring), and the row of
     ``X`` each one started from."""
     if n <= 0 or X.shape[0] < 2:
         return np.empty((0, X.shape[1])), np.empty(0, dtype=np.intp)
-    neighbours = NearestNeighbors(n_neighbors=2).fit(X).kneighbors(X, return_distance=False)
-    # The nearest other row: duplicates may put the row itself second.
-    own = neighbours[:, 0] == np.arange(X.shape[0])
-    partner = np.where(own, neighbours[:, 1], neighbours[:, 0])
+    partner = nearest_other(X)
     base = rng.randint(X.shape[0], size=n)
     a, b = X[base], X[partner[base]]
     resampled = b + rng.standard_normal(a.shape) * np.abs(a - b) / SPREAD
@@ -136,10 +141,7 @@ def residual_structure(X: np.ndarray, residual: np.ndarray) -> tuple[float, floa
     above zero (Pearson; the pairs are not independent, so read it as a guide, not an exact level)."""
     if len(residual) < 3:
         return 0.0, 1.0
-    neighbours = NearestNeighbors(n_neighbors=2).fit(X).kneighbors(X, return_distance=False)
-    own = neighbours[:, 0] == np.arange(X.shape[0])
-    partner = np.where(own, neighbours[:, 1], neighbours[:, 0])
-    a, b = residual, residual[partner]
+    a, b = residual, residual[nearest_other(X)]
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return 0.0, 1.0
     result = stats.pearsonr(a, b, alternative="greater")
