@@ -282,7 +282,33 @@ def test_one_hot_drop_index_out_of_range(tmp_path) -> None:
             meta["model"]["attrs"][name]["v"][1] = 9
 
     error = hostile(OneHotEncoder(drop="first").fit(categorical()), edit, tmp_path)
-    assert "'drop_idx_.1' holds index 9 outside [0, 3)" in str(error)
+    assert "'_drop_idx_after_grouping' is not what drop='first' and categories_ give" in str(error)
+
+
+def _grouped_encoder(drop: str | None) -> OneHotEncoder:
+    """Feature 0 has categories a..e with c, d and e infrequent: 5 categories, 3 after grouping."""
+    X = np.array([["a"] * 6 + ["b"] * 6 + ["c", "d", "e"]], dtype=object).T
+    return OneHotEncoder(min_frequency=3, drop=drop, handle_unknown="infrequent_if_exist").fit(X)
+
+
+@pytest.mark.parametrize("drop", ["first", "if_binary", None])
+@pytest.mark.parametrize("name", ["_drop_idx_after_grouping", "drop_idx_"])
+def test_one_hot_drop_index_checked_against_the_grouped_count(drop, name, tmp_path) -> None:
+    """A drop index inside the 5 fitted categories but past the 3 grouped ones is derived again, not bounded."""
+    def edit(meta, tensors):
+        attrs = meta["model"]["attrs"]
+        attrs[name] = {"__t__": "objarray", "shape": [1], "v": [4]}
+
+    error = hostile(_grouped_encoder(drop), edit, tmp_path)
+    assert f"'{name}' is not what drop=" in str(error)
+
+
+def test_one_hot_grouped_encoder_roundtrips(tmp_path) -> None:
+    enc = _grouped_encoder("first")
+    path = tmp_path / "enc.safetensors"
+    aprender.save(enc, path)
+    X = np.array([["a"], ["c"], ["e"], ["b"]], dtype=object)
+    assert (aprender.load(path).transform(X) != enc.transform(X)).nnz == 0
 
 
 def test_one_hot_infrequent_mapping_out_of_range(tmp_path) -> None:
@@ -291,7 +317,7 @@ def test_one_hot_infrequent_mapping_out_of_range(tmp_path) -> None:
 
     enc = OneHotEncoder(min_frequency=5, handle_unknown="infrequent_if_exist").fit(categorical())
     error = hostile(enc, edit, tmp_path)
-    assert "'_default_to_infrequent_mappings.0' holds index" in str(error)
+    assert "'_default_to_infrequent_mappings.0' is not the grouping that '_infrequent_indices.0' gives" in str(error)
 
 
 def test_label_encoder_classes_unsorted(tmp_path) -> None:

@@ -170,9 +170,12 @@ COMPILED: dict[str, Reach] = {
         "`vocabulary_`, `idf_`", "SciPy sparse construction", "schema",
         "`schemas/text.py`: vocabulary rebuilt from its terms; one `idf_` per term"),
     "sklearn.preprocessing.OneHotEncoder": Reach(
-        "`categories_`, `_n_features_outs`, infrequent mappings", "SciPy `csr_matrix` construction", "schema",
-        "`schemas/preprocessing.py` `check_one_hot_encoder`: indices inside each feature's categories, "
-        "output widths recomputed with scikit-learn's formula"),
+        "`categories_`, `_n_features_outs`, infrequent mappings, `drop_idx_`, `_drop_idx_after_grouping`",
+        "SciPy `csr_matrix` construction", "schema",
+        "`schemas/preprocessing.py` `check_one_hot_encoder`: every derived index (the infrequent grouping, "
+        "both drop indices, the output widths) computed again from `categories_`, `_infrequent_indices` and "
+        "`drop` with scikit-learn's own code, and compared; none is merely bounded, since the two drop indices "
+        "count different sets (the fitted and the grouped categories)"),
     "sklearn.preprocessing.PolynomialFeatures": Reach(
         "`_min_degree`, `_max_degree`, `n_output_features_`, `_n_out_full`",
         "`sklearn.preprocessing._csr_polynomial_expansion` (sparse input); the dense output allocation", "schema",

@@ -16,6 +16,7 @@ from aprender import _limits
 from aprender import preprocessing as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features, optional_array
+from aprender.codec._nodes import preview
 from aprender.codec.schemas._generic import check_generic
 from aprender.codec.schemas._model_checks import integer
 
@@ -81,8 +82,50 @@ def _per_feature(attrs: Mapping[str, Any], name: str, n: int, path: str) -> list
     return list(value)
 
 
+def infrequent_mapping(infrequent: np.ndarray, n_categories: int) -> np.ndarray:
+    """scikit-learn's map from a feature's categories to its grouped ones: infrequent ones share the last index."""
+    mapping = np.empty(n_categories, dtype=np.int64)
+    n_frequent = n_categories - infrequent.shape[0]
+    mapping[infrequent] = n_frequent
+    mapping[np.setdiff1d(np.arange(n_categories), infrequent)] = np.arange(n_frequent)
+    return mapping
+
+
+def _same_indices(stored: Any, derived: Any) -> bool:
+    """Two per-feature index lists (``None`` entries allowed), or both ``None``, are equal."""
+    if stored is None or derived is None:
+        return stored is None and derived is None
+    if not isinstance(stored, np.ndarray) or stored.ndim != 1 or len(stored) != len(derived):
+        return False
+    return all((a is None and b is None) or (a is not None and b is not None and not isinstance(a, (bool, np.bool_))
+                                             and isinstance(a, (int, np.integer)) and int(a) == int(b))
+               for a, b in zip(stored.tolist(), list(derived), strict=True))
+
+
+def _derived_drop(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> tuple[Any, Any]:
+    """``(_drop_idx_after_grouping, drop_idx_)`` as scikit-learn's own ``_set_drop_idx`` derives them."""
+    scratch = sk.OneHotEncoder.__new__(sk.OneHotEncoder)
+    scratch.__dict__.update({name: attrs.get(name) for name in (
+        "categories_", "_infrequent_enabled", "_infrequent_indices", "_default_to_infrequent_mappings")})
+    scratch.drop = params.get("drop")
+    try:
+        scratch._set_drop_idx()
+    except (ValueError, TypeError, IndexError) as exc:
+        raise fail(path, f"'drop' does not fit categories_: {type(exc).__name__}: {str(exc)[:120]}") from None
+    return scratch._drop_idx_after_grouping, scratch.drop_idx_
+
+
 def check_one_hot_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
-    """Categories per feature are consistent with the drop, infrequent and output-width state."""
+    """Categories per feature are the primary state; every index derived from them is derived again here.
+
+    ``_default_to_infrequent_mappings``, ``_drop_idx_after_grouping``, ``drop_idx_`` and
+    ``_n_features_outs`` index two different sets: the categories as fitted, and the
+    categories after the infrequent ones are grouped. A bound on the wrong set lets an
+    index past the grouped count through, and transform then builds a sparse matrix whose
+    column indices pass its width (SIGABRT in SciPy). So none of them is bounds-checked:
+    each is computed again from ``categories_``, ``_infrequent_indices`` and the ``drop``
+    parameter, by scikit-learn's own code where it has a method for it, and must match.
+    """
     n = n_features(attrs, path)
     check_feature_names(attrs, n, path)
     categories = _per_feature(attrs, "categories_", n, path)
@@ -97,23 +140,28 @@ def check_one_hot_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], p
         infrequent = _per_feature(attrs, "_infrequent_indices", n, path)
         mappings = _per_feature(attrs, "_default_to_infrequent_mappings", n, path)
         for i, (idx, mapping) in enumerate(zip(infrequent, mappings, strict=True)):
-            if (idx is None) != (mapping is None):
+            if idx is None and mapping is None:
+                continue
+            if idx is None or mapping is None:
                 raise fail(path, f"feature {i}: infrequent indices and mapping must be given together")
-            if idx is not None:
-                _index_array(idx, sizes[i], f"_infrequent_indices.{i}", path)
-                _index_array(mapping, sizes[i] - idx.shape[0] + 1, f"_default_to_infrequent_mappings.{i}", path)
-                if mapping.shape[0] != sizes[i]:
-                    raise fail(path, f"'_default_to_infrequent_mappings.{i}' must map all {sizes[i]} categories")
+            _index_array(idx, sizes[i], f"_infrequent_indices.{i}", path)
+            if idx.shape[0] == 0 or not np.all(idx[:-1] < idx[1:]):
+                raise fail(path, f"'_infrequent_indices.{i}' must be sorted, distinct and not empty")
+            if not (isinstance(mapping, np.ndarray) and mapping.shape == (sizes[i],)
+                    and np.array_equal(mapping, infrequent_mapping(idx.astype(np.int64), sizes[i]))):
+                raise fail(path, f"'_default_to_infrequent_mappings.{i}' is not the grouping that "
+                                 f"'_infrequent_indices.{i}' gives")
     for name in ("drop_idx_", "_drop_idx_after_grouping"):
         if name not in attrs:
             raise fail(path, f"'{name}' is missing")
-        if attrs[name] is not None:
-            for i, v in enumerate(_per_feature(attrs, name, n, path)):
-                _index_array(np.array([v], dtype=object), sizes[i], f"{name}.{i}", path, allow_none=True)
+    after_grouping, drop_idx = _derived_drop(params, attrs, path)
+    for name, derived in (("_drop_idx_after_grouping", after_grouping), ("drop_idx_", drop_idx)):
+        if not _same_indices(attrs[name], derived):
+            raise fail(path, f"'{name}' is not what drop={preview(params.get('drop'))} and categories_ give")
     # The output width per feature follows from the state above (sklearn's own formula).
     expected = sk.OneHotEncoder._compute_n_features_outs(SimpleNamespace(**attrs))
     if attrs.get("_n_features_outs") != expected:
-        raise fail(path, f"'_n_features_outs' is {attrs.get('_n_features_outs')!r}, categories_ give {expected}")
+        raise fail(path, f"'_n_features_outs' is {preview(attrs.get('_n_features_outs'))}, categories_ give {expected}")
 
 
 def check_label_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
