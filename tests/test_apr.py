@@ -289,15 +289,19 @@ def _mapped_root(array: np.ndarray) -> Any:
     return array.obj if isinstance(array, memoryview) else array
 
 
-def test_mmap_returns_read_only_views(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mmap_returns_copy_on_write_views(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(apr._load, "MMAP_MIN_BYTES", 0)  # map even this small file
     model = _small_model()
     path = tmp_path / "lr.apr"
     model.save_apr(path)
+    before = path.read_bytes()
     mapped = LinearRegression.load_apr(path, mmap=True)
-    assert not mapped.coef_.flags.writeable
+    assert mapped.coef_.flags.writeable
     assert isinstance(_mapped_root(mapped.coef_), mmap.mmap)
     assert np.array_equal(mapped.predict(iris()[0][:, :3]), model.predict(iris()[0][:, :3]))
+    mapped.coef_[:] = 0.0  # a private page: the file is not written
+    assert path.read_bytes() == before
+    assert np.array_equal(apr.load(path).coef_, model.coef_)
     default = apr.load(path)
     assert default.coef_.flags.writeable and not isinstance(_mapped_root(default.coef_), mmap.mmap)
 
@@ -323,13 +327,13 @@ def test_mmap_svc_copies_only_what_predict_proba_writes(tmp_path: Path, monkeypa
 
 
 def test_mmap_of_a_small_file_reads_and_checksums_it(tmp_path: Path) -> None:
-    """Mapping costs more than reading a file under MMAP_MIN_BYTES: such files are read, fully checked, read-only."""
+    """Mapping costs more than reading a file under MMAP_MIN_BYTES: such files are read and fully checked."""
     model = _small_model()
     path = tmp_path / "lr.apr"
     model.save_apr(path)
     assert path.stat().st_size < apr.MMAP_MIN_BYTES
     loaded = apr.load(path, mmap=True)
-    assert not loaded.coef_.flags.writeable and not isinstance(_mapped_root(loaded.coef_), mmap.mmap)
+    assert loaded.coef_.flags.writeable and not isinstance(_mapped_root(loaded.coef_), mmap.mmap)
     assert np.array_equal(loaded.coef_, model.coef_)
     data = bytearray(path.read_bytes())
     data[apr.inspect_file(path).extra["data_offset"]] ^= 0x10
@@ -527,7 +531,7 @@ def test_generic_api_dispatches_to_apr_and_safetensors(tmp_path: Path) -> None:
         assert info.class_key == "aprender.preprocessing.StandardScaler"
         assert {t.name for t in info.tensors} == set(to_state(model).tensors)
         assert np.array_equal(aprender.load(path).mean_, model.mean_)
-    assert aprender.load(tmp_path / "scaler.apr", mmap=True).mean_.flags.writeable is False
+    assert aprender.load(tmp_path / "scaler.apr", mmap=True).mean_.flags.writeable is True
 
 
 def test_safetensors_inspect_of_a_foreign_file(tmp_path: Path) -> None:

@@ -102,9 +102,9 @@ def test_unpicklable_model_scores_because_only_bytes_travel(client: Client, fram
     labels = aprender.dask.predict(model, ddf, client=client).compute()
     np.testing.assert_array_equal(labels.to_numpy(), model.predict(frame))
     name = aprender.dask.model_bytes(model).plugin_name(None)
-    # each worker loaded the model once, memory-mapped (read-only arrays), as the registered class
+    # each worker loaded the model once, as the registered class, with writable (private) arrays
     assert list(client.run(loaded, name).values()) == [{"class": "UnpicklableLogisticRegression",
-                                                        "writeable": False}] * 2
+                                                        "writeable": True}] * 2
     aprender.dask.release(model, client=client)
     assert list(client.run(loaded, name).values()) == [None, None]
 

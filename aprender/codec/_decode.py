@@ -394,8 +394,9 @@ def _read_only_partial_fit(partial_fit: Any, *args: Any, **kwargs: Any) -> Any:
             raise
         owner = type(partial_fit.__self__).__name__
         raise ReadOnlyModelError(
-            f"{owner}.partial_fit would write into fitted arrays that are read-only views of the file the model "
-            f"was memory-mapped from (mmap=True): load it without mmap=True to continue training ({exc})") from None
+            f"{owner}.partial_fit would write into fitted arrays that are read-only views of the memory the model "
+            f"was loaded from (a bytes object, or a read-only map): load it from its file, or from a bytearray, to "
+            f"continue training ({exc})") from None
 
 
 # Hyperparameter validation is a pure function of (class, parameters) and costs far

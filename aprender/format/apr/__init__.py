@@ -13,8 +13,9 @@ Two load paths, explicitly:
   returns writable arrays in one buffer read from disk.
 - ``load(path, mmap=True)`` maps an uncompressed, unencrypted file and verifies the
   header CRC, metadata, index and every offset against the file length, but never
-  reads the tensor data: tensors are read-only views into the map and load time does
-  not grow with the model. :func:`validate_file` checks the full CRC when wanted. A
+  reads the tensor data: tensors are views into a private (copy-on-write) map, so the
+  model can keep training without changing the file, and load time does not grow with
+  the model. :func:`validate_file` checks the full CRC when wanted. A
   signed file is read into private memory instead and verified there, so that no later
   write to the file changes what the signature vouched for.
 

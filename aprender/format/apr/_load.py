@@ -44,8 +44,6 @@ def read(path: PathLike, keys: Keys, *, mmap: bool = False, verify: bool = False
     buffer, crc, where = read_file(path)
     parsed = check(buffer, buffer.shape[0], where, crc=crc, verify=verify, verifying_key=keys.verifying_key,
                    mapped=mmap)
-    if mmap:
-        buffer.flags.writeable = False
     return state_of(parsed, buffer, keys)
 
 
@@ -128,16 +126,17 @@ def load(
         Raise :class:`~aprender.exceptions.ModelTypeMismatch` if the file holds
         another kind of model.
     mmap : bool, default=False
-        Memory-map an uncompressed, unencrypted file: O(1) in the model size,
-        tensors are read-only views, and the data is neither read nor checksummed
-        (see the module docstring). The tensors then reflect any later write to
-        the file (replace model files atomically, never in place). A signed file
-        is never mapped: its signature covers every byte, so it is read into
+        Memory-map an uncompressed, unencrypted file: O(1) in the model size, and
+        the data is neither read nor checksummed (see the module docstring). The map
+        is private (copy-on-write): ``partial_fit``, ``fit`` and ``set_params`` work
+        on the loaded model, a page it writes becomes this process's own copy, and
+        the file never changes. Pages the model has not written reflect any later
+        write to the file (replace model files atomically, never in place). A signed
+        file is never mapped: its signature covers every byte, so it is read into
         private memory, verified there and fully checksummed, and later writes to
         the file cannot change the verified tensors. Files under 1 MiB
         (``MMAP_MIN_BYTES``) are read and fully checksummed too, which is faster
-        than mapping them. The tensors are read-only either way. By default the
-        whole file is read and verified.
+        than mapping them. By default the whole file is read and verified.
     password : str or bytes, optional
         For a file saved with :func:`save_encrypted`.
     secret_key : X25519PrivateKey or bytes, optional
@@ -170,9 +169,9 @@ def load(
     >>> from aprender.format import apr
     >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
     >>> apr.save(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path)
-    >>> model = apr.load(path, mmap=True)
+    >>> model = apr.load(path, mmap=True)  # a private map: the model can keep training, the file never changes
     >>> model.coef_.flags.writeable
-    False
+    True
     """
     keys = key_set(password, secret_key, verifying_key, max_decompressed_ratio)
     state = read(path, keys, mmap=mmap, verify=verifying_key is not None)

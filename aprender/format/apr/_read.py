@@ -139,13 +139,23 @@ def _read_summed(fd: int, view: memoryview, lo: int, hi: int, end: int, where: s
 
 
 def map_file(path: str | os.PathLike) -> tuple[np.ndarray, str]:
-    """A read-only ``uint8`` view of the file through a memory map (nothing is read)."""
+    """A ``uint8`` view of the file through a private, copy-on-write memory map (nothing is read).
+
+    A private map (``MAP_PRIVATE``) costs what a read-only one does, and lets the loaded
+    model keep training: ``partial_fit`` writing into a fitted array copies only the pages
+    it writes, into this process's memory, and the file never changes. A system that
+    refuses a private writable map of the file (a write-sealed memfd on an old kernel)
+    gets a read-only one, whose arrays refuse writes instead.
+    """
     p = existing_file(path)
     where = f"'{p}'"
     with open(p, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
             raise FormatError(f"{where}: the file is empty")
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+        except PermissionError:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     return np.frombuffer(mapped, dtype=np.uint8), where
 
 
