@@ -31,6 +31,7 @@ PRIVATE_ESTIMATORS = (
     ("sklearn.model_selection._search_successive_halving", "HalvingRandomSearchCV"),
     ("sklearn.impute._iterative", "IterativeImputer"),
     ("sklearn.calibration", "_SigmoidCalibration"),
+    ("sklearn.calibration", "_TemperatureScaling"),  # scikit-learn >= 1.8: method="temperature"
     ("sklearn.multiclass", "_ConstantPredictor"),
 )
 
@@ -63,7 +64,9 @@ def table() -> str:
         warnings.simplefilter("ignore")
         classes = [cls for _, cls in all_estimators()]
     for module_name, name in PRIVATE_ESTIMATORS:
-        classes.append(getattr(importlib.import_module(module_name), name))
+        cls = getattr(importlib.import_module(module_name), name, None)
+        if cls is not None:  # a helper newer than this scikit-learn: listed once it is installed
+            classes.append(cls)
     for cls in classes:
         key = public_key(cls)
         if key not in schema_modules and hasattr(cls, "get_params"):

@@ -119,7 +119,7 @@ def _assert_same(expected, actual) -> None:
         (lambda x: x, "payload_", "function"),
         ({"ok": [1, {object()}]}, "payload_.ok.1.0", "builtins.object"),  # inside a set
         (np.array([1 + 2j]), "payload_", "complex128"),
-        (sp.coo_matrix(np.eye(2)), "payload_", "coo_matrix"),
+        (sp.lil_matrix(np.eye(2)), "payload_", "lil_matrix"),
         (object(), "payload_", "builtins.object"),
     ],
 )

@@ -124,7 +124,9 @@ def test_every_handler_type_lives_under_its_modules_type_roots() -> None:
     for tag, handler in _registered().items():
         module = handler.encode.__module__.rsplit(".", 1)[1]
         types = [object_class(key, "") for key in OBJECTS] if tag == "object" else list(handler.types)
-        assert types or tag in ("records", "datetime"), tag  # these are found by dtype, not by type
+        if tag == "class":  # a class object as a value: the encoder's branch for types imports it
+            types = []
+        assert types or tag in ("records", "datetime", "class"), tag  # found by dtype or as a type, not by type
         for cls in types:
             home = cls.__module__
             assert any(home == root or home.startswith(root + ".") for root in TYPE_ROOTS[module]), (tag, cls)

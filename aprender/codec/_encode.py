@@ -282,4 +282,8 @@ class Encoder:
                 return {"__t__": "type", "v": name}
         if issubclass(value, np.generic) and np.dtype(value).kind in TENSOR_KINDS:
             return {"__t__": "type", "v": "numpy." + np.dtype(value).name}
+        from aprender.codec.handlers.objects import CLASS  # here: only a class object as a value needs it
+
+        if isinstance(value, CLASS.types):
+            return {"__t__": CLASS.tag, **CLASS.encode(value, self, path)}
         raise UnsupportedTypeError(path, f"type object {value.__module__}.{value.__qualname__}")

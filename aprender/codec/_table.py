@@ -131,6 +131,7 @@ SCHEMA_MODULES: dict[str, str] = {'aprender.cluster.KMeans': 'aprender.codec.sch
 
 GENERIC: dict[str, tuple[str, str]] = {'sklearn.calibration.CalibratedClassifierCV': ('sklearn.calibration', 'CalibratedClassifierCV'),
  'sklearn.calibration._SigmoidCalibration': ('sklearn.calibration', '_SigmoidCalibration'),
+ 'sklearn.calibration._TemperatureScaling': ('sklearn.calibration', '_TemperatureScaling'),
  'sklearn.cluster.AffinityPropagation': ('sklearn.cluster._affinity_propagation',
                                          'AffinityPropagation'),
  'sklearn.cluster.AgglomerativeClustering': ('sklearn.cluster._agglomerative',

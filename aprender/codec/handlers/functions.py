@@ -23,6 +23,11 @@ strings, and short lists, tuples and string-keyed dicts of those, never a functi
 estimator, array or object. Keywords that would change the caller's data in place
 (``copy=False``, ``overwrite_input=True``) are refused, and keywords named like a
 hyperparameter of :data:`aprender.codec.trust.PARAM_RULES` (``n_jobs``) follow its rule.
+
+A function cached with ``joblib.Memory(...).cache(func)`` is stored as ``func`` itself,
+which then follows the rules above: the cache is a folder of pickles that a later call
+would load, so it is never kept, and the loaded model calls the function directly (the
+same results, computed again).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from joblib.memory import MemorizedFunc, NotMemorizedFunc
 
 from aprender.codec import trust as _trust
 from aprender.codec._checks import fail
@@ -92,6 +98,8 @@ def check_literal(node: Any, path: str, depth: int = 0) -> str | None:
 
 
 def _encode_function(func: Any, enc: Encoding, path: str) -> dict[str, Any]:
+    if isinstance(func, _CACHED):
+        func = func.func
     name = function_name(func) or qualified_name(func)
     if name is None:
         shown = getattr(func, "__qualname__", type(func).__name__)
@@ -160,7 +168,10 @@ def _decode_partial(node: Mapping[str, Any], dec: Decoding, path: str) -> functo
 #: vectorizer's preprocessor), ufuncs and numpy's dispatchers.
 _FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType, np.ufunc,
                    type(np.mean))
+#: joblib's cached functions (``Memory.cache``), stored as the function they wrap.
+_CACHED = (MemorizedFunc, NotMemorizedFunc)
 
 PARTIAL = register_handler(Handler("partial", (functools.partial,), _encode_partial, _decode_partial,
                                    {"func": (dict,), "args": (list,), "keywords": (dict,)}))
-FUNCTION = register_handler(Handler("function", _FUNCTION_TYPES, _encode_function, _decode_function, {"name": (str,)}))
+FUNCTION = register_handler(Handler("function", (*_FUNCTION_TYPES, *_CACHED), _encode_function, _decode_function,
+                                    {"name": (str,)}))

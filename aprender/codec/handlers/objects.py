@@ -30,7 +30,7 @@ from aprender.exceptions import UnsupportedTypeError
 if TYPE_CHECKING:
     from aprender.codec.handlers._base import Decoding, Encoding
 
-__all__ = ["OBJECT", "OBJECTS", "object_class"]
+__all__ = ["CLASS", "CLASS_VALUES", "OBJECT", "OBJECTS", "object_class"]
 
 _KERNELS = (
     "CompoundKernel", "ConstantKernel", "DotProduct", "ExpSineSquared", "Exponentiation", "Matern",
@@ -63,8 +63,20 @@ OBJECTS: dict[str, tuple[str, str]] = {
 }
 
 
+#: Classes whose ``owner`` is the estimator that holds them (scikit-learn's metadata routing,
+#: from ``set_fit_request`` and the like): a reference back up the tree, which the encoder
+#: would follow forever. Routing uses the owner only in messages, by its class name when it
+#: is an object (``_routing_repr``), so that name is what is stored, and rebuilt.
+_OWNED = frozenset(["sklearn.utils._metadata_requests.MetadataRequest",
+                    "sklearn.utils._metadata_requests.MethodMetadataRequest"])
+
+
 def _key(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _owner_name(owner: Any) -> str:
+    return owner if isinstance(owner, str) else type(owner).__name__
 
 
 def object_class(key: object, path: str) -> type:
@@ -92,8 +104,11 @@ def _encode_object(value: Any, enc: Encoding, path: str) -> dict[str, Any]:
     state = getattr(value, "__dict__", None)
     if not isinstance(state, dict):
         raise UnsupportedTypeError(path, _key(type(value)), "the object keeps no plain attribute dict")
+    key = _key(type(value))
+    if key in _OWNED and "owner" in state:
+        state = {**state, "owner": _owner_name(state["owner"])}
     return {
-        "class": _key(type(value)),
+        "class": key,
         "state": {k: enc.value(v, join(path, k), 1) for k, v in sorted(state.items())},
     }
 
@@ -112,6 +127,8 @@ def _decode_object(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
     for name, value in state_node.items():
         check_attr_name(cls, name, {}, path)
         state[name] = dec.value(value, join(path, name), 1)
+    if node["class"] in _OWNED and not isinstance(state.get("owner"), str):
+        raise fail(join(path, "owner"), "a metadata request names its owner by class name")
     obj = cls.__new__(cls)
     obj.__dict__.update(state)
     return obj
@@ -119,3 +136,35 @@ def _decode_object(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
 
 OBJECT = register_handler(Handler("object", (_AllowedObject,), _encode_object, _decode_object,
                                   {"class": (str,), "state": (dict,)}))
+
+#: Classes of :data:`OBJECTS` that may stand as a value themselves, not only their instances:
+#: scikit-learn accepts a splitter class as ``cv`` (``cv=StratifiedKFold``) in a model saved
+#: before it is fitted. Stored as ``{"__t__": "class", "v": key}``.
+CLASS_VALUES = frozenset(f"sklearn.model_selection._split.{n}" for n in _SPLITTERS)
+
+
+class _AllowedClass(type):
+    """``isinstance(c, _ClassValue)``: ``c`` is exactly a class of :data:`CLASS_VALUES`."""
+
+    def __instancecheck__(cls, value: Any) -> bool:
+        if not isinstance(value, type):
+            return False
+        key = _key(value)
+        return key in CLASS_VALUES and object_class(key, "") is value
+
+
+class _ClassValue(metaclass=_AllowedClass):
+    pass
+
+
+def _encode_class(value: type, enc: Encoding, path: str) -> dict[str, Any]:
+    return {"v": _key(value)}
+
+
+def _decode_class(node: Mapping[str, Any], dec: Decoding, path: str) -> type:
+    if node["v"] not in CLASS_VALUES:
+        raise fail(path, f"class {preview(node['v'], 120)} may not stand as a value")
+    return object_class(node["v"], path)
+
+
+CLASS = register_handler(Handler("class", (_ClassValue,), _encode_class, _decode_class, {"v": (str,)}))

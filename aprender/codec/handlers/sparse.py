@@ -1,4 +1,10 @@
-"""scipy.sparse CSR and CSC matrices: data, indices and indptr tensors, checked before scipy sees them."""
+"""scipy.sparse matrices: CSR and CSC (data, indices and indptr tensors) and COO (data, row and column
+tensors), every index checked before scipy sees it.
+
+COO matrices are what users build a connectivity graph with (``AgglomerativeClustering(
+connectivity=coo_matrix(...))``); they are stored as COO, so a loaded model holds the same
+type, entry for entry, duplicates included.
+"""
 
 from __future__ import annotations
 
@@ -53,6 +59,39 @@ def check_compressed(indptr: np.ndarray, indices: np.ndarray, n_major: int, n_mi
         raise fail(path, f"sparse indices must lie in [0, {n_minor})")
 
 
+_COO = {False: sp.coo_matrix, True: sp.coo_array}
+
+
+def _encode_coo(value: Any, enc: Encoding, path: str) -> dict[str, Any]:
+    if value.ndim != 2:
+        raise UnsupportedTypeError(path, type(value).__name__, "only 2-d COO matrices are stored")
+    return {
+        "array": isinstance(value, sp.sparray),
+        "shape": [int(d) for d in value.shape],
+        "data": enc.tensor(value.data, join(path, "data")),
+        "row": enc.tensor(value.row, join(path, "row")),
+        "col": enc.tensor(value.col, join(path, "col")),
+    }
+
+
+def _decode_coo(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
+    shape = _shape(node["shape"], path)
+    data = tensor_field(dec, node, "data", path, "biuf")
+    row, col = (tensor_field(dec, node, name, path, "iu") for name in ("row", "col"))
+    for name, index, bound in (("row", row, shape[0]), ("col", col, shape[1])):
+        if index.shape != data.shape or index.ndim != 1:
+            raise fail(path, f"COO '{name}' has shape {index.shape}, data {data.shape}")
+        if index.size and (index.min() < 0 or index.max() >= bound):
+            raise fail(path, f"COO '{name}' indices must lie in [0, {bound})")
+    return _COO[node["array"]]((data, (row, col)), shape=shape)
+
+
+def _shape(shape: Any, path: str) -> tuple[int, int]:
+    if not (len(shape) == 2 and all(type(d) is int and 0 <= d <= MAX_ELEMENTS for d in shape)):
+        raise fail(path, f"invalid sparse matrix shape {preview(shape)}")
+    return shape[0], shape[1]
+
+
 def _decode_sparse(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
     key = (node["format"], node["array"])
     cls = _SPARSE.get(key)
@@ -70,6 +109,8 @@ def _decode_sparse(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
     return cls((data, indices, indptr), shape=tuple(shape))
 
 
+register_handler(Handler("coo", (sp.coo_matrix, sp.coo_array), _encode_coo, _decode_coo,
+                         {"array": (bool,), "shape": (list,), "data": TENSOR, "row": TENSOR, "col": TENSOR}))
 register_handler(Handler("sparse", (sp.csr_matrix, sp.csc_matrix, sp.csr_array, sp.csc_array, sp.spmatrix, sp.sparray),
                          _encode_sparse, _decode_sparse,
                          {"format": (str,), "array": (bool,), "shape": (list,), "data": TENSOR, "indices": TENSOR,

@@ -8,6 +8,10 @@
 - ``set`` / ``frozenset``: a hyperparameter such as ``CountVectorizer(vocabulary={...})``,
   its items written in sorted order when they sort (strings, numbers), so that the same
   set gives the same bytes whatever the process's hash seed.
+- ``range``: a search's ``param_grid={"n_neighbors": range(1, 30)}``, as its three
+  integers. A range of a few bytes can stand for any number of candidates that a later
+  ``fit`` of the search would try, so it may hold at most :data:`MAX_RANGE` values (the
+  length of a list the same file could spell out is bounded by the file's size anyway).
 
 All but ``datetime`` are pure metadata (no tensors). The dtype handler rebuilds only plain numeric,
 string and object dtypes spelled in numpy's ``dtype.str`` form; anything else in a
@@ -23,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from aprender._limits import MAX_INT, MIN_INT
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join, preview
 from aprender.codec.handlers._base import NULL, TENSOR, Handler, register_handler, tensor_field
@@ -31,7 +36,7 @@ from aprender.exceptions import UnsupportedTypeError
 if TYPE_CHECKING:
     from aprender.codec.handlers._base import Decoding, Encoding
 
-__all__ = ["DATETIME", "DTYPE", "SET", "SLICE", "TIME_UNITS"]
+__all__ = ["DATETIME", "DTYPE", "MAX_RANGE", "RANGE", "SET", "SLICE", "TIME_UNITS"]
 
 _BOUNDS = ("start", "stop", "step")
 
@@ -94,6 +99,31 @@ def _decode_set(node: Mapping[str, Any], dec: Decoding, path: str) -> set | froz
 
 
 SET = register_handler(Handler("set", (set, frozenset), _encode_set, _decode_set, {"frozen": (bool,), "v": (list,)}))
+
+#: Most values a stored ``range`` may hold: more candidates than any search is run over.
+MAX_RANGE = 2**20
+
+
+def _encode_range(value: range, enc: Encoding, path: str) -> dict[str, Any]:
+    if len(value) > MAX_RANGE or not all(MIN_INT <= getattr(value, b) <= MAX_INT for b in _BOUNDS):
+        raise UnsupportedTypeError(path, "range", f"a stored range holds at most {MAX_RANGE} values, with 64-bit "
+                                                  "bounds (a list of the values works too)")
+    return {name: getattr(value, name) for name in _BOUNDS}
+
+
+def _decode_range(node: Mapping[str, Any], dec: Decoding, path: str) -> range:
+    bounds = [node[name] for name in _BOUNDS]
+    if bounds[2] == 0:  # the fields are ints of 64 bits at most: the decoder checked them
+        raise fail(path, f"invalid range bounds {preview(bounds, 120)}")
+    value = range(*bounds)
+    if len(value) > MAX_RANGE:
+        raise fail(path, f"a range of {len(value)} values; at most {MAX_RANGE} are stored (a later fit of a "
+                         "search tries every one)")
+    return value
+
+
+RANGE = register_handler(Handler("range", (range,), _encode_range, _decode_range,
+                                 {name: (int,) for name in _BOUNDS}))
 
 
 #: The units of the date and duration arrays that are stored (NumPy's, from years to nanoseconds).
