@@ -8,12 +8,14 @@ in a file, and the lie is refused at load.
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import sklearn
+import sklearn.calibration
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.cluster import AgglomerativeClustering, FeatureAgglomeration
 from sklearn.datasets import make_classification
@@ -120,7 +122,7 @@ def test_a_class_value_outside_the_splitters_is_refused(tmp_path) -> None:
     assert "may not stand as a value" in str(hostile(model, edit, tmp_path))
 
 
-@pytest.mark.skipif(sklearn.__version__ < "1.8", reason="CalibratedClassifierCV(method='temperature') is new in 1.8")
+@pytest.mark.skipif(not hasattr(sklearn.calibration, "_TemperatureScaling"), reason="CalibratedClassifierCV(method='temperature') is new in 1.8")
 def test_temperature_scaling(tmp_path) -> None:
     model = CalibratedClassifierCV(LogisticRegression(), method="temperature").fit(X, Y)
     loaded = _roundtrip(model, tmp_path)
@@ -163,3 +165,43 @@ def test_a_metadata_request_whose_owner_is_not_a_name_is_refused(tmp_path) -> No
 
     with sklearn.config_context(enable_metadata_routing=True):
         assert "names its owner by class name" in str(hostile(_routed(), edit, tmp_path))
+
+
+_CALLBACKS = pytest.mark.skipif(importlib.util.find_spec("sklearn.callback") is None,
+                                reason="scikit-learn's callbacks (sklearn.callback) are new in 1.9")
+
+
+def _monitored() -> LogisticRegression:
+    from sklearn.callback import ScoringMonitor
+
+    return LogisticRegression().set_callbacks(ScoringMonitor(scoring="accuracy")).fit(X, Y)
+
+
+@_CALLBACKS
+def test_a_scoring_monitor_is_stored_as_its_configuration(tmp_path) -> None:
+    from sklearn.callback import ProgressBar, ScoringMonitor
+
+    model = _monitored()
+    loaded = _roundtrip(model, tmp_path)
+    (monitor,) = loaded._skl_callbacks
+    assert type(monitor) is ScoringMonitor and monitor._scoring == ["accuracy"] and monitor._log == []
+    assert np.array_equal(loaded.predict_proba(X), model.predict_proba(X))
+    loaded.fit(X, Y)  # the rebuilt monitor monitors the refit as the original monitored the fit
+    assert [r[-1] for r in monitor._log] == [r[-1] for r in model._skl_callbacks[0]._log]
+    aprender.save(model, tmp_path / "again.apr")  # no session key, log or clock in the bytes
+    assert (tmp_path / "again.apr").read_bytes() == (tmp_path / "model.apr").read_bytes()
+    bar = _roundtrip(LogisticRegression().set_callbacks(ProgressBar(max_propagation_depth=2)).fit(X, Y), tmp_path)
+    assert type(bar._skl_callbacks[0]) is ProgressBar and bar._skl_callbacks[0].max_propagation_depth == 2
+
+
+@_CALLBACKS
+@pytest.mark.parametrize(("edit_node", "message"), [
+    (lambda node: node.update({"class": "ProgressBarX"}), "callback class 'ProgressBarX' is not allow-listed"),
+    (lambda node: node["config"].update({"extra": 1}), "a ScoringMonitor is configured by exactly ['scoring']"),
+    (lambda node: node["config"].update({"scoring": "not a metric"}), "invalid ScoringMonitor configuration"),
+])
+def test_a_callback_that_lies_is_refused(edit_node, message, tmp_path) -> None:
+    def edit(meta, tensors):
+        edit_node(find(meta, "LogisticRegression")["attrs"]["_skl_callbacks"][0])
+
+    assert message in str(hostile(_monitored(), edit, tmp_path))

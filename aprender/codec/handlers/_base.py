@@ -49,6 +49,7 @@ TAG_MODULES: dict[str, str] = {
     "partial": "functions",
     "function": "functions",
     "sklearn_loss": "loss",
+    "callback": "callbacks",
     "object": "objects",
     "class": "objects",
     "random_state": "random_state",
@@ -68,6 +69,7 @@ TAG_MODULES: dict[str, str] = {
 #: its submodules). A value can be an instance of such a type only when a class of its
 #: MRO comes from one of them, and that module is then imported already.
 TYPE_ROOTS: dict[str, tuple[str, ...]] = {
+    "callbacks": ("sklearn.callback",),
     "column_selector": ("sklearn.compose",),
     "compiled": ("sklearn.neighbors", "scipy.interpolate"),
     "containers": ("numpy.ma", "collections", "sklearn.utils"),
