@@ -122,7 +122,8 @@ def test_a_class_value_outside_the_splitters_is_refused(tmp_path) -> None:
     assert "may not stand as a value" in str(hostile(model, edit, tmp_path))
 
 
-@pytest.mark.skipif(not hasattr(sklearn.calibration, "_TemperatureScaling"), reason="CalibratedClassifierCV(method='temperature') is new in 1.8")
+@pytest.mark.skipif(not hasattr(sklearn.calibration, "_TemperatureScaling"),
+                    reason="CalibratedClassifierCV(method='temperature') is new in 1.8")
 def test_temperature_scaling(tmp_path) -> None:
     model = CalibratedClassifierCV(LogisticRegression(), method="temperature").fit(X, Y)
     loaded = _roundtrip(model, tmp_path)
