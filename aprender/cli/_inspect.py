@@ -13,6 +13,7 @@ from aprender.cli._foreign import block_bits
 from aprender.cli._options import INPUT, debug_option, json_option
 from aprender.cli._render import console, emit_json, kv_table, number, short, size, table
 from aprender.cli._secrets import Secrets, secret_options
+from aprender.cli._tree import input_columns, model_tree, render, untag
 from aprender.format import ModelInfo
 from aprender.format._formats import FORMATS
 
@@ -26,14 +27,22 @@ _STRUCTURE = frozenset({"schema", "model_type", "model", "versions", "quantizati
                         "class", "params"})
 
 
-def _hyperparameters(info: ModelInfo) -> dict[str, Any]:
+def _model_node(info: ModelInfo) -> dict[str, Any] | None:
+    """The file's estimator node; an ONNX file records only the root's class and hyperparameters."""
     meta = info.metadata
     if info.format == "onnx":
         params = meta.get("params")
-    else:
-        model = meta.get("model")
-        params = model.get("params") if isinstance(model, dict) else None
-    return params if isinstance(params, dict) else {}
+        if not isinstance(params, dict) or not isinstance(meta.get("class"), str):
+            return None
+        return {"__t__": "estimator", "class": meta["class"], "params": params, "attrs": {}}
+    model = meta.get("model")
+    return model if isinstance(model, dict) and model.get("__t__") == "estimator" else None
+
+
+def _hyperparameters(info: ModelInfo) -> dict[str, Any]:
+    model = _model_node(info)
+    params = model.get("params") if model is not None else None
+    return {k: untag(v) for k, v in params.items()} if isinstance(params, dict) else {}
 
 
 def _user_metadata(info: ModelInfo) -> dict[str, Any]:
@@ -133,6 +142,8 @@ def inspect_report(path: Path, info: ModelInfo, *, stats: dict[str, Any] | None 
                                                              "code": int(info.model_type)},
         "versions": info.metadata.get("versions") or {},
         "hyperparameters": _hyperparameters(info),
+        "model": model_tree(_model_node(info)),
+        "inputs": input_columns(_model_node(info)),
         "metadata": _user_metadata(info),
         "flags": {"compressed": info.compressed, "encrypted": info.encrypted, "signed": info.signed,
                   "quantization": info.quantization},
@@ -174,7 +185,9 @@ def _render(report: dict[str, Any]) -> None:
     if report["created_at"]:
         rows.append(("Created", report["created_at"]))
     out.print(kv_table(report["file"], rows))
-    if report["hyperparameters"]:
+    if report["model"]:
+        out.print(render(report["model"], report["inputs"]))
+    elif report["hyperparameters"]:
         out.print(kv_table("Hyperparameters", [(k, short(v)) for k, v in sorted(report["hyperparameters"].items())]))
     if report["metadata"]:
         rows = []

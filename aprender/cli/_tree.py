@@ -1,0 +1,221 @@
+"""The model in a file as the tree a scikit-learn user knows: steps, columns, non-default hyperparameters.
+
+``apr inspect`` shows a Pipeline the way scikit-learn's repr and HTML display do: each
+step and transformer by name, the columns each transformer takes, each estimator with
+the hyperparameters that differ from its defaults, and the input columns with the type
+the fitted state shows for them. It reads only the metadata tree (the codec's JSON), so
+it needs no key, no tensor data and no scikit-learn: defaults come from a generated table
+(:mod:`aprender.cli._defaults`, tools/gen_param_defaults.py).
+
+:func:`untag` turns any node of the codec's tree into plain JSON (no ``__t__`` tags);
+:func:`model_tree` builds the tree (the ``model`` field of ``apr inspect --json``), and
+:func:`render` draws it with rich. docs/cli.md documents the JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["model_tree", "untag", "render"]
+
+#: Params that hold (name, estimator[, columns]) lists, shown as named children.
+_NAMED_LISTS = ("steps", "transformers", "transformer_list", "estimators")
+#: Fitted lists that replace their parameter in the tree (they hold the fitted estimators).
+_FITTED_LISTS = {"transformers": "transformers_"}
+#: Attributes whose arrays show a column's values are numbers.
+_NUMERIC_STATS = ("mean_", "scale_", "statistics_", "data_min_", "center_", "var_", "n_bins_", "lambdas_")
+
+
+def _is_estimator(node: Any) -> bool:
+    return isinstance(node, Mapping) and node.get("__t__") == "estimator"
+
+
+def _items(node: Any) -> list:
+    """A tuple or list node's items (tuples are tagged, lists are plain)."""
+    if isinstance(node, Mapping) and node.get("__t__") == "tuple":
+        return list(node.get("v") or [])
+    return list(node) if isinstance(node, list) else []
+
+
+def untag(node: Any) -> Any:
+    """A node of the codec's metadata tree as plain JSON: values, not tags."""
+    if isinstance(node, list):
+        return [untag(v) for v in node]
+    if not isinstance(node, Mapping):
+        return node
+    tag = node.get("__t__")
+    if tag is None:
+        return {str(k): untag(v) for k, v in node.items()}
+    if tag == "estimator":
+        params = node.get("params") or {}
+        return {"class": _short(node.get("class")), "params": {k: untag(v) for k, v in params.items()}}
+    if tag in ("tuple", "strarray", "objarray"):
+        return [untag(v) for v in node.get("v") or []]
+    if tag == "dict":
+        items = node.get("items") or []
+        if all(isinstance(k, str) for k, _ in items):
+            return {k: untag(v) for k, v in items}
+        return [[untag(k), untag(v)] for k, v in items]
+    if tag in ("float", "scalar", "type", "pandas_missing"):
+        return node.get("v")
+    if tag == "tensor":
+        return {"tensor": node.get("name")}
+    if tag in ("function", "class"):
+        return node.get("name") or node.get("v")
+    if tag == "partial":
+        return {"partial": untag(node.get("func")), "args": untag(node.get("args")),
+                "keywords": untag(node.get("keywords"))}
+    if tag == "range":
+        return f"range({node.get('start')}, {node.get('stop')}, {node.get('step')})"
+    if tag == "column_selector":
+        args = {k: untag(node.get(k)) for k in ("pattern", "dtype_include", "dtype_exclude") if node.get(k) is not None}
+        return f"make_column_selector({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+    if tag in ("object", "callback", "distribution"):
+        return f"<{_short(node.get('class') or node.get('name'))}>"
+    return f"<{tag}>"
+
+
+def _short(key: Any) -> str:
+    return key.rsplit(".", 1)[-1] if isinstance(key, str) else "?"
+
+
+def _non_default(node: Mapping[str, Any], skip: set[str]) -> dict[str, Any]:
+    """The estimator's hyperparameters that differ from its class's defaults, as plain values."""
+    from aprender.cli._defaults import defaults_of
+
+    defaults = defaults_of(node.get("class"))
+    out = {}
+    for name, value in sorted((node.get("params") or {}).items()):
+        if name in skip:
+            continue
+        value = untag(value)
+        if name not in defaults or not _same(value, defaults[name]):
+            out[name] = value
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as scikit-learn's repr judges a default: 1 and 1.0 alike, True and 1 not."""
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+    return a == b and (numbers or type(a) is type(b))
+
+
+def model_tree(model: Any) -> dict[str, Any] | None:
+    """The tree of an estimator node: ``{"class", "key", "params", "children": [...]}`` (``None`` for no model)."""
+    if not _is_estimator(model):
+        return None
+    params = model.get("params") or {}
+    attrs = model.get("attrs") or {}
+    children, nested = [], set()
+    for name, value in params.items():
+        if name in _NAMED_LISTS and any(_is_estimator(i) or isinstance(i, str) for t in _items(value)
+                                        for i in _items(t)[1:2]):
+            nested.add(name)
+            fitted = attrs.get(_FITTED_LISTS.get(name, ""))
+            for entry in _items(fitted if fitted is not None else value):
+                parts = _items(entry)
+                if len(parts) < 2:
+                    continue
+                child = model_tree(parts[1]) or {"class": untag(parts[1]), "params": {}, "children": []}
+                child = {"name": untag(parts[0]), **child}
+                if len(parts) > 2:
+                    child["columns"] = untag(parts[2])
+                children.append(child)
+        elif _is_estimator(value):
+            nested.add(name)
+            children.append({"name": name, **model_tree(value)})
+    return {"class": _short(model.get("class")), "key": model.get("class"),
+            "params": _non_default(model, nested), "children": children}
+
+
+def input_columns(model: Any) -> list[dict[str, Any]]:
+    """The input columns (``feature_names_in_`` of the model or its first step), typed as its fitted state shows."""
+    first = model
+    while _is_estimator(first) and "feature_names_in_" not in (first.get("attrs") or {}):
+        steps = _items((first.get("params") or {}).get("steps"))
+        first = _items(steps[0])[1] if steps and len(_items(steps[0])) > 1 else None
+    if not _is_estimator(first):
+        return []
+    names = untag(first["attrs"]["feature_names_in_"])
+    types = _column_types(first, names) if isinstance(names, list) else {}
+    return [{"name": n, "type": types.get(n, "unknown")} for n in names] if isinstance(names, list) else []
+
+
+def _column_types(model: Mapping[str, Any], names: list) -> dict[str, str]:
+    """Column -> "string" or "number", from the fitted transformer each column reaches first."""
+    attrs = model.get("attrs") or {}
+    out: dict[str, str] = {}
+    for entry in _items(attrs.get("transformers_")):
+        parts = _items(entry)
+        if len(parts) < 3:
+            continue
+        columns = untag(parts[2])
+        columns = [names[c] if isinstance(c, int) and 0 <= c < len(names) else c
+                   for c in (columns if isinstance(columns, list) else [columns])]
+        kind = _first_kind(parts[1])
+        if kind is None:
+            continue
+        for i, column in enumerate(columns):
+            out[str(column)] = kind(i) if callable(kind) else kind
+    return out
+
+
+def _first_kind(node: Any) -> Any:
+    """What the first fitted estimator of a branch shows of its columns: a type, a per-column function, or None."""
+    while _is_estimator(node) and _short(node.get("class")) == "Pipeline":
+        steps = _items((node.get("params") or {}).get("steps"))
+        node = _items(steps[0])[1] if steps and len(_items(steps[0])) > 1 else None
+    if not _is_estimator(node):
+        return None
+    attrs = node.get("attrs") or {}
+    categories = attrs.get("categories_")
+    if isinstance(categories, list):
+        kinds = [_values_kind(c) for c in categories]
+        return lambda i: kinds[i] if i < len(kinds) else "unknown"
+    if any(isinstance(attrs.get(name), Mapping) and attrs[name].get("__t__") == "tensor" for name in _NUMERIC_STATS):
+        return "number"
+    return None
+
+
+def _values_kind(node: Any) -> str:
+    if isinstance(node, Mapping) and node.get("__t__") == "tensor":
+        return "number"
+    values = untag(node)
+    if isinstance(values, list) and values and all(isinstance(v, str) or v is None for v in values):
+        return "string"
+    return "unknown"
+
+
+def _repr(value: Any, width: int = 60) -> str:
+    """A value as scikit-learn's repr prints a hyperparameter, cut to ``width`` characters."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _line(node: Mapping[str, Any]) -> str:
+    from rich.markup import escape
+
+    params = ", ".join(f"{k}={_repr(v)}" for k, v in node["params"].items())
+    name = f"[bold]{escape(str(node['name']))}[/bold]: " if "name" in node else ""
+    columns = f"  [dim]← {escape(_repr(node['columns'], 80))}[/dim]" if "columns" in node else ""
+    return f"{name}{escape(str(node['class']))}({escape(params)}){columns}"
+
+
+def render(tree: Mapping[str, Any], columns: list[dict[str, Any]]) -> Any:
+    """A rich renderable of the tree, with the input columns under it."""
+    from rich.console import Group
+    from rich.markup import escape
+    from rich.tree import Tree
+
+    def grow(branch: Tree, node: Mapping[str, Any]) -> None:
+        for child in node["children"]:
+            grow(branch.add(_line(child)), child)
+
+    root = Tree(_line(tree), guide_style="dim")
+    grow(root, tree)
+    parts: list[Any] = ["[bold]Model[/bold]", root]
+    if columns:
+        shown = ", ".join(f"{escape(str(c['name']))} ({c['type']})" for c in columns)
+        parts.append(f"[bold]Input[/bold] {len(columns)} columns: {shown}")
+    return Group(*parts)
