@@ -3,10 +3,10 @@ bounds, the failed state in the index and the ready routes, and the other models
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -17,7 +17,9 @@ from stall_models import Stall
 
 import aprender
 from aprender.linear_model import LinearRegression
-from aprender.serve import ServeConfig
+from aprender.serve import Batcher, ServeConfig
+from aprender.serve._batching import TimedOut
+from aprender.serve._bounded import run_bounded
 
 #: The inference bound; the warm-up bound is longer, so that the hog meets its memory bound first.
 BOUND = 0.5
@@ -88,17 +90,15 @@ def test_the_abandoned_warm_ups_end(server):
 
 def test_a_call_over_its_bound_answers_504_while_other_models_are_served(server):
     url, _ = server
-    with ThreadPoolExecutor(1) as pool:
-        slow = pool.submit(_infer, url, "slow", 3.0)  # a 3 s call against a 0.5 s bound
-        answered = [_infer(url, "good", 1.0) for _ in range(5)]
-        still_waiting = not slow.done()
-        late = slow.result()
+    stuck = _infer(url, "slow", SLACK / 2)  # a 10 s call against a 0.5 s bound
+    assert stuck.status_code == 504 and stuck.json()["code"] == "E_TIMEOUT"
+    assert stuck.json()["error"].startswith("model 'slow:1' did not answer within 0.5 s")
+    answered = [_infer(url, "good", 1.0) for _ in range(5)]  # while the slow call still runs
     assert all(r.status_code == 200 for r in answered)
-    assert still_waiting  # the good model answered while the slow one was stuck
-    assert late.status_code == 504
-    assert late.json()["error"].startswith("model 'slow:1' did not answer within 0.5 s")
     expected = LinearRegression().fit(X[:, :2], X[:, 2]).predict(np.array([[1.0, 0.0]]))
     assert answered[0].json()["outputs"][0]["data"] == expected.tolist()
+    # the slow model's next request waits behind its stuck call, and is answered with the same error
+    assert _infer(url, "slow", 0.0).status_code == 504
 
 
 def test_load_route_retries_a_failed_model(server):
@@ -123,3 +123,30 @@ def test_workers_share_the_failed_state(tmp_path, monkeypatch):
         process.terminate()
         process.wait(SLACK)
         process.stderr.close()
+
+
+def test_bounded_work_returns_its_result_or_raises_its_error():
+    assert asyncio.run(run_bounded(sum, [1, 2], seconds=SLACK, memory=1 << 30, what="a sum")) == 3
+    with pytest.raises(ZeroDivisionError):
+        asyncio.run(run_bounded(lambda: 1 / 0, seconds=None, memory=None, what="a division"))
+
+
+def test_a_request_past_its_bound_leaves_the_batcher_queue():
+    release = threading.Event()
+
+    def run(X):
+        release.wait(SLACK)
+        return {"x": X}
+
+    async def main():
+        batcher = Batcher(run, max_batch_size=1, max_batch_time=0.0, max_queue=8, timeout=0.2)
+        first = asyncio.ensure_future(batcher.submit(np.zeros((1, 1))))  # computing, stuck
+        await asyncio.sleep(0.05)
+        with pytest.raises(TimedOut):
+            await batcher.submit(np.zeros((1, 1)))  # queued behind it, then gone
+        assert batcher.queued == 0
+        with pytest.raises(TimedOut):
+            await first
+        release.set()
+
+    asyncio.run(main())
