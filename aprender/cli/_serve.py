@@ -43,6 +43,14 @@ _MIB = 1 << 20
               path_type=Path), help="Ed25519 public key (PEM) whose signatures are trusted; repeatable.")
 @click.option("--allow-outside-links", is_flag=True,
               help="Serve model files of a repository folder that are symbolic links to files outside it.")
+@click.option("--warmup-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
+              help="Longest load and warm-up of one model; past it the model is marked failed and the others "
+              "are served (0: no bound).")
+@click.option("--warmup-memory", default=4096.0, show_default=True, type=click.FloatRange(min=0), metavar="MIB",
+              help="Most the server may grow while one model loads and warms up, beyond three times its file's "
+              "size; past it the model is marked failed (0: no bound).")
+@click.option("--infer-timeout", default=60.0, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
+              help="Longest wait of a request for its model's call: 504 past it (0: no bound).")
 @trust_specs_option
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
@@ -51,7 +59,8 @@ _MIB = 1 << 20
 def serve(paths: tuple[Path, ...], host: str, port: int, workers: int, max_loaded_models: int | None,
           max_model_memory: float | None, max_batch_size: int | None, max_batch_time: float, max_queue: int,
           max_body_size: float, api_key: str | None, require_signature: bool, trusted_keys: tuple[Path, ...],
-          allow_outside_links: bool, trusted: tuple[str, ...], log_level: str, as_json: bool) -> int:
+          allow_outside_links: bool, warmup_timeout: float, warmup_memory: float, infer_timeout: float,
+          trusted: tuple[str, ...], log_level: str, as_json: bool) -> int:
     """Serve model files and repository folders (PATH/NAME/N/model.apr) until interrupted.
 
     A file is served under its stem. Pickle files (.pkl, .joblib) are refused unopened.
@@ -69,7 +78,8 @@ def serve(paths: tuple[Path, ...], host: str, port: int, workers: int, max_loade
     config = ServeConfig(tuple(str(p) for p in paths), max_loaded_models,
                          None if max_model_memory is None else int(max_model_memory * _MIB), max_batch_size,
                          max_batch_time, max_queue, int(max_body_size * _MIB), api_key, require_signature, keys,
-                         allow_outside_links, trusted)
+                         allow_outside_links, trusted, warmup_timeout or None, infer_timeout or None,
+                         int(warmup_memory * _MIB) or None)
     try:
         models = scan(config.paths, config.policy)  # refuse before binding anything
     except RepositoryError as exc:

@@ -73,6 +73,14 @@ class ServeConfig:
     trusted : tuple of str
         ``module:function`` specs and hyperparameter names every load trusts beyond the
         default table (``--trust``); each worker process imports what they name.
+    warmup_timeout : float, optional
+        Seconds each model's load and warm-up may take before the model is marked failed (None: no
+        bound).
+    infer_timeout : float, optional
+        Seconds a request waits for its model's call before 504 (None: no bound).
+    warmup_memory : int, optional
+        Bytes the process may grow by while one model loads and warms up, beyond three times its
+        file's size, before the model is marked failed (None: no bound; needs ``/proc``).
 
     Examples
     --------
@@ -92,6 +100,9 @@ class ServeConfig:
     trusted_keys: tuple[bytes, ...] = ()
     allow_outside_links: bool = False
     trusted: tuple[str, ...] = ()
+    warmup_timeout: float | None = 30.0
+    infer_timeout: float | None = 60.0
+    warmup_memory: int | None = 4096 << 20
 
     @property
     def policy(self) -> Policy:
@@ -248,7 +259,8 @@ def create_app(config: ServeConfig, *, freeze_gc: bool = False) -> Starlette:
 
     The repository is scanned here, so a refused model (pickle, bad signature ...) raises
     :class:`~aprender.serve.RepositoryError` before anything listens. Models are loaded and
-    warmed in the background once the server starts; ``/ready`` answers 503 until then.
+    warmed in the background once the server starts, each under the warm-up bounds; ``/ready`` answers
+    503 until every model is loaded or failed.
 
     With ``freeze_gc`` (what :func:`run` does, for a process that only serves), every object
     alive once the models are warm (modules, models) is moved out of the cyclic garbage
@@ -258,7 +270,8 @@ def create_app(config: ServeConfig, *, freeze_gc: bool = False) -> Starlette:
     """
     metrics = Metrics()
     limits = Limits(config.max_loaded_models, config.max_model_memory, config.max_batch_size,
-                    config.max_batch_time, config.max_queue)
+                    config.max_batch_time, config.max_queue, config.warmup_timeout, config.infer_timeout,
+                    config.warmup_memory)
     registry = Registry(config.paths, config.policy, limits, metrics)
 
     async def warm() -> None:

@@ -11,6 +11,10 @@ The queue is bounded, in requests: a request is refused (:class:`Overloaded`, at
 waits for anything) when ``max_queue`` requests are already waiting *and* their rows already fill
 the next call (``max_batch_size`` rows). A request that still fits in the next call is never
 refused, so a queue bound below the batch size cannot cut the batches short.
+
+The wait is bounded too: a request not answered within ``timeout`` seconds gets :class:`TimedOut`
+(and leaves the queue if it was still waiting). Model calls run in the batcher's own thread
+(:class:`~aprender.serve._bounded.Lane`), so a call that never returns stalls only its own model.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from aprender.serve._bounded import Lane
 from aprender.serve._inputs import Frame
 
-__all__ = ["Batcher", "Overloaded"]
+__all__ = ["Batcher", "Overloaded", "TimedOut"]
 
 Outputs = dict[str, np.ndarray]
 
@@ -35,7 +40,11 @@ class Overloaded(Exception):
     """The batcher's queue is full; the client should retry later."""
 
 
-@dataclass
+class TimedOut(Exception):
+    """A request was not answered within the batcher's ``timeout``."""
+
+
+@dataclass(eq=False)  # compared by identity: the queue removes a request that timed out
 class _Pending:
     X: Any
     future: asyncio.Future[Outputs]
@@ -62,7 +71,10 @@ class Batcher:
     inline_rows : int
         Calls of at most this many rows run on the event loop itself, for a model whose calls take
         microseconds per row (a thread would wait for the event loop's GIL at every release, up to
-        its 5 ms switch interval each time); larger calls, and every call if 0, run in a thread.
+        its 5 ms switch interval each time); larger calls, and every call if 0, run in the batcher's
+        thread.
+    timeout : float, optional
+        Seconds a request waits for its outputs, queued and computed, before :class:`TimedOut`.
 
     Examples
     --------
@@ -73,8 +85,11 @@ class Batcher:
     """
 
     def __init__(self, run: Callable[[np.ndarray], Outputs], max_batch_size: int, max_batch_time: float,
-                 max_queue: int, on_batch: Callable[[int], None] | None = None, inline_rows: int = 0) -> None:
+                 max_queue: int, on_batch: Callable[[int], None] | None = None, inline_rows: int = 0,
+                 timeout: float | None = None) -> None:
         self._run = run
+        self.timeout = timeout
+        self._lane = Lane(getattr(run, "__qualname__", "model"))
         self.inline_rows = inline_rows
         self.max_batch_size = max(1, max_batch_size)
         self.max_batch_time = max_batch_time
@@ -98,7 +113,7 @@ class Batcher:
     async def submit(self, X: np.ndarray) -> Outputs:
         """Queue ``X`` (a 2-D array, 1-D documents or a :class:`~aprender.serve._inputs.Frame`); wait for its outputs.
 
-        Raises :class:`Overloaded` on a full queue.
+        Raises :class:`Overloaded` on a full queue, :class:`TimedOut` past ``timeout``.
         """
         if self.full:
             raise Overloaded(f"{len(self._queue)} requests ({self._rows} rows) already waiting")
@@ -110,7 +125,16 @@ class Batcher:
             self._arrived.set()
         if self._worker is None or self._worker.done():
             self._worker = loop.create_task(self._drain())
-        return await pending.future
+        if self.timeout is None:
+            return await pending.future
+        try:
+            # shielded: the batch this request is part of goes on for the others in it
+            return await asyncio.wait_for(asyncio.shield(pending.future), self.timeout)
+        except TimeoutError:
+            if pending in self._queue:  # never computed for nobody
+                self._queue.remove(pending)
+                self._rows -= len(X)
+            raise TimedOut(f"no answer within {self.timeout:g} s") from None
 
     async def _wait_for_rows(self) -> None:
         """Wait until ``max_batch_size`` rows are queued or ``max_batch_time`` has passed."""
@@ -153,7 +177,7 @@ class Batcher:
     async def _call(self, X: np.ndarray) -> Outputs:
         if len(X) <= self.inline_rows:
             return self._run(X)
-        return await asyncio.to_thread(self._run, X)
+        return await self._lane.call(self._run, X)
 
     async def _execute(self, batch: list[_Pending]) -> None:
         rows = sum(len(p.X) for p in batch)

@@ -4,6 +4,11 @@ models with warm-up, and inference through each model's batchers.
 The repository view (``models``) is an immutable mapping replaced as a whole when a model is
 loaded or unloaded through the repository routes, so a request always sees one consistent
 version of it. Loading runs in a thread; concurrent requests for the same model wait for one load.
+
+Every load (with its warm-up) runs under the time and memory bounds of :class:`Limits` (see
+:mod:`aprender.serve._bounded`). A version past a bound is *failed*: it is not loaded again (its
+abandoned work may still be running) until the repository's load route asks for it, its requests
+and ready route answer 503 with the reason, and the repository index lists it UNAVAILABLE.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import numpy as np
 import aprender
 from aprender.exceptions import AprenderError
 from aprender.format._formats import FORMATS
-from aprender.serve._batching import Batcher, Overloaded
+from aprender.serve._batching import Batcher, Overloaded, TimedOut
+from aprender.serve._bounded import Exceeded, run_bounded
 from aprender.serve._errors import HTTPError
 from aprender.serve._fast import fast_method
 from aprender.serve._inputs import Frame, Inputs, describe_inputs, known_strings, rows_of
@@ -55,17 +61,31 @@ _DEFAULT_BATCH = 64
 _INLINE_ROWS = 1024
 _log = logging.getLogger("aprender.serve")
 _WARMUP_CALLS = 3
+_MIB = 1 << 20
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Cache and batching limits (the CLI's options)."""
+    """Cache, batching and work limits (the CLI's options).
+
+    ``warmup_timeout`` (seconds) and ``warmup_memory`` (bytes the process may grow by, plus three
+    times the model file's size) bound each model's load and warm-up; ``infer_timeout`` (seconds)
+    bounds each request's wait for a model call. None: no bound.
+    """
 
     max_loaded_models: int | None = None
     max_model_memory: int | None = None
     max_batch_size: int | None = None
     max_batch_time: float = 0.0
     max_queue: int = 1024
+    warmup_timeout: float | None = 30.0
+    infer_timeout: float | None = 60.0
+    warmup_memory: int | None = 4096 * _MIB
+
+    def memory_bound(self, version: Version) -> int | None:
+        """Bytes the load and warm-up of ``version`` may grow the process by: the private copy of the
+        file and the arrays built from it are the file's size each, and decoding may hold a third."""
+        return None if self.warmup_memory is None else self.warmup_memory + 3 * version.size
 
 
 @dataclass
@@ -215,6 +235,11 @@ class Registry:
         self.ready = False
         self._cache: OrderedDict[tuple[str, int], LoadedModel] = OrderedDict()
         self._loading: dict[tuple[str, int], asyncio.Future[LoadedModel]] = {}
+        #: Why a version could not be loaded, for the index and the ready routes.
+        self.failed: dict[tuple[str, int], str] = {}
+        #: Versions whose load ran past a bound: refused without a new load, whose work would run
+        #: beside the abandoned one, until the repository's load route asks again.
+        self._stalled: set[tuple[str, int]] = set()
         #: Parses large JSON request bodies in a child process (see aprender.serve._tensors).
         self.parser = Parser()
 
@@ -264,15 +289,26 @@ class Registry:
             self._cache.move_to_end(key)
             self.metrics.cache_hits.inc()
             return model
+        if key in self._stalled:
+            raise HTTPError(503, self.failed[key], "E_MODEL_FAILED")
         pending = self._loading.get(key)
         if pending is None:
             self.metrics.cache_misses.inc()
             pending = asyncio.get_running_loop().create_future()
             self._loading[key] = pending
             try:
-                model = await asyncio.to_thread(load_version, version, self.limits, self.policy)
-            except RepositoryError as exc:
-                error = HTTPError(503, str(exc), "E_NO_MODEL")
+                model = await run_bounded(load_version, version, self.limits, self.policy,
+                                          seconds=self.limits.warmup_timeout,
+                                          memory=self.limits.memory_bound(version),
+                                          what=f"loading and warming up model '{version.tag}'")
+            except (RepositoryError, Exceeded) as exc:
+                self.failed[key] = str(exc)
+                code = "E_NO_MODEL"
+                if isinstance(exc, Exceeded):
+                    self._stalled.add(key)
+                    code = "E_MODEL_FAILED"
+                    _log.error("model '%s' failed: %s", version.tag, exc)
+                error = HTTPError(503, str(exc), code)
                 pending.set_exception(error)
                 pending.exception()
                 raise error from None
@@ -285,6 +321,7 @@ class Registry:
                 raise
             finally:
                 del self._loading[key]
+            self.failed.pop(key, None)
             model.scanned = version
             model.metrics = self.metrics.for_model(version.name, str(version.version))
             self._insert(key, model)
@@ -316,7 +353,8 @@ class Registry:
         return found
 
     async def warm_all(self) -> None:
-        """Load and warm the latest version of every model (as many as the cache holds), then be ready."""
+        """Load and warm the latest version of every model (as many as the cache holds), then be ready:
+        once every one is loaded or failed, which the load bounds make at most their sum."""
         try:
             budget = self.limits.max_loaded_models
             for name in sorted(self.models)[:budget]:
@@ -348,6 +386,7 @@ class Registry:
             found, versions = await asyncio.to_thread(self._find, name)
         except RepositoryError as exc:
             raise HTTPError(400, str(exc)) from None
+        self._stalled.difference_update({(found, number) for number in versions})  # asked for: try again
         await self.get(versions[max(versions)])
         self.models = MappingProxyType({**self.models, found: versions})
         return versions
@@ -366,8 +405,13 @@ class Registry:
         rows = []
         for name, versions in sorted(self.models.items()):
             for version in versions.values():
-                rows.append({"name": name, "version": str(version.version), "state": "READY",
-                             "loaded": self.is_loaded(version)})
+                reason = self.failed.get((name, version.version))
+                if reason is None:
+                    rows.append({"name": name, "version": str(version.version), "state": "READY",
+                                 "loaded": self.is_loaded(version)})
+                else:
+                    rows.append({"name": name, "version": str(version.version), "state": "UNAVAILABLE",
+                                 "reason": reason, "loaded": False})
         for path in self.paths:
             if path.is_dir():
                 for folder in model_folders(path):
@@ -375,6 +419,19 @@ class Registry:
                         rows.append({"name": folder.name, "version": "", "state": "UNAVAILABLE",
                                      "reason": "unloaded"})
         return rows
+
+    def readiness(self) -> dict[str, dict[str, Any]]:
+        """Each model's latest version: READY (loaded), UNAVAILABLE (failed, with the reason) or LOADING
+        (neither yet, or not warmed because the cache holds fewer models)."""
+        states: dict[str, dict[str, Any]] = {}
+        for name, versions in sorted(self.models.items()):
+            version = versions[max(versions)]
+            reason = self.failed.get((name, version.version))
+            if reason is not None:
+                states[name] = {"state": "UNAVAILABLE", "reason": reason}
+            else:
+                states[name] = {"state": "READY" if self.is_loaded(version) else "LOADING"}
+        return states
 
     # -- inference ---------------------------------------------------------------------
 
@@ -409,6 +466,11 @@ class Registry:
         except Overloaded:
             stats.failure.inc()
             raise _overloaded() from None
+        except TimedOut:
+            stats.failure.inc()
+            raise HTTPError(504, f"model '{version.tag}' did not answer within {self.limits.infer_timeout:g} s "
+                                 "(--infer-timeout); the server goes on serving the other models",
+                            "E_TIMEOUT") from None
         except (ValueError, TypeError) as exc:
             stats.failure.inc()
             raise HTTPError(400, f"model '{version.name}' rejected the input: {exc}") from None
@@ -429,7 +491,8 @@ class Registry:
         if batcher is None:
             batcher = model.batchers[outputs] = Batcher(
                 run, model.max_batch_size, self._batch_time(model.version), self.limits.max_queue,
-                stats.batch_rows.observe, _INLINE_ROWS if model.fast.issuperset(outputs) else 0)
+                stats.batch_rows.observe, _INLINE_ROWS if model.fast.issuperset(outputs) else 0,
+                self.limits.infer_timeout)
         return batcher
 
     def _batch_time(self, version: Version) -> float:

@@ -64,8 +64,10 @@ async def live(request: Request) -> Response:
 
 
 async def ready(request: Request) -> Response:
-    is_ready = registry_of(request).ready
-    return json_response({"ready": is_ready}, 200 if is_ready else 503)
+    registry = registry_of(request)
+    # ready once every model is loaded or failed: a model that cannot warm up does not hold back the
+    # others; each model's state says which is which
+    return json_response({"ready": registry.ready, "models": registry.readiness()}, 200 if registry.ready else 503)
 
 
 async def _model(request: Request) -> LoadedModel:

@@ -22,7 +22,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from aprender.serve._bounded import join_abandoned
+
 __all__ = ["serve_forked"]
+
+#: Seconds the parent waits for abandoned warm-ups to end before it forks.
+_JOIN_ABANDONED = 5.0
 
 _log = logging.getLogger("aprender.serve")
 
@@ -44,6 +49,10 @@ def serve_forked(create_app: Callable[[], Any], host: str, port: int, workers: i
     try:
         app = create_app()
         asyncio.run(app.state.registry.warm_all())
+        running = join_abandoned(_JOIN_ABANDONED)
+        if running:
+            _log.warning("forking the workers while abandoned work still runs (a worker may find a lock it "
+                         "holds taken): %s", ", ".join(running))
         server_config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
                                        ws="none")
         sock = server_config.bind_socket()
