@@ -15,7 +15,7 @@ import click
 
 from aprender import __version__
 from aprender.cli._options import Invalid, debug_option, error_text
-from aprender.cli._render import emit_json
+from aprender.cli._render import echo, emit_json
 
 __all__ = ["cli", "main"]
 
@@ -125,7 +125,7 @@ def _show_warnings(caught: list[warnings.WarningMessage], debug: bool) -> None:
         text = _one_line(str(w.message))
         if text not in seen:
             seen.add(text)
-            click.echo(f"warning: {text}", err=True)
+            echo(f"warning: {text}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if run["debug"]:
             traceback.print_exception(type(failure), failure, failure.__traceback__, file=sys.stderr)
         message = _describe(failure)
-        click.echo(f"error: {message}", err=True)
+        echo(f"error: {message}")
         if run.get("json") or "--json" in args:
             # the shape validate and verify print for an invalid file: {"error": {"type", "message"}}
             emit_json({"error": {"type": type(failure).__name__, "message": message}})

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from aprender.cli._render import emit_json
+from aprender.cli._render import echo, emit_json
 from aprender.exceptions import AprenderError, UntrustedFunctionError, UntrustedParameterError
 from aprender.format._formats import FORMATS as TABLE
 
@@ -126,7 +126,7 @@ def run_check(result: dict[str, Any], check: Callable[[], None], as_json: bool, 
         show_valid()
     if not result["valid"]:
         error = result["error"]
-        click.echo(f"invalid: {error['message']} [{error['type']}]", err=True)
+        echo(f"invalid: {error['message']} [{error['type']}]")
         raise Invalid()
     return 0
 
