@@ -15,7 +15,6 @@ that what they see is what a terminal would receive.
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 import click
@@ -27,7 +26,7 @@ from onnx import TensorProto, helper
 from safetensors.numpy import save_file as save_foreign_safetensors
 
 import aprender
-from aprender._display import json_printable, printable, unsafe_characters
+from aprender._display import unsafe_characters
 from aprender.codec import ModelState, to_state
 from aprender.codec._nodes import preview
 from aprender.exceptions import FormatError
@@ -154,16 +153,3 @@ def test_exception_messages_are_escaped() -> None:
     assert unsafe_characters(str(exc)) == ["\n"]
     assert "\\x1b]52" in str(exc) and "[link=http://x]" in str(exc)
     assert not unsafe_characters(preview(HOSTILE, 200)) and not unsafe_characters(preview([HOSTILE]))
-
-
-@pytest.mark.parametrize("ch", ["\x00", "\t", "\r", "\x1b", "\x7f", "\x85", "\x9b", "\u200b", "\u200e", "\u202a",
-                                "\u202e", "\u2028", "\u2066", "\ufeff", "\U000e0001", "\ue000", "\U0010fffd"])
-def test_printable_escapes_each_kind(ch) -> None:
-    shown = printable(f"a{ch}b")
-    assert not unsafe_characters(shown) and shown.startswith("a\\") and shown.endswith("b")
-    assert json.loads(json_printable(json.dumps(f"a{ch}b", ensure_ascii=False))) == f"a{ch}b"
-
-
-def test_printable_keeps_scripts_and_plain_text() -> None:
-    for text in ("LinearRegression", "coef_ 1.5e-3 [x]", "été Ελληνικά 日本語 עברית 🙂", "C:\\models\\a.apr"):
-        assert printable(text) == text
