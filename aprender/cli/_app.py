@@ -6,7 +6,6 @@ import copy
 import importlib
 import os
 import sys
-import traceback
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -15,7 +14,7 @@ import click
 
 from aprender import __version__
 from aprender.cli._options import Invalid, debug_option, error_text
-from aprender.cli._render import echo, emit_json
+from aprender.cli._render import echo, echo_traceback, emit_json
 
 __all__ = ["cli", "main"]
 
@@ -177,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _show_warnings(caught, run["debug"])
     if failure is not None:
         if run["debug"]:
-            traceback.print_exception(type(failure), failure, failure.__traceback__, file=sys.stderr)
+            echo_traceback(failure)
         message = _describe(failure)
         echo(f"error: {message}")
         if run.get("json") or "--json" in args:

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["console", "echo", "emit_json", "say", "json_safe", "kv_table", "number", "short", "size", "table", "warn"]
+__all__ = ["console", "echo", "echo_traceback", "emit_json", "say", "json_safe", "kv_table", "number", "short", "size",
+           "table", "warn"]
 
 
 #: Width of tables written to a pipe or file (rich's 80 columns fold tensor names).
@@ -52,6 +53,13 @@ def say(text: str) -> None:
 def echo(text: str, err: bool = True) -> None:
     """Print plain text (no markup), on stderr by default, with unsafe characters escaped."""
     click.echo(printable(text, keep="\n"), err=err)
+
+
+def echo_traceback(exc: BaseException) -> None:
+    """``--debug``'s traceback on stderr: its lines quote exception messages and so a file's text."""
+    import traceback
+
+    echo("".join(traceback.format_exception(exc)).rstrip("\n"))
 
 
 def warn(message: str) -> None:
