@@ -122,6 +122,10 @@ def test_no_command_prints_what_a_terminal_would_act_on(files, tmp_path, capsys)
     for args in _commands(files, tmp_path):
         _assert_inert(invoke(capsys, *args), args)
         ran += 1
+    cards = sorted(tmp_path.glob("*.md"))
+    assert len(cards) >= 3
+    for card in cards:  # a model card is read in terminals too
+        assert set(unsafe_characters(card.read_text())) <= {"\n"}, card
     assert ran >= 50
 
 
