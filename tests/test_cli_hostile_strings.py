@@ -14,6 +14,7 @@ that what they see is what a terminal would receive.
 
 from __future__ import annotations
 
+import ast
 import copy
 from pathlib import Path
 
@@ -169,3 +170,36 @@ def test_exception_messages_are_escaped() -> None:
     assert unsafe_characters(str(exc)) == ["\n"]
     assert "\\x1b]52" in str(exc) and "[link=http://x]" in str(exc)
     assert not unsafe_characters(preview(HOSTILE, 200)) and not unsafe_characters(preview([HOSTILE]))
+
+
+def _bypasses(path: Path) -> list[str]:
+    """Calls in a CLI module that print without ``_render``: click.echo, print, stream writes,
+    traceback printing, and a rich ``.print`` of anything but a ``table``/``kv_table`` or a literal."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.Call):
+            continue
+        func, where = node.func, f"{path.name}:{node.lineno}"
+        if isinstance(func, ast.Name) and func.id == "print":
+            found.append(where)
+        elif isinstance(func, ast.Attribute):
+            owner = ast.unparse(func.value)
+            if (owner, func.attr) == ("click", "echo") or func.attr in ("print_exception", "print_exc", "secho") or (
+                    func.attr == "write" and owner in ("sys.stdout", "sys.stderr")):
+                found.append(where)
+            elif func.attr == "print" and node.args:
+                arg = node.args[0]
+                made = isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id in (
+                    "table", "kv_table")
+                if not (made or (isinstance(arg, ast.Constant) and isinstance(arg.value, str))):
+                    found.append(where)
+    return found
+
+
+def test_every_cli_print_goes_through_render() -> None:
+    """A new print in aprender/cli must use _render's say/echo/warn/emit_json/table/kv_table, which escape."""
+    import aprender.cli
+
+    modules = [p for p in Path(aprender.cli.__file__).parent.glob("*.py") if p.name != "_render.py"]
+    assert len(modules) > 10
+    assert [hit for path in sorted(modules) for hit in _bypasses(path)] == []

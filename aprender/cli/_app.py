@@ -162,11 +162,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Invalid as exc:
             code = exc.exit_code  # the command already said why on stderr
         except _NO_ARGS as exc:  # bare ``apr``: the help, as click itself shows it
-            click.echo(exc.format_message(), err=True)
+            echo(exc.format_message())
             code = exc.exit_code
         except click.Abort:
             failure, code = None, _INTERRUPTED
-            click.echo("error: interrupted", err=True)
+            echo("error: interrupted")
         except click.ClickException as exc:
             failure, code = exc, exc.exit_code
         except Exception as exc:
