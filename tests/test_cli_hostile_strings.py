@@ -131,8 +131,9 @@ def test_no_command_prints_what_a_terminal_would_act_on(files, tmp_path, capsys)
 
 
 @pytest.mark.parametrize("key", ["apr", "safetensors", "gguf", "foreign_st"])
-def test_inspect_shows_the_text_escaped_not_dropped(files, key, capsys) -> None:
+def test_inspect_shows_the_text_escaped_not_dropped(files, key, capsys, monkeypatch) -> None:
     """The escapes and the markup are visible: the reader sees that the file holds them."""
+    monkeypatch.setenv("COLUMNS", "1000")  # wide enough that no cell folds the text being looked for
     run = invoke(capsys, "inspect", files[key])
     assert run.code == 0, run.err
     assert "\\x1b]52;c;SGFja2Vk\\x07" in run.out
