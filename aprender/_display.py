@@ -24,8 +24,10 @@ __all__ = ["UNSAFE_CATEGORIES", "json_printable", "printable", "unsafe_character
 #: line and paragraph separators, surrogates, private use and unassigned code points.
 UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 
-# Only these characters need a category look-up: printable ASCII (names, numbers, paths) is safe as it is.
+# Only these characters need a category look-up: printable ASCII (names, numbers, paths) is safe as it is;
+# in a JSON document, so are the newlines of indentation (inside a string json.dumps writes ``\\n``).
 _SUSPECT = re.compile(r"[^\x20-\x7e]")
+_JSON_SUSPECT = re.compile(r"[^\x20-\x7e\n]")
 
 
 def _escape(ch: str) -> str:
@@ -65,6 +67,8 @@ def printable(text: object, keep: str = "") -> str:
     'Ridge  été'
     """
     text = text if isinstance(text, str) else str(text)
+    if text.isascii() and text.isprintable():  # the common case, at C speed
+        return text
     return _SUSPECT.sub(lambda m: _escape(m[0]) if m[0] not in keep and _unsafe(m[0]) else m[0], text)
 
 
@@ -91,7 +95,7 @@ def json_printable(document: str) -> str:
     >>> doc, json.loads(doc)["name"] == "\\u202eevil\\x9b"
     ('{"name": "\\\\u202eevil\\\\u009b"}', True)
     """
-    return _SUSPECT.sub(lambda m: _json_escape(m[0]) if m[0] != "\n" and _unsafe(m[0]) else m[0], document)
+    return _JSON_SUSPECT.sub(lambda m: _json_escape(m[0]) if _unsafe(m[0]) else m[0], document)
 
 
 def unsafe_characters(text: str) -> list[str]:

@@ -40,3 +40,14 @@ def test_server_bodies_are_inert_and_parse_to_the_same_values() -> None:
 def test_numeric_bodies_are_untouched() -> None:
     values = np.linspace(-1, 1, 1000)
     assert dumps({"predictions": values}) == orjson.dumps({"predictions": values}, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def test_escaping_is_idempotent_and_survives_pickling() -> None:
+    """An error re-raised in another process (serve's workers) is rebuilt from its escaped args unchanged."""
+    import pickle
+
+    from aprender.exceptions import FormatError
+
+    assert printable(printable(HOSTILE)) == printable(HOSTILE)
+    exc = FormatError(f"at '{HOSTILE}': bad")
+    assert str(pickle.loads(pickle.dumps(exc))) == str(exc)
