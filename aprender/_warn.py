@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from aprender._display import printable
+
 __all__ = ["model_type_keyword", "warn"]
 
 #: Frames in these folders are skipped: aprender's own, and scikit-learn's (its fit
@@ -24,12 +26,13 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
 
     A fixed ``stacklevel`` points at aprender's own code whenever the warning is raised
     one call deeper than its author assumed (``aprender.save`` -> backend -> quantize);
-    walking the stack always names the line that called aprender.
+    walking the stack always names the line that called aprender. The message often quotes a
+    file (a version, a class key), so it is shown through :func:`aprender._display.printable`.
     """
     frame, level = sys._getframe(1), 2
     while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level)
+    warnings.warn(printable(message, keep="\n"), category, stacklevel=level)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

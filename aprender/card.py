@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from aprender._display import printable
 from aprender.codec import to_state
 
 __all__ = ["Card", "Evaluation", "Plot"]
@@ -95,7 +96,8 @@ def _task(model: Any) -> str | None:
 
 def _cell(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"))
-    text = text.replace("|", "\\|").replace("\n", " ")
+    # A hyperparameter's value may come from a file: a card is read in terminals too, so controls show escaped.
+    text = printable(text.replace("|", "\\|").replace("\n", " "))
     return f"`{text}`" if len(text) <= _WIDTH else f"`{text[: _WIDTH - 1]}…`"
 
 

@@ -13,6 +13,8 @@ True
 
 from __future__ import annotations
 
+from aprender._display import printable
+
 __all__ = [
     "AprenderError",
     "ChecksumMismatch",
@@ -35,7 +37,16 @@ __all__ = [
 
 
 class AprenderError(Exception):
-    """Base class of every error aprender raises on purpose."""
+    """Base class of every error aprender raises on purpose.
+
+    A message quotes what a file holds (names, keys, values), so its text arguments are
+    stored through :func:`aprender._display.printable`: a control character, ESC sequence
+    or bidi override a file put in a name reaches ``str(exc)``, a log or a terminal only
+    escaped (``\\x1b``). Line breaks aprender writes itself are kept.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(printable(a, keep="\n") if isinstance(a, str) else a for a in args))
 
 
 class FormatError(AprenderError, ValueError):

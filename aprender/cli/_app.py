@@ -6,7 +6,6 @@ import copy
 import importlib
 import os
 import sys
-import traceback
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -15,7 +14,7 @@ import click
 
 from aprender import __version__
 from aprender.cli._options import Invalid, debug_option, error_text
-from aprender.cli._render import emit_json
+from aprender.cli._render import echo, echo_traceback, emit_json
 
 __all__ = ["cli", "main"]
 
@@ -125,7 +124,7 @@ def _show_warnings(caught: list[warnings.WarningMessage], debug: bool) -> None:
         text = _one_line(str(w.message))
         if text not in seen:
             seen.add(text)
-            click.echo(f"warning: {text}", err=True)
+            echo(f"warning: {text}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -163,11 +162,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Invalid as exc:
             code = exc.exit_code  # the command already said why on stderr
         except _NO_ARGS as exc:  # bare ``apr``: the help, as click itself shows it
-            click.echo(exc.format_message(), err=True)
+            echo(exc.format_message())
             code = exc.exit_code
         except click.Abort:
             failure, code = None, _INTERRUPTED
-            click.echo("error: interrupted", err=True)
+            echo("error: interrupted")
         except click.ClickException as exc:
             failure, code = exc, exc.exit_code
         except Exception as exc:
@@ -177,9 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _show_warnings(caught, run["debug"])
     if failure is not None:
         if run["debug"]:
-            traceback.print_exception(type(failure), failure, failure.__traceback__, file=sys.stderr)
+            echo_traceback(failure)
         message = _describe(failure)
-        click.echo(f"error: {message}", err=True)
+        echo(f"error: {message}")
         if run.get("json") or "--json" in args:
             # the shape validate and verify print for an invalid file: {"error": {"type", "message"}}
             emit_json({"error": {"type": type(failure).__name__, "message": message}})

@@ -11,7 +11,7 @@ import click
 from aprender.cli._files import ITEMSIZES, Loaded, info_of, plain, read
 from aprender.cli._foreign import block_bits
 from aprender.cli._options import INPUT, debug_option, json_option
-from aprender.cli._render import console, emit_json, kv_table, number, short, size, table
+from aprender.cli._render import console, echo, emit_json, kv_table, number, short, size, table
 from aprender.cli._secrets import Secrets, secret_options
 from aprender.cli._tree import input_columns, model_tree, render, untag
 from aprender.format import ModelInfo
@@ -216,7 +216,7 @@ def _render(report: dict[str, Any]) -> None:
     if "quantization" in report:
         _render_quantization(report["quantization"])
     for note in report["notes"]:
-        click.echo(f"note: {note}", err=True)
+        echo(f"note: {note}")
 
 
 def _render_quantization(q: dict[str, Any]) -> None:

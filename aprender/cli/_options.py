@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from aprender.cli._render import emit_json
+from aprender.cli._render import echo, echo_traceback, emit_json
 from aprender.exceptions import AprenderError, UntrustedFunctionError, UntrustedParameterError
 from aprender.format._formats import FORMATS as TABLE
 
@@ -93,7 +91,7 @@ def report_caught(exc: BaseException) -> None:
     """Print the traceback of an error a command handles itself, when --debug was given."""
     root = click.get_current_context().find_root().obj
     if isinstance(root, dict) and root.get("debug"):
-        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+        echo_traceback(exc)
 
 
 def error_text(exc: BaseException) -> str:
@@ -126,7 +124,7 @@ def run_check(result: dict[str, Any], check: Callable[[], None], as_json: bool, 
         show_valid()
     if not result["valid"]:
         error = result["error"]
-        click.echo(f"invalid: {error['message']} [{error['type']}]", err=True)
+        echo(f"invalid: {error['message']} [{error['type']}]")
         raise Invalid()
     return 0
 

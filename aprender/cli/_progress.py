@@ -11,7 +11,10 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+from aprender._display import printable
 
 __all__ = ["LARGE", "phases"]
 
@@ -36,7 +39,8 @@ def phases(total: int, size: int, enabled: bool | None) -> Iterator[Callable[[st
 
         def start(description: str) -> None:
             nonlocal started
-            progress.update(task, description=description, advance=1 if started else 0)
+            # descriptions name files: text, never markup or controls
+            progress.update(task, description=escape(printable(description)), advance=1 if started else 0)
             started = True
 
         yield start

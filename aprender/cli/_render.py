@@ -1,5 +1,11 @@
 """Output: rich tables for people, JSON for machines, one-line warnings on stderr.
 
+Everything the command line prints goes through this module, and every text here goes
+through :func:`aprender._display.printable` (controls, ESC, C1, bidi controls shown escaped)
+and, where rich prints, ``rich.markup.escape``: what a file says is shown, never acted on by
+the terminal or interpreted as markup. tests/test_cli_hostile_strings.py runs every command on
+files whose strings are hostile.
+
 rich is imported by the first table or line it renders, and numpy is never imported
 here: a command that prints JSON or only says a line does not pay for what it does not use.
 """
@@ -17,11 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from aprender._display import json_printable, printable
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["console", "emit_json", "say", "json_safe", "kv_table", "number", "short", "size", "table", "warn"]
+__all__ = ["console", "echo", "echo_traceback", "emit_json", "say", "json_safe", "kv_table", "number", "short", "size",
+           "table", "warn"]
 
 
 #: Width of tables written to a pipe or file (rich's 80 columns fold tensor names).
@@ -37,13 +46,25 @@ def console() -> Console:
 
 
 def say(text: str) -> None:
-    """Print a line of rich markup on stdout, never wrapped (callers escape file names)."""
-    console().print(text, soft_wrap=True)
+    """Print a line of rich markup on stdout, never wrapped (callers escape markup in file names)."""
+    console().print(printable(text, keep="\n"), soft_wrap=True)
+
+
+def echo(text: str, err: bool = True) -> None:
+    """Print plain text (no markup), on stderr by default, with unsafe characters escaped."""
+    click.echo(printable(text, keep="\n"), err=err)
+
+
+def echo_traceback(exc: BaseException) -> None:
+    """``--debug``'s traceback on stderr: its lines quote exception messages and so a file's text."""
+    import traceback
+
+    echo("".join(traceback.format_exception(exc)).rstrip("\n"))
 
 
 def warn(message: str) -> None:
     """One ``warning:`` line on stderr."""
-    click.echo(f"warning: {message}", err=True)
+    echo(f"warning: {printable(message)}")
 
 
 def json_safe(value: Any) -> Any:
@@ -68,7 +89,7 @@ def json_safe(value: Any) -> Any:
 
 def emit_json(obj: Any) -> None:
     """Pretty, strict JSON on stdout."""
-    click.echo(json.dumps(json_safe(obj), indent=2, ensure_ascii=False, allow_nan=False))
+    click.echo(json_printable(json.dumps(json_safe(obj), indent=2, ensure_ascii=False, allow_nan=False)))
 
 
 def size(n: int, exact: bool = False) -> str:
@@ -96,6 +117,13 @@ def short(value: Any, width: int = 72) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def _title(title: str | None) -> str | None:
+    """A table title as text: titles name files and quantization types, never markup."""
+    from rich.markup import escape
+
+    return None if title is None else escape(printable(title))
+
+
 def table(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any]], *,
           right: Iterable[str] = ()) -> Table:
     """A table; columns named in ``right`` are right-aligned (numbers)."""
@@ -103,8 +131,8 @@ def table(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any
     from rich.table import Table
 
     right = set(right)
-    cells = [[escape(str(cell)) for cell in row] for row in rows]
-    t = Table(title=title, title_justify="left", title_style="bold")
+    cells = [[escape(printable(cell)) for cell in row] for row in rows]
+    t = Table(title=_title(title), title_justify="left", title_style="bold")
     for i, name in enumerate(columns):
         # The first column names things (keys, tensors): keep it whole so it can be searched for.
         first = max((len(row[0]) for row in cells), default=0) if i == 0 else None
@@ -120,9 +148,9 @@ def kv_table(title: str | None, rows: Iterable[tuple[str, Any]]) -> Table:
     from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title=title, title_justify="left", title_style="bold", show_header=False)
+    t = Table(title=_title(title), title_justify="left", title_style="bold", show_header=False)
     t.add_column(style="bold")
     t.add_column(overflow="fold")
     for key, value in rows:
-        t.add_row(escape(key), escape(str(value)))
+        t.add_row(escape(printable(key)), escape(printable(value)))
     return t

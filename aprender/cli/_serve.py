@@ -9,7 +9,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from aprender.cli._options import CommandError, debug_option, json_option, resolve_trust, trust_specs_option
-from aprender.cli._render import emit_json
+from aprender.cli._render import echo, emit_json
 from aprender.cli._secrets import load_public_key
 
 __all__ = ["serve"]
@@ -90,6 +90,6 @@ def serve(paths: tuple[Path, ...], host: str, port: int, workers: int, max_loade
     else:
         names = ", ".join(f"{name} ({len(versions)} version{'s' * (len(versions) > 1)})"
                           for name, versions in sorted(models.items()))
-        click.echo(f"serving {names} on http://{host}:{port} with {workers} worker{'s' * (workers > 1)}", err=True)
+        echo(f"serving {names} on http://{host}:{port} with {workers} worker{'s' * (workers > 1)}", err=True)
     run(config, host, port, workers, log_level)
     return 0

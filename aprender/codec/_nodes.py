@@ -39,7 +39,9 @@ def preview(value: Any, limit: int = 80) -> str:
     Strings (cut to ``limit`` characters), numbers, booleans and None are shown as
     their repr, and so is a short list of them; anything else only by its type and
     length, so that a message never walks, or spends memory on, a nested structure
-    a file chose.
+    a file chose. ``repr`` writes every control, ESC, C1 and bidi character of a string
+    as an escape (``'\\x1b'``, ``'\\u202e'``), so what a message quotes is inert on a
+    terminal (tests/test_cli_hostile_strings.py).
 
     Examples
     --------

@@ -20,6 +20,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Send
 
+from aprender._display import json_printable
 from aprender.serve._errors import HTTPError, parse_json
 
 if TYPE_CHECKING:
@@ -41,8 +42,15 @@ def _default(value: Any) -> Any:
 
 
 def dumps(content: Any) -> bytes:
-    """JSON bytes of ``content``: numpy arrays and scalars included, floats round-trip exactly."""
-    return orjson.dumps(content, default=_default, option=_OPTIONS)
+    """JSON bytes of ``content``: numpy arrays and scalars included, floats round-trip exactly.
+
+    A body often quotes a model file (metadata, labels, error messages) and often ends on a
+    terminal (``curl``): orjson escapes C0 controls but writes DEL, C1 and bidi controls raw,
+    so a non-ASCII body has them escaped too (:func:`aprender._display.json_printable`; the
+    parsed values are unchanged). Numeric bodies are ASCII and skip the scan.
+    """
+    data = orjson.dumps(content, default=_default, option=_OPTIONS)
+    return data if data.isascii() else json_printable(data.decode()).encode()
 
 
 def json_response(content: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -12,6 +12,7 @@ from aprender.codec import ModelType
 from aprender.exceptions import FormatError
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
 from aprender.format._io import existing_file
+from aprender.format.onnx._external import refuse_external_data
 from aprender.format.onnx._props import read_props
 
 __all__ = ["inspect_file", "load_tensors", "validate_file"]
@@ -28,6 +29,7 @@ def _read_model(path: str | os.PathLike) -> tuple[onnx.ModelProto, int, str]:
         raise FormatError(f"'{p}': not a valid ONNX model (protobuf ModelProto): {exc}") from None
     if onx.ir_version <= 0 or not onx.HasField("graph"):
         raise FormatError(f"'{p}': not an ONNX model: no IR version or no graph in the {size}-byte file")
+    refuse_external_data(onx, str(p))
     return onx, size, str(p)
 
 
@@ -153,6 +155,6 @@ def load_tensors(path: str | os.PathLike, **options: Any) -> dict[str, np.ndarra
     """The graph's numeric initializers (weights, thresholds ...) by name; string initializers are left out."""
     from onnx import numpy_helper
 
-    graph = onnx.load(str(existing_file(path)), load_external_data=False).graph
+    graph = _read_model(path)[0].graph
     return {init.name: numpy_helper.to_array(init) for init in graph.initializer
             if init.data_type != onnx.TensorProto.STRING}
