@@ -175,7 +175,7 @@ def test_exception_messages_are_escaped() -> None:
 
 def _bypasses(path: Path) -> list[str]:
     """Calls in a CLI module that print without ``_render``: click.echo, print, stream writes,
-    traceback printing, and a rich ``.print`` of anything but a ``table``/``kv_table`` or a literal."""
+    traceback printing, and a rich ``.print`` of anything but a ``table``/``kv_table``/``tree`` or a literal."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if not isinstance(node, ast.Call):
@@ -191,14 +191,14 @@ def _bypasses(path: Path) -> list[str]:
             elif func.attr == "print" and node.args:
                 arg = node.args[0]
                 made = isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id in (
-                    "table", "kv_table")
+                    "table", "kv_table", "tree")
                 if not (made or (isinstance(arg, ast.Constant) and isinstance(arg.value, str))):
                     found.append(where)
     return found
 
 
 def test_every_cli_print_goes_through_render() -> None:
-    """A new print in aprender/cli must use _render's say/echo/warn/emit_json/table/kv_table, which escape."""
+    """A new print in aprender/cli must use _render's say/echo/warn/emit_json/table/kv_table/tree, which escape."""
     import aprender.cli
 
     modules = [p for p in Path(aprender.cli.__file__).parent.glob("*.py") if p.name != "_render.py"]

@@ -11,9 +11,9 @@ import click
 from aprender.cli._files import ITEMSIZES, Loaded, info_of, plain, read
 from aprender.cli._foreign import block_bits
 from aprender.cli._options import INPUT, debug_option, json_option
-from aprender.cli._render import console, echo, emit_json, kv_table, number, short, size, table
+from aprender.cli._render import console, echo, emit_json, kv_table, number, short, size, table, tree
 from aprender.cli._secrets import Secrets, secret_options
-from aprender.cli._tree import input_columns, model_tree, render, untag
+from aprender.cli._tree import branches, input_columns, inputs_line, model_tree, untag
 from aprender.format import ModelInfo
 from aprender.format._formats import FORMATS
 
@@ -186,7 +186,7 @@ def _render(report: dict[str, Any]) -> None:
         rows.append(("Created", report["created_at"]))
     out.print(kv_table(report["file"], rows))
     if report["model"]:
-        out.print(render(report["model"], report["inputs"]))
+        out.print(tree("Model", branches(report["model"]), inputs_line(report["inputs"])))
     elif report["hyperparameters"]:
         out.print(kv_table("Hyperparameters", [(k, short(v)) for k, v in sorted(report["hyperparameters"].items())]))
     if report["metadata"]:

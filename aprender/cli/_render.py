@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["console", "echo", "echo_traceback", "emit_json", "say", "json_safe", "kv_table", "number", "short", "size",
-           "table", "warn"]
+__all__ = ["console", "echo", "echo_traceback", "emit_json", "json_safe", "kv_table", "number", "say", "short", "size",
+           "table", "tree", "warn"]
 
 
 #: Width of tables written to a pipe or file (rich's 80 columns fold tensor names).
@@ -141,6 +141,33 @@ def table(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any
     for row in cells:
         t.add_row(*row)
     return t
+
+
+#: A node of :func:`tree`: its text, a dimmed note after it (or ""), and its children.
+Branch = tuple[str, str, list]
+
+
+def tree(title: str, root: Branch, footer: str = "") -> Any:
+    """A titled tree of plain-text labels (escaped as table cells are), with an optional footer line."""
+    from rich.console import Group
+    from rich.markup import escape
+    from rich.tree import Tree
+
+    def label(branch: Branch) -> str:
+        text, note, _ = branch
+        note = f"  [dim]{escape(printable(note))}[/dim]" if note else ""
+        return escape(printable(text)) + note
+
+    def grow(node: Tree, branch: Branch) -> None:
+        for child in branch[2]:
+            grow(node.add(label(child)), child)
+
+    top = Tree(label(root), guide_style="dim")
+    grow(top, root)
+    parts: list[Any] = [f"[bold]{_title(title)}[/bold]", top]
+    if footer:
+        parts.append(escape(printable(footer)))
+    return Group(*parts)
 
 
 def kv_table(title: str | None, rows: Iterable[tuple[str, Any]]) -> Table:

@@ -9,7 +9,8 @@ it needs no key, no tensor data and no scikit-learn: defaults come from a genera
 
 :func:`untag` turns any node of the codec's tree into plain JSON (no ``__t__`` tags);
 :func:`model_tree` builds the tree (the ``model`` field of ``apr inspect --json``), and
-:func:`render` draws it with rich. docs/cli.md documents the JSON.
+:func:`branches` gives it as plain text for the command line's tree renderer, which escapes
+it as it escapes every table. docs/cli.md documents the JSON.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["model_tree", "untag", "render"]
+__all__ = ["branches", "input_columns", "inputs_line", "model_tree", "untag"]
 
 #: Params that hold (name, estimator[, columns]) lists, shown as named children.
 _NAMED_LISTS = ("steps", "transformers", "transformer_list", "estimators")
@@ -194,28 +195,19 @@ def _repr(value: Any, width: int = 60) -> str:
 
 
 def _line(node: Mapping[str, Any]) -> str:
-    from rich.markup import escape
-
     params = ", ".join(f"{k}={_repr(v)}" for k, v in node["params"].items())
-    name = f"[bold]{escape(str(node['name']))}[/bold]: " if "name" in node else ""
-    columns = f"  [dim]← {escape(_repr(node['columns'], 80))}[/dim]" if "columns" in node else ""
-    return f"{name}{escape(str(node['class']))}({escape(params)}){columns}"
+    name = f"{node['name']}: " if "name" in node else ""
+    return f"{name}{node['class']}({params})"
 
 
-def render(tree: Mapping[str, Any], columns: list[dict[str, Any]]) -> Any:
-    """A rich renderable of the tree, with the input columns under it."""
-    from rich.console import Group
-    from rich.markup import escape
-    from rich.tree import Tree
+def branches(tree: Mapping[str, Any]) -> tuple[str, str, list]:
+    """The tree as plain-text branches for :func:`aprender.cli._render.tree`: label, columns, children."""
+    columns = f"← {_repr(tree['columns'], 80)}" if "columns" in tree else ""
+    return _line(tree), columns, [branches(child) for child in tree["children"]]
 
-    def grow(branch: Tree, node: Mapping[str, Any]) -> None:
-        for child in node["children"]:
-            grow(branch.add(_line(child)), child)
 
-    root = Tree(_line(tree), guide_style="dim")
-    grow(root, tree)
-    parts: list[Any] = ["[bold]Model[/bold]", root]
-    if columns:
-        shown = ", ".join(f"{escape(str(c['name']))} ({c['type']})" for c in columns)
-        parts.append(f"[bold]Input[/bold] {len(columns)} columns: {shown}")
-    return Group(*parts)
+def inputs_line(columns: list[dict[str, Any]]) -> str:
+    """The input columns in one line: ``Input 3 columns: age (number), ...``."""
+    if not columns:
+        return ""
+    return f"Input {len(columns)} columns: " + ", ".join(f"{c['name']} ({c['type']})" for c in columns)
