@@ -20,7 +20,7 @@ import numpy as np
 
 from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
-from aprender.codec._checks import check_attr_name, check_sizes, fail
+from aprender.codec._checks import check_attr_name, check_fitted_flags, check_fitted_names, check_sizes, fail
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
 from aprender.codec._registry import entry_for_key
 from aprender.codec.handlers._base import ANY, NULL, TENSOR, Fields
@@ -308,6 +308,7 @@ class Decoder:
         # Another scikit-learn version saved the file: carry the state across before it is checked.
         migrated = self.migrations is not None and self.migrations.apply(cls, params, attrs, path)
         fitted = _check_attr_names(cls, attrs, params, path)
+        check_fitted_flags(cls, attrs, path)  # values: not part of the names' cache key
         try:
             if fitted:
                 check_sizes(attrs, path)  # every estimator, generic or not: the counts it allocates by
@@ -355,6 +356,7 @@ def _check_attr_names(cls: type, attrs: Mapping[str, Any], params: Mapping[str, 
         return fitted
     for name in attrs:
         check_attr_name(cls, name, params, path)
+    check_fitted_names(cls, attrs, path)
     fitted = any(k.endswith("_") for k in attrs) or hasattr(cls, "__sklearn_is_fitted__")
     if len(_GOOD_NAMES) >= _GOOD_NAMES_LIMIT:
         _GOOD_NAMES.clear()
