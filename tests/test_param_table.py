@@ -20,7 +20,7 @@ from sklearn.svm import SVC
 import aprender
 from aprender import _limits
 from aprender.codec._param_table import KINDS
-from aprender.codec._registry import registered
+from aprender.codec._registry import is_builtin_key, registered
 from aprender.exceptions import UntrustedParameterError
 from aprender.feature_extraction.text import CountVectorizer
 from aprender.text import NgramLm
@@ -44,6 +44,8 @@ def table() -> dict[str, dict[str, str]]:
 
 def test_every_parameter_of_every_class_is_classified(table):
     for entry in registered(generic=True):
+        if not (is_builtin_key(entry.key) or entry.key.startswith("aprender.")):
+            continue  # a class another test registered at run time: only PARAM_RULES hold for it
         names = [n for n, p in inspect.signature(entry.cls.__init__).parameters.items()
                  if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         assert entry.key in KINDS, entry.key

@@ -99,6 +99,8 @@ def _metric(metric: Any, metric_params: Any, n: int | None, where: str, trust: T
         if ndim is None:
             raise fail(join(where, key), f"metric {preview(metric, 40)} takes no parameter {key!r} "
                                          f"(it takes {sorted(takes) or 'none'})")
+        if value is None:  # scikit-learn's own default (minkowski's w=None: unweighted)
+            continue
         if ndim == 0:
             if not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
                 raise fail(join(where, key), f"must be a number, found {type(value).__name__}")
@@ -120,7 +122,9 @@ def _kernel(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str, trus
         rows = attrs.get(name)
         if not isinstance(rows, np.ndarray) or rows.ndim != 2 or n is None:
             continue
-        if rows.shape[1] != n or (kernel == "precomputed" and rows.shape[0] != rows.shape[1]):
+        # X_fit_ is every training row: a precomputed fit's is the square kernel matrix (Nystroem's
+        # components_ are only some of its rows).
+        if rows.shape[1] != n or (kernel == "precomputed" and name == "X_fit_" and rows.shape[0] != n):
             raise fail(join(path, "kernel"), f"kernel {preview(kernel, 40)} does not fit the stored '{name}' of shape "
                               f"{list(rows.shape)} for {n} features")
     extra = params.get("kernel_params")
@@ -145,7 +149,9 @@ def _path(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, 
 def _sizes(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust,
            path: str) -> None:
     cap = _limits.MAX_INFERENCE_COUNT.get(name, _limits.MAX_WORK_COUNT)
-    for item in value if isinstance(value, (list, tuple, np.ndarray)) else (value,):
+    if isinstance(value, np.ndarray):  # a grid of values (RidgeCV's alphas): only integer ones count work
+        value = [value.max()] if value.dtype.kind in "iu" and value.size else []
+    for item in value if isinstance(value, (list, tuple)) else (value,):
         if isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)) and item > cap:
             raise fail(join(path, name), f"counts work: at most {cap}, found {preview(item, 40)} "
                               f"(aprender._limits bounds it; raise the bound to load a larger one)")
