@@ -13,7 +13,8 @@ import math
 
 from aprender.exceptions import FormatError
 
-__all__ = ["MAX_CLASSES", "MAX_ELEMENTS", "MAX_FEATURES", "MAX_INT", "MAX_NDIM", "MIN_INT", "MAX_OUTPUTS",
+__all__ = ["MAX_CLASSES", "MAX_ELEMENTS", "MAX_FEATURES", "MAX_INFERENCE_COUNT", "MAX_INT", "MAX_NDIM", "MIN_INT",
+           "MAX_OUTPUTS", "MAX_WORK_COUNT",
            "checked_shape"]
 
 #: Most dimensions a tensor may have in any format (.apr's index limit; numpy allows 64).
@@ -76,3 +77,14 @@ def checked_shape(shape: object, where: str, *, min_ndim: int = 0, min_dim: int 
         if total > MAX_ELEMENTS:
             raise FormatError(f"{where}: shape {str(list(shape))[:120]} describes more than 2**53 elements")
     return tuple(shape)
+
+# Hyperparameters that count work (trees, iterations, components, steps: the ``sizes`` class of
+# aprender/codec/_param_table.py) are bounded at load, so a small file cannot make a later
+# ``transform`` or ``fit`` loop or allocate without end. Raise a bound before loading to accept more.
+
+#: Largest count any ``sizes`` hyperparameter may hold (each element of a list of counts too).
+MAX_WORK_COUNT = 2**24
+#: Largest count of a ``sizes`` hyperparameter that every ``transform`` or ``predict`` call spends
+#: (AdditiveChi2Sampler's ``sample_steps`` allocates an input-sized array per step): name -> bound.
+MAX_INFERENCE_COUNT = {"sample_steps": 32, "max_iter_predict": 2**16, "transform_max_iter": 2**20,
+                       "transform_n_nonzero_coefs": 2**20}

@@ -22,6 +22,7 @@ from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
 from aprender.codec._checks import check_attr_name, check_fitted_flags, check_fitted_names, check_sizes, fail
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
+from aprender.codec._param_rules import check_params
 from aprender.codec._registry import entry_for_key
 from aprender.codec.handlers._base import ANY, NULL, TENSOR, Fields
 from aprender.codec.trust import NONE, PARAM_RULES, Trust
@@ -320,7 +321,7 @@ class Decoder:
             raise
         except Exception as exc:  # a validator tripping over malformed values
             raise fail(path, f"invalid {entry.key} state: {type(exc).__name__}: {exc}") from None
-        _check_param_rules(params, self.trust, path)
+        _check_param_rules(entry.key, params, attrs, self.trust, path)
         try:
             built = _construct(cls, entry.key, params, None if migrated else params_node, attrs, path)
         except FormatError as exc:
@@ -464,15 +465,19 @@ def _names_a_tensor(node: Any) -> bool:
     return any(_names_a_tensor(v) for v in node.values())
 
 
-def _check_param_rules(params: Mapping[str, Any], trust: Trust, path: str) -> None:
-    """Hyperparameters naming paths, processes or resources hold only what :data:`PARAM_RULES` allows.
+def _check_param_rules(
+    key: str, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust, path: str,
+) -> None:
+    """Hyperparameters naming paths, processes or resources hold only what :data:`PARAM_RULES` allows,
+    and each parameter follows the rule of its kind in the generated table (:func:`check_params`).
 
-    A handful of dict lookups per estimator; the rules are not part of the
-    :data:`_VALID_PARAMS` cache, whose entries do not depend on what a load trusts.
+    A few dict lookups per parameter; the rules are not part of the :data:`_VALID_PARAMS`
+    cache, whose entries do not depend on what a load trusts or on the fitted arrays.
     """
     for name, (allowed, what) in PARAM_RULES.items():
         if name in params and not allowed(params[name]) and name not in trust.params:
             raise UntrustedParameterError(name, path, what, params[name])
+    check_params(key, params, attrs, trust, path)
 
 
 def _construct(

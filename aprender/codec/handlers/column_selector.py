@@ -16,15 +16,11 @@ pandas reads (``"str:number"``, ``"str:category"``, ...), the type objects users
 refused; nothing is imported or looked up by a name read from a file.
 
 The pattern is a regular expression pandas runs on the user's column names at that
-``fit``. It is bounded to :data:`MAX_PATTERN` characters, must compile, and may not
-nest an unbounded repetition inside another or repeat an alternation, the shapes whose
-backtracking grows exponentially with the subject's length; it holds at most
-:data:`MAX_REPETITIONS` repetitions, which bounds the polynomial kind (docs/threat-model.md).
+``fit``; it follows the one regex rule of :mod:`aprender.codec._regex`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -33,26 +29,17 @@ from sklearn.compose import make_column_selector
 
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join, preview
+from aprender.codec._regex import MAX_PATTERN, MAX_REPETITIONS, check_pattern
 from aprender.codec.handlers._base import NULL, Handler, register_handler
 from aprender.exceptions import UnsupportedTypeError
-
-try:
-    from re import _parser as _sre_parse  # Python 3.11+
-except ImportError:  # pragma: no cover - older Pythons
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 if TYPE_CHECKING:
     from aprender.codec.handlers._base import Decoding, Encoding
 
 __all__ = ["COLUMN_SELECTOR", "DTYPES", "MAX_PATTERN", "MAX_REPETITIONS", "MAX_SPECS", "check_pattern"]
 
-#: Longest pattern stored or loaded, in characters.
-MAX_PATTERN = 512
 #: Most dtype names in one spec.
 MAX_SPECS = 32
-#: Most repetitions (``*``, ``+``, ``{m,n}``) in a pattern: ``a*a*...a*b`` with k of them backtracks
-#: in time of the k-th power of a name's length (30 of them hang on a 25-character name).
-MAX_REPETITIONS = 4
 
 #: Strings ``DataFrame.select_dtypes`` reads as kinds of columns.
 _STRINGS = (
@@ -105,69 +92,6 @@ def _dtype_name(value: Any) -> str | None:
         default = _pandas_dtype(name)
         # Only the default instance: not a CategoricalDtype with its categories, nor another string storage.
         return f"pandas:{name}" if type(value) is type(default) and repr(value) == repr(default) else None
-    return None
-
-
-_REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
-
-
-def _parts(name: str, arg: Any) -> list[Any]:
-    """The sub-patterns of one node of a ``re`` parse tree."""
-    if name in _REPEATS:
-        return [arg[2]]
-    if name == "BRANCH":
-        return list(arg[1])
-    if name == "SUBPATTERN":
-        return [arg[-1]]
-    if name in ("ASSERT", "ASSERT_NOT"):
-        return [arg[1]]
-    if name == "GROUPREF_EXISTS":
-        return [part for part in arg[1:] if part is not None]
-    if name == "ATOMIC_GROUP":
-        return [arg]
-    return []
-
-
-def _nested_repeat(parsed: Any, inside_repeat: bool) -> str | None:
-    """Why ``parsed`` (a ``re`` parse tree) could backtrack exponentially, or ``None``."""
-    for op, arg in parsed:
-        name = str(op)
-        repeats = name in _REPEATS and arg[1] > 1
-        if repeats and inside_repeat:
-            return "it nests a repetition inside another"
-        if name == "BRANCH" and inside_repeat:
-            return "it repeats an alternation"
-        for part in _parts(name, arg):
-            why = _nested_repeat(part, inside_repeat or repeats)
-            if why is not None:
-                return why
-    return None
-
-
-def _repetitions(parsed: Any) -> int:
-    """How many repetitions (of more than one match) ``parsed`` holds, anywhere in it."""
-    return sum((str(op) in _REPEATS and arg[1] > 1) + sum(_repetitions(part) for part in _parts(str(op), arg))
-               for op, arg in parsed)
-
-
-def check_pattern(pattern: object) -> str | None:
-    """Why ``pattern`` may not be a selector's pattern, or ``None`` if it may."""
-    if type(pattern) is not str:
-        return f"a pattern must be a string, found {type(pattern).__name__}"
-    if len(pattern) > MAX_PATTERN:
-        return f"a pattern is at most {MAX_PATTERN} characters, found {len(pattern)}"
-    try:
-        re.compile(pattern)
-        parsed = _sre_parse.parse(pattern)
-    except (re.error, RecursionError, OverflowError) as exc:
-        return f"pattern {preview(pattern, 60)} is not a valid regular expression ({exc})"
-    why = _nested_repeat(parsed, False)
-    if why is not None:
-        return (f"pattern {preview(pattern, 60)} could take time exponential in a column name's length: {why}")
-    count = _repetitions(parsed)
-    if count > MAX_REPETITIONS:
-        return (f"pattern {preview(pattern, 60)} holds {count} repetitions, at most {MAX_REPETITIONS}: k of them "
-                "side by side can take time of the k-th power of a column name's length")
     return None
 
 

@@ -1,0 +1,203 @@
+"""The rule of each kind of hyperparameter in the generated table :data:`KINDS`.
+
+A file can lie in a hyperparameter whose every byte is valid: a kernel that gives the stored
+arrays another meaning, a metric whose parameters do not fit the data, a count that sizes
+work at ``transform``, a dict of keyword arguments that carries ``n_jobs`` past
+:data:`~aprender.codec.trust.PARAM_RULES`, a regular expression that backtracks. Every
+constructor parameter of every allow-listed class has one kind (tools/gen_param_table.py),
+and :func:`check_params` applies its rule before the estimator is built:
+
+- ``checked``, ``estimator``: scikit-learn's constraints, and the decoder for nested
+  estimators; nothing more here.
+- ``sizes``: integers at most :data:`aprender._limits.MAX_WORK_COUNT`, or the smaller
+  :data:`~aprender._limits.MAX_INFERENCE_COUNT` bound of counts every inference spends.
+- ``path``: a kernel or metric fits the stored arrays and its parameters fit the metric.
+- ``kwargs``: keys and values follow the callee's own rules, recursively.
+- ``resource``: :data:`PARAM_RULES` (checked by the decoder for every class) and the
+  regular-expression rule of :mod:`aprender.codec._regex`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from aprender import _limits
+from aprender.codec._checks import fail
+from aprender.codec._nodes import join, preview
+from aprender.codec._param_table import KINDS
+from aprender.codec._regex import check_pattern
+from aprender.codec.trust import PARAM_RULES, Trust
+from aprender.exceptions import UntrustedParameterError
+
+__all__ = ["KERNEL_PARAMS", "METRIC_PARAMS", "check_params"]
+
+#: Keyword arguments each metric takes, and the length of each array one (``n`` is
+#: ``n_features_in_``; ``VI`` and a mahalanobis ``V`` are square). Other metrics take none
+#: but ``p``, which scikit-learn passes on for the minkowski family.
+METRIC_PARAMS: dict[str, dict[str, int]] = {
+    "minkowski": {"p": 0, "w": 1}, "wminkowski": {"p": 0, "w": 1}, "seuclidean": {"V": 1},
+    "mahalanobis": {"VI": 2, "V": 2},
+}
+#: Keyword arguments each kernel of ``sklearn.metrics.pairwise_kernels`` takes.
+KERNEL_PARAMS: dict[str, frozenset[str]] = {
+    "rbf": frozenset(["gamma"]), "laplacian": frozenset(["gamma"]), "chi2": frozenset(["gamma"]),
+    "poly": frozenset(["gamma", "degree", "coef0"]), "polynomial": frozenset(["gamma", "degree", "coef0"]),
+    "sigmoid": frozenset(["gamma", "coef0"]),
+}
+# Fitted arrays that hold training rows a kernel is evaluated against: as wide as the input.
+_TRAINING_ROWS = ("X_fit_", "components_")
+_PLAIN = (bool, int, float, str, np.number, np.bool_, type(None))
+# A dict of keyword arguments nests at most this deep (a callee's option dict holding another).
+_MAX_DEPTH = 4
+
+
+def _n_features(attrs: Mapping[str, Any]) -> int | None:
+    n = attrs.get("n_features_in_")
+    if type(n) is int:
+        return n
+    fit_X = attrs.get("_fit_X")
+    return fit_X.shape[1] if isinstance(fit_X, np.ndarray) and fit_X.ndim == 2 else None
+
+
+def _kwargs(value: Any, where: str, trust: Trust, depth: int = 0) -> None:
+    """Keyword arguments hold plain values, numeric arrays and such dicts; PARAM_RULES keys follow their rule."""
+    if isinstance(value, _PLAIN) or callable(value):  # a callable was loaded under the function trust rules
+        return
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biuf":
+            raise fail(where, f"an array of keyword arguments must be numeric, found dtype {value.dtype}")
+        return
+    if isinstance(value, (list, tuple)) and depth < _MAX_DEPTH:
+        for i, item in enumerate(value):
+            _kwargs(item, join(where, i), trust, depth + 1)
+        return
+    if not isinstance(value, dict) or depth >= _MAX_DEPTH:
+        raise fail(where, f"keyword arguments must be numbers, strings, numeric arrays or dicts of them "
+                          f"(at most {_MAX_DEPTH} deep), found {type(value).__name__}")
+    for key, item in value.items():
+        if type(key) is not str:
+            raise fail(where, f"a keyword argument's name must be a string, found {preview(key, 40)}")
+        rule = PARAM_RULES.get(key)
+        if rule is not None and not rule[0](item) and key not in trust.params:
+            raise UntrustedParameterError(key, where, rule[1], item)
+        _kwargs(item, join(where, key), trust, depth + 1)
+
+
+def _metric(metric: Any, metric_params: Any, n: int | None, where: str, trust: Trust) -> None:
+    """``metric_params`` holds only what ``metric`` takes, its arrays sized by ``n`` features."""
+    if metric_params is None:
+        return
+    _kwargs(metric_params, where, trust)
+    if not isinstance(metric_params, dict) or not isinstance(metric, str):
+        return  # a callable metric takes whatever keyword arguments its trusted function does
+    takes = METRIC_PARAMS.get(metric, {"p": 0})
+    for key, value in metric_params.items():
+        ndim = takes.get(key)
+        if ndim is None:
+            raise fail(join(where, key), f"metric {preview(metric, 40)} takes no parameter {key!r} "
+                                         f"(it takes {sorted(takes) or 'none'})")
+        if value is None:  # scikit-learn's own default (minkowski's w=None: unweighted)
+            continue
+        if ndim == 0:
+            if not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
+                raise fail(join(where, key), f"must be a number, found {type(value).__name__}")
+            continue
+        shape = np.shape(value) if isinstance(value, (np.ndarray, list, tuple)) else None
+        if n is not None and shape != (n,) * ndim:
+            found = list(shape) if shape is not None else type(value).__name__
+            raise fail(join(where, key), f"metric {metric!r} needs {key} of shape {list((n,) * ndim)} for "
+                                         f"{n} features, found {found}")
+
+
+def _kernel(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str, trust: Trust) -> None:
+    """'precomputed' only when the stored training rows are the square kernel matrix.
+
+    Any other kernel needs them ``n_features_in_`` wide, and ``kernel_params`` holds only what the kernel takes.
+    """
+    kernel, n = params.get("kernel"), _n_features(attrs)
+    for name in _TRAINING_ROWS:
+        rows = attrs.get(name)
+        if not isinstance(rows, np.ndarray) or rows.ndim != 2 or n is None:
+            continue
+        # X_fit_ is every training row: a precomputed fit's is the square kernel matrix (Nystroem's
+        # components_ are only some of its rows).
+        if rows.shape[1] != n or (kernel == "precomputed" and name == "X_fit_" and rows.shape[0] != n):
+            raise fail(join(path, "kernel"), f"kernel {preview(kernel, 40)} does not fit the stored '{name}' of shape "
+                              f"{list(rows.shape)} for {n} features")
+    extra = params.get("kernel_params")
+    if extra is not None:  # its values' own rules first: a PARAM_RULES key is refused as such
+        _kwargs(extra, join(path, "kernel_params"), trust)
+    if isinstance(kernel, str) and isinstance(extra, dict):
+        takes = KERNEL_PARAMS.get(kernel, frozenset())
+        for key in extra:
+            if key not in takes:
+                raise fail(join(join(path, "kernel_params"), key),
+                           f"kernel {kernel!r} takes no parameter {key!r} (it takes {sorted(takes) or 'none'})")
+
+
+def _path(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust,
+          path: str) -> None:
+    if name == "kernel":
+        _kernel(params, attrs, path, trust)
+    elif name in ("metric", "affinity"):
+        _metric(value, params.get("metric_params"), _n_features(attrs), join(path, "metric_params"), trust)
+
+
+def _sizes(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust,
+           path: str) -> None:
+    cap = _limits.MAX_INFERENCE_COUNT.get(name, _limits.MAX_WORK_COUNT)
+    if isinstance(value, np.ndarray):  # a grid of values (RidgeCV's alphas): only integer ones count work
+        value = [value.max()] if value.dtype.kind in "iu" and value.size else []
+    for item in value if isinstance(value, (list, tuple)) else (value,):
+        if isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)) and item > cap:
+            raise fail(join(path, name), f"counts work: at most {cap}, found {preview(item, 40)} "
+                              f"(aprender._limits bounds it; raise the bound to load a larger one)")
+
+
+def _kwargs_param(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust,
+                  path: str) -> None:
+    if name != "metric_params" or "metric" not in params:  # else checked with its metric, which says what it takes
+        _kwargs(value, join(path, name), trust)
+
+
+def _resource(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust,
+              path: str) -> None:
+    if name in PARAM_RULES or value is None:
+        return  # PARAM_RULES are checked by the decoder for every class, table or not
+    why = check_pattern(value)
+    if why is not None:
+        raise fail(join(path, name), why)
+
+
+_Rule = Callable[[str, Any, Mapping[str, Any], Mapping[str, Any], Trust, str], None]
+_RULES: dict[str, _Rule] = {"sizes": _sizes, "path": _path, "kwargs": _kwargs_param, "resource": _resource}
+
+
+def check_params(key: str, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust, path: str) -> None:
+    """Apply the rule of each parameter's kind in :data:`KINDS` to the ``params`` of class ``key``.
+
+    ``attrs`` are the fitted attributes (empty for an unfitted estimator), which a ``path``
+    parameter must fit. A class registered by the user at run time has no row: only
+    :data:`PARAM_RULES` hold for it.
+
+    Raises
+    ------
+    FormatError
+        Naming the parameter and its place in the model.
+    UntrustedParameterError
+        For a key of a ``kwargs`` parameter that :data:`PARAM_RULES` refuse.
+    """
+    kinds = KINDS.get(key)
+    if kinds is None:
+        return
+    for name, value in params.items():
+        rule = _RULES.get(kinds.get(name, ""))
+        if rule is not None:
+            rule(name, value, params, attrs, trust, path)
+    # The fitted metric neighbors search with is checked as its parameter is.
+    if "effective_metric_params_" in attrs:
+        _metric(attrs.get("effective_metric_"), attrs["effective_metric_params_"], _n_features(attrs),
+                join(path, "effective_metric_params_"), trust)

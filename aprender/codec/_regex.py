@@ -1,0 +1,93 @@
+"""The one rule for every regular expression a file stores: a selector's pattern, a
+vectorizer's ``token_pattern``, an NgramLm's pattern, any regex-valued hyperparameter.
+
+A pattern is bounded to :data:`MAX_PATTERN` characters, must compile, and may not nest an
+unbounded repetition inside another or repeat an alternation, the shapes whose
+backtracking grows exponentially with the subject's length; it holds at most
+:data:`MAX_REPETITIONS` repetitions, which bounds the polynomial kind (docs/threat-model.md).
+The pattern runs on text the file's maker does not see (column names, documents), so a
+bad one is refused at load, not at the first ``transform``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from aprender.codec._nodes import preview
+
+try:
+    from re import _parser as _sre_parse  # Python 3.11+
+except ImportError:  # pragma: no cover - older Pythons
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+__all__ = ["MAX_PATTERN", "MAX_REPETITIONS", "check_pattern"]
+
+#: Longest pattern stored or loaded, in characters.
+MAX_PATTERN = 512
+#: Most repetitions (``*``, ``+``, ``{m,n}``) in a pattern: ``a*a*...a*b`` with k of them backtracks
+#: in time of the k-th power of a subject's length (30 of them hang on a 25-character name).
+MAX_REPETITIONS = 4
+
+
+_REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+
+
+def _parts(name: str, arg: Any) -> list[Any]:
+    """The sub-patterns of one node of a ``re`` parse tree."""
+    if name in _REPEATS:
+        return [arg[2]]
+    if name == "BRANCH":
+        return list(arg[1])
+    if name == "SUBPATTERN":
+        return [arg[-1]]
+    if name in ("ASSERT", "ASSERT_NOT"):
+        return [arg[1]]
+    if name == "GROUPREF_EXISTS":
+        return [part for part in arg[1:] if part is not None]
+    if name == "ATOMIC_GROUP":
+        return [arg]
+    return []
+
+
+def _nested_repeat(parsed: Any, inside_repeat: bool) -> str | None:
+    """Why ``parsed`` (a ``re`` parse tree) could backtrack exponentially, or ``None``."""
+    for op, arg in parsed:
+        name = str(op)
+        repeats = name in _REPEATS and arg[1] > 1
+        if repeats and inside_repeat:
+            return "it nests a repetition inside another"
+        if name == "BRANCH" and inside_repeat:
+            return "it repeats an alternation"
+        for part in _parts(name, arg):
+            why = _nested_repeat(part, inside_repeat or repeats)
+            if why is not None:
+                return why
+    return None
+
+
+def _repetitions(parsed: Any) -> int:
+    """How many repetitions (of more than one match) ``parsed`` holds, anywhere in it."""
+    return sum((str(op) in _REPEATS and arg[1] > 1) + sum(_repetitions(part) for part in _parts(str(op), arg))
+               for op, arg in parsed)
+
+
+def check_pattern(pattern: object) -> str | None:
+    """Why ``pattern`` may not be a stored regular expression, or ``None`` if it may."""
+    if type(pattern) is not str:
+        return f"a pattern must be a string, found {type(pattern).__name__}"
+    if len(pattern) > MAX_PATTERN:
+        return f"a pattern is at most {MAX_PATTERN} characters, found {len(pattern)}"
+    try:
+        re.compile(pattern)
+        parsed = _sre_parse.parse(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:
+        return f"pattern {preview(pattern, 60)} is not a valid regular expression ({exc})"
+    why = _nested_repeat(parsed, False)
+    if why is not None:
+        return (f"pattern {preview(pattern, 60)} could take time exponential in a subject's length: {why}")
+    count = _repetitions(parsed)
+    if count > MAX_REPETITIONS:
+        return (f"pattern {preview(pattern, 60)} holds {count} repetitions, at most {MAX_REPETITIONS}: k of them "
+                "side by side can take time of the k-th power of a subject's length")
+    return None

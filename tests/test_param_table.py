@@ -1,0 +1,164 @@
+"""Every hyperparameter of every allowed class has a kind, and each kind's rule refuses its lie at load.
+
+The crafted files are real models whose hyperparameters (and, for a neighbors search, the
+fitted copy of them) were changed before saving: valid in every byte, lying in meaning.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.kernel_approximation import AdditiveChi2Sampler
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.svm import SVC
+
+import aprender
+from aprender import _limits
+from aprender.codec._param_table import KINDS
+from aprender.codec._registry import is_builtin_key, registered
+from aprender.exceptions import UntrustedParameterError
+from aprender.feature_extraction.text import CountVectorizer
+from aprender.text import NgramLm
+from tests.support.state_edit import find, hostile
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+from gen_param_table import BEGIN, END, block, classify, module_text  # noqa: E402
+
+KINDS_ALLOWED = {"checked", "sizes", "path", "kwargs", "resource", "estimator", "refused"}
+X = np.random.default_rng(0).random((30, 4))
+Y = np.arange(30) % 2
+TEXTS = ["the cat sat", "a dog ran far", "the dog sat on a mat", "cats and dogs"]
+
+
+@pytest.fixture(scope="module")
+def table() -> dict[str, dict[str, str]]:
+    return classify()
+
+
+def test_every_parameter_of_every_class_is_classified(table):
+    for entry in registered(generic=True):
+        if not (is_builtin_key(entry.key) or entry.key.startswith("aprender.")):
+            continue  # a class another test registered at run time: only PARAM_RULES hold for it
+        names = [n for n, p in inspect.signature(entry.cls.__init__).parameters.items()
+                 if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        assert entry.key in KINDS, entry.key
+        assert sorted(KINDS[entry.key]) == sorted(names), entry.key
+        assert set(KINDS[entry.key].values()) <= KINDS_ALLOWED, entry.key
+
+
+def test_checked_in_table_is_what_the_tool_generates(table):
+    path = ROOT / "aprender" / "codec" / "_param_table.py"
+    assert path.read_text() == module_text(table), "run python tools/gen_param_table.py"
+    page = (ROOT / "docs" / "threat-model.md").read_text()
+    assert page[page.index(BEGIN):page.index(END) + len(END)] == block(table), "run python tools/gen_param_table.py"
+
+
+@pytest.mark.parametrize(("key", "name", "kind"), [
+    ("sklearn.svm.SVC", "kernel", "path"), ("sklearn.neighbors.KNeighborsClassifier", "metric_params", "kwargs"),
+    ("sklearn.kernel_approximation.AdditiveChi2Sampler", "sample_steps", "sizes"),
+    ("sklearn.feature_extraction.text.CountVectorizer", "token_pattern", "resource"),
+    ("aprender.text.NgramLm", "token_pattern", "resource"), ("sklearn.pipeline.Pipeline", "steps", "estimator"),
+    ("sklearn.svm.SVC", "C", "checked"),
+])
+def test_known_parameters_have_their_kind(key, name, kind):
+    assert KINDS[key][name] == kind
+
+
+def _crafted(est, tmp_path, **changes):
+    """``est`` with ``changes`` set on it as it is saved; the load's error."""
+    for name, value in changes.items():
+        setattr(est, name, value)
+    return hostile(est, lambda meta, tensors: None, tmp_path)
+
+
+def _roundtrip(est, tmp_path):
+    path = tmp_path / "legit.safetensors"
+    aprender.save(est, path)
+    return aprender.load(path)
+
+
+@pytest.mark.parametrize(("metric", "key", "good", "bad"), [
+    ("mahalanobis", "VI", np.eye(4), np.eye(3)),
+    ("seuclidean", "V", np.ones(4), np.ones(7)),
+    ("minkowski", "w", np.ones(4), np.ones(2)),
+])
+def test_metric_params_must_fit_the_features(tmp_path, metric, key, good, bad):
+    legit = KNeighborsClassifier(metric=metric, metric_params={key: good}, algorithm="brute").fit(X, Y)
+    np.testing.assert_array_equal(_roundtrip(legit, tmp_path).predict(X), legit.predict(X))
+    err = _crafted(legit, tmp_path, metric_params={key: bad}, effective_metric_params_={key: bad})
+    assert f"metric_params.{key}" in str(err) and "4 features" in str(err)
+
+
+def test_fitted_metric_params_are_checked_too(tmp_path):
+    est = KNeighborsClassifier(metric="seuclidean", metric_params={"V": np.ones(4)}, algorithm="brute").fit(X, Y)
+    err = _crafted(est, tmp_path, effective_metric_params_={"V": np.ones(9)})
+    assert "effective_metric_params_.V" in str(err)
+
+
+def test_a_metric_takes_only_its_own_parameters(tmp_path):
+    est = KNeighborsClassifier(metric="euclidean", algorithm="brute").fit(X, Y)
+    err = _crafted(est, tmp_path, metric_params={"VI": np.eye(4)})
+    assert "takes no parameter 'VI'" in str(err)
+
+
+def test_keyword_arguments_follow_param_rules(tmp_path):
+    est = KNeighborsClassifier(algorithm="brute").fit(X, Y)
+    err = _crafted(est, tmp_path, metric_params={"n_jobs": 5000})
+    assert isinstance(err, UntrustedParameterError) and err.name == "n_jobs"
+    ridge = KernelRidge(kernel="rbf").fit(X, Y)
+    err = _crafted(ridge, tmp_path, kernel_params={"n_jobs": 5000})
+    assert isinstance(err, UntrustedParameterError) and "kernel_params" in str(err)
+
+
+def test_kernel_params_hold_only_what_the_kernel_takes(tmp_path):
+    ridge = KernelRidge(kernel="poly", kernel_params={"degree": 2}).fit(X, Y)
+    np.testing.assert_array_equal(_roundtrip(ridge, tmp_path).predict(X), ridge.predict(X))
+    err = _crafted(ridge, tmp_path, kernel="rbf")
+    assert "kernel_params.degree" in str(err)
+
+
+@pytest.mark.parametrize("kernel", ["precomputed", "poly"])
+def test_a_kernel_must_fit_the_stored_arrays(tmp_path, kernel):
+    fitted_on = "rbf" if kernel == "precomputed" else "precomputed"
+    data = X @ X.T if fitted_on == "precomputed" else X
+    svc = SVC(kernel=fitted_on).fit(data, Y)
+    np.testing.assert_array_equal(_roundtrip(svc, tmp_path).predict(data), svc.predict(data))
+    assert "support_vectors_" in str(_crafted(svc, tmp_path, kernel=kernel))
+    ridge = KernelRidge(kernel=fitted_on).fit(data, Y)
+    if kernel == "precomputed":
+        assert "kernel 'precomputed' does not fit the stored 'X_fit_'" in str(_crafted(ridge, tmp_path, kernel=kernel))
+
+
+def test_counts_of_work_are_bounded(tmp_path):
+    legit = AdditiveChi2Sampler(sample_steps=2).fit(X)
+    np.testing.assert_array_equal(_roundtrip(legit, tmp_path).transform(X), legit.transform(X))
+    err = _crafted(legit, tmp_path, sample_steps=10**6)
+    assert "sample_steps" in str(err) and f"at most {_limits.MAX_INFERENCE_COUNT['sample_steps']}" in str(err)
+    svc = SVC(max_iter=-1).fit(X, Y)
+    assert "max_iter" in str(_crafted(svc, tmp_path, max_iter=2**40))
+
+
+def test_a_backtracking_token_pattern_is_refused(tmp_path):
+    legit = CountVectorizer().fit(TEXTS)
+    assert (_roundtrip(legit, tmp_path).transform(TEXTS) != legit.transform(TEXTS)).nnz == 0
+    err = _crafted(legit, tmp_path, token_pattern="(a+)+$")
+    assert "token_pattern" in str(err) and "nests a repetition" in str(err)
+
+
+def test_a_bit_flipped_ngram_pattern_is_refused_at_load(tmp_path):
+    lm = NgramLm(n=2).fit(TEXTS)
+
+    def flip(meta, tensors):
+        node = find(meta, "NgramLm")
+        pattern = node["params"]["token_pattern"]
+        node["params"]["token_pattern"] = pattern.replace("]", chr(ord("]") ^ 0x01))
+
+    err = hostile(lm, flip, tmp_path)
+    assert "token_pattern" in str(err) and "not a valid regular expression" in str(err)
