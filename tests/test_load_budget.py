@@ -172,3 +172,12 @@ def test_gguf_array_items_are_capped_per_byte(tmp_path: Path) -> None:
     assert gguf.load_file(path).predict([[2.0]]).tolist() == pytest.approx([2.0])
     reader = gguf_reader.open_any(path, "t")
     assert reader.get_field("tokenizer.ggml.tokens").contents()[-1] == "tok19999"
+
+
+def test_threat_model_states_the_constants_in_force() -> None:
+    text = " ".join((ROOT / "docs" / "threat-model.md").read_text().split())
+    assert f"= {_budget.EXPANSION} x the bytes the file gave the load" in text
+    assert f"+ {_budget.ALLOWANCE // MiB} MiB" in text
+    assert f"at most one value per {JSON_BYTES_PER_VALUE} bytes beyond {JSON_VALUE_ALLOWANCE:,} values" in text
+    assert (f"one per {gguf_reader.ARRAY_BYTES_PER_ITEM} bytes of file beyond "
+            f"{gguf_reader.ARRAY_ITEM_ALLOWANCE:,}") in text
