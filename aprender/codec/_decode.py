@@ -145,6 +145,8 @@ class Decoder:
         if original is not None:
             if original not in _WIDEN_TO or array.dtype.itemsize >= np.dtype(original).itemsize:
                 raise fail(path, f"tensor '{name}' cannot be restored to dtype {preview(original)}")
+            # At most 4x (float16 -> float64): inside the budget's factor, charged all the same.
+            _budget.charge(array.size * np.dtype(original).itemsize, f"tensor '{name}' widened to {original}", path)
             array = array.astype(original)
         order = node.get("order")
         if order == "F":
