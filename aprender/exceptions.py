@@ -24,6 +24,7 @@ __all__ = [
     "IncompatibleVersion",
     "InferenceOnlyError",
     "KeyRequired",
+    "LoadBudgetExceeded",
     "ModelTypeMismatch",
     "ReadOnlyModelError",
     "SignatureInvalid",
@@ -64,6 +65,15 @@ class ChecksumMismatch(FormatError):
             f"checksum mismatch in {where}: stored CRC32 0x{expected:08x}, "
             f"computed 0x{actual:08x}; the file is corrupted or was modified"
         )
+
+
+class LoadBudgetExceeded(FormatError):
+    """A load would allocate more than its file justifies (see ``aprender._budget``).
+
+    The file is well-formed but one of its values widens into far more memory or parse
+    work than its bytes: a trusted file loads once ``aprender._budget.MAX_EXPANSION`` is
+    raised (or ``None``).
+    """
 
 
 class UnsupportedVersion(FormatError):

@@ -14,7 +14,7 @@ from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter
 from zoo import diabetes
 
 import aprender
-from aprender.exceptions import AprenderError, FormatError, UnsupportedVersion, UntrustedTypeError
+from aprender.exceptions import AprenderError, FormatError, LoadBudgetExceeded, UnsupportedVersion, UntrustedTypeError
 from aprender.format import gguf
 from aprender.linear_model import LinearRegression
 
@@ -290,7 +290,11 @@ def test_array_length_bomb_fails_fast(tmp_path) -> None:
     at = data.index(b"x.bomb") + len(b"x.bomb") + 4 + 4  # key, value type, item type, then the uint64 length
     assert struct.unpack("<Q", data[at : at + 8]) == (3,)
     start = time.perf_counter()
+    # past the per-byte item cap: refused from the stated length, before any item is read
     error = _error(data[:at] + struct.pack("<Q", 2**62) + data[at + 8 :], tmp_path)
+    assert isinstance(error, LoadBudgetExceeded) and "too costly to parse" in str(error)
+    # inside the cap: the items run past the end of the file
+    error = _error(data[:at] + struct.pack("<Q", 2**17) + data[at + 8 :], tmp_path)
     assert isinstance(error, FormatError) and "(truncated?)" in str(error)
     assert time.perf_counter() - start < 60
 

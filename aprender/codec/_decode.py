@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from aprender import _budget
 from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
 from aprender.codec._checks import check_attr_name, check_fitted_flags, check_fitted_names, check_sizes, fail
@@ -145,6 +146,8 @@ class Decoder:
         if original is not None:
             if original not in _WIDEN_TO or array.dtype.itemsize >= np.dtype(original).itemsize:
                 raise fail(path, f"tensor '{name}' cannot be restored to dtype {preview(original)}")
+            # At most 4x (float16 -> float64): inside the budget's factor, charged all the same.
+            _budget.charge(array.size * np.dtype(original).itemsize, f"tensor '{name}' widened to {original}", path)
             array = array.astype(original)
         order = node.get("order")
         if order == "F":
@@ -244,12 +247,15 @@ class Decoder:
         longest = max((len(s) for s in values), default=0)
         if int(match.group(1)) > max(longest, 1024):
             raise fail(path, f"string dtype {dtype} is wider than its contents")
+        # One itemsize for every element: one long string widens all the short ones.
+        _budget.charge(np.dtype(dtype).itemsize * len(values), f"string array {dtype}[{len(values)}]", path)
         return np.array(values, dtype=dtype).reshape(shape)
 
     def _objarray(self, node: Mapping[str, Any], path: str, depth: int) -> np.ndarray:
         shape, values = _shape(node, path), node["v"]
         if _count(shape) != len(values):
             raise fail(path, f"object array of shape {list(shape)} needs {_count(shape)} values")
+        _budget.charge(8 * len(values), f"object array of {len(values)} values", path)
         out = np.empty(len(values), dtype=object)
         for i, v in enumerate(values):
             out[i] = self.value(v, join(path, i), depth + 1)

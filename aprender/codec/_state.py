@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from aprender import _budget
 from aprender._warn import model_type_keyword
 from aprender.codec._model_type import ModelType
 from aprender.codec._nodes import MAX_JSON_DEPTH, preview
-from aprender.exceptions import FormatError, ModelTypeMismatch, UnsupportedVersion
+from aprender.exceptions import FormatError, LoadBudgetExceeded, ModelTypeMismatch, UnsupportedVersion
 
 if TYPE_CHECKING:
     from aprender.codec._migrations import Plan
@@ -143,10 +144,38 @@ def parse_json(text: str | bytes, where: str) -> Any:
         except (ValueError, UnicodeDecodeError) as exc:
             raise FormatError(f"{where} is not valid JSON: {exc}") from None
     # Nesting needs an opening bracket per level: most metadata has too few to need the walk.
-    opening = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
-    if text.count(opening[0]) + text.count(opening[1]) > MAX_JSON_DEPTH:
+    opening, comma = ((b"[", b"{"), b",") if isinstance(text, bytes) else (("[", "{"), ",")
+    containers = text.count(opening[0]) + text.count(opening[1])
+    if containers > MAX_JSON_DEPTH:
         _check_depth(value, where)
+    # Every value costs its own parse and decode (about 400 bytes and some microseconds in all,
+    # measured on a list tree): a dense run of tiny values ("[],[]" or "0,0") must not cost
+    # far more per byte than real metadata, whose values take 4 bytes or more each. Each value
+    # but the first follows a comma or an opening bracket: their count bounds the values.
+    limit = len(text) // JSON_BYTES_PER_VALUE + JSON_VALUE_ALLOWANCE
+    if containers + text.count(comma) >= limit:
+        _check_values(value, limit, len(text), where)
     return value
+
+
+#: Bytes of JSON each value beyond :data:`JSON_VALUE_ALLOWANCE` must take, on average.
+JSON_BYTES_PER_VALUE = 3
+#: Values any metadata JSON may hold whatever its size.
+JSON_VALUE_ALLOWANCE = 2**16
+
+
+def _check_values(value: Any, limit: int, size: int, where: str) -> None:
+    """Refuse a JSON tree of more than ``limit`` values, counting with a stack, not recursion."""
+    count, stack = 1, [value] if type(value) in _CONTAINERS else []
+    while stack:
+        node = stack.pop()
+        children = node.values() if type(node) is dict else node
+        count += len(children)
+        if count > limit:
+            raise LoadBudgetExceeded(
+                f"{where}: more than {limit:,} JSON values in {size:,} bytes (at most one per "
+                f"{JSON_BYTES_PER_VALUE} bytes beyond {JSON_VALUE_ALLOWANCE:,}): too costly to parse")
+        stack.extend(child for child in children if type(child) in _CONTAINERS)
 
 
 def _check_depth(value: Any, where: str) -> None:
@@ -344,9 +373,15 @@ def from_state(
         raise ModelTypeMismatch(expected.__name__, entry.cls.__name__)
     _warn_on_version_skew(saved)
     decoder = Decoder(state.tensors, migrations=plan, trust=make_trust(trusted))
-    estimator = decoder.estimator(model, "", build_as=build_as)
+    with _budget.scope(lambda: _source_bytes(state)):
+        estimator = decoder.estimator(model, "", build_as=build_as)
     decoder.finish()
     return estimator
+
+
+def _source_bytes(state: ModelState) -> int:
+    """What a load's budget is relative to: the tensor bytes plus the metadata as JSON."""
+    return sum(int(t.nbytes) for t in state.tensors.values()) + len(canonical_json(state.meta).encode())
 
 
 def _saved_sklearn(versions: object) -> str | None:

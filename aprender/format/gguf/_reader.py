@@ -20,7 +20,7 @@ from gguf.gguf_reader import READER_SUPPORTED_VERSIONS
 
 from aprender.codec import ModelState, parse_json
 from aprender.codec._nodes import preview
-from aprender.exceptions import FormatError, UnsupportedVersion
+from aprender.exceptions import FormatError, LoadBudgetExceeded, UnsupportedVersion
 from aprender.format.gguf import _layout as layout
 
 __all__ = ["BoundedReader", "check_extent", "open_any", "open_reader", "read_fields", "read_tensors"]
@@ -47,8 +47,28 @@ class _PastEnd(FormatError):
     pass
 
 
+#: Bytes of file each GGUF array item beyond :data:`ARRAY_ITEM_ALLOWANCE` must take, on average.
+ARRAY_BYTES_PER_ITEM = 8
+#: GGUF array items any file may hold whatever its size (a large tokenizer's, in a small file).
+ARRAY_ITEM_ALLOWANCE = 2**18
+
+
+class _TooManyItems(FormatError):
+    pass
+
+
 class BoundedReader(GGUFReader):
-    """``gguf.GGUFReader`` whose reads never run past the end of the file."""
+    """``gguf.GGUFReader`` whose reads never run past the end of the file.
+
+    The reader parses key-value arrays one item at a time, each item a numpy view
+    (about 150 bytes and several microseconds: 600,000 one-byte items took 10 s and
+    90 MB): the items of all arrays together, nested ones included, are capped at one
+    per :data:`ARRAY_BYTES_PER_ITEM` bytes of file plus :data:`ARRAY_ITEM_ALLOWANCE`,
+    counted from each array's length before its items are read. aprender writes no
+    arrays; a llama.cpp model's tokenizer (~500,000 items in gigabytes) is well inside.
+    """
+
+    _items = 0
 
     def _get(self, offset: int, dtype: Any, count: int = 1, override_order: Any = None) -> np.ndarray:
         offset, count = int(offset), int(count)
@@ -56,6 +76,16 @@ class BoundedReader(GGUFReader):
         if offset < 0 or count < 0 or end > len(self.data):
             raise _PastEnd(f"needs bytes {offset}-{end} but the file has {len(self.data)} bytes (truncated?)")
         return super()._get(offset, dtype, count, override_order)
+
+    def _get_field_parts(self, orig_offs: int, raw_type: int) -> Any:
+        if raw_type == GGUFValueType.ARRAY:
+            self._items += int(self._get(int(orig_offs) + 4, np.uint64)[0])
+            limit = len(self.data) // ARRAY_BYTES_PER_ITEM + ARRAY_ITEM_ALLOWANCE
+            if self._items > limit:
+                raise _TooManyItems(f"its key-value arrays hold more than {limit:,} items in {len(self.data):,} "
+                                    f"bytes (at most one per {ARRAY_BYTES_PER_ITEM} bytes beyond "
+                                    f"{ARRAY_ITEM_ALLOWANCE:,}): too costly to parse")
+        return super()._get_field_parts(orig_offs, raw_type)
 
 
 def _check_preamble(path: str | os.PathLike, where: str) -> None:
@@ -86,6 +116,8 @@ def open_any(path: str | os.PathLike, where: str) -> BoundedReader:
             reader = BoundedReader(path)
     except _PastEnd as exc:
         raise FormatError(f"{where}: {exc}") from None
+    except _TooManyItems as exc:
+        raise LoadBudgetExceeded(f"{where}: {exc}") from None
     except (ValueError, KeyError, IndexError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
         raise FormatError(f"{where}: not a valid GGUF file: {type(exc).__name__}: {str(exc)[:200]}") from None
     return reader
