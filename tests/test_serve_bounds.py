@@ -28,7 +28,7 @@ from aprender.serve._bounded import run_bounded
 
 #: The inference bound; the warm-up bound is longer, so that the hog meets its memory bound first.
 BOUND = 0.5
-WARMUP = 2.0
+WARMUP = 8.0
 #: Generous: the machine is shared; these guard against a hang, they do not measure speed.
 SLACK = 20.0
 
@@ -84,7 +84,7 @@ def test_the_server_is_ready_once_every_model_is_loaded_or_failed(server):
     states = reply.json()["models"]
     assert {name: s["state"] for name, s in states.items()} == {
         "good": "READY", "hog": "UNAVAILABLE", "poly": "UNAVAILABLE", "slow": "READY", "stall": "UNAVAILABLE"}
-    assert "did not finish within 2 s" in states["stall"]["reason"]
+    assert f"did not finish within {WARMUP:g} s" in states["stall"]["reason"]
     assert "grew the server's memory" in states["hog"]["reason"]
 
 
@@ -94,7 +94,7 @@ def test_the_index_and_each_model_report_the_failure(server):
     assert rows["stall"]["state"] == "UNAVAILABLE" and "abandoned" in rows["stall"]["reason"]
     assert rows["good"]["state"] == "READY" and rows["good"]["loaded"]
     stall = httpx.get(f"{url}/v2/models/stall/ready")
-    assert stall.status_code == 503 and not stall.json()["ready"] and "within 2 s" in stall.json()["error"]
+    assert stall.status_code == 503 and not stall.json()["ready"] and f"within {WARMUP:g} s" in stall.json()["error"]
     assert httpx.get(f"{url}/v2/models/good/ready").json()["ready"]
     # a failed model is not loaded again by its requests (its abandoned work would run twice)
     refused = _infer(url, "stall", 0.0)
@@ -124,7 +124,7 @@ def test_a_call_over_its_bound_answers_504_while_other_models_are_served(server)
 def test_load_route_retries_a_failed_model(server):
     url, _ = server
     reply = httpx.post(f"{url}/v2/repository/models/stall/load", timeout=SLACK)
-    assert reply.status_code == 503 and "did not finish within 2 s" in reply.json()["error"]
+    assert reply.status_code == 503 and f"did not finish within {WARMUP:g} s" in reply.json()["error"]
 
 
 def test_workers_share_the_failed_state(tmp_path, monkeypatch):
@@ -137,7 +137,7 @@ def test_workers_share_the_failed_state(tmp_path, monkeypatch):
         for _ in range(4):  # answered by either worker
             states = httpx.get(f"{url}/v2/health/ready").json()["models"]
             assert [states[m]["state"] for m in ("good", "stall", "poly")] == ["READY", "UNAVAILABLE", "UNAVAILABLE"]
-            assert "did not finish within 2 s" in states["stall"]["reason"]
+            assert f"did not finish within {WARMUP:g} s" in states["stall"]["reason"]
             assert _infer(url, "good", 1.0).status_code == 200
     finally:
         process.terminate()
