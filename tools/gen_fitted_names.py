@@ -109,18 +109,6 @@ def _variants(est: Any) -> list[Any]:
     return out
 
 
-def _nodes(node: Any) -> Any:
-    """Every estimator node of an encoded metadata tree."""
-    if isinstance(node, dict):
-        if node.get("__t__") == "estimator":
-            yield node
-        for value in node.values():
-            yield from _nodes(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _nodes(value)
-
-
 def _use(est: Any, X: Any) -> None:
     """Call what users call after fitting: some of it caches attributes (feature names, ...)."""
     for method in ("predict", "predict_proba", "decision_function", "transform", "score_samples",
@@ -141,7 +129,9 @@ def _record(root: Any, names: dict[str, set[str]], flags: dict[str, dict[str, se
         meta = to_state(root).meta
     except Exception:  # not fitted, or refused at save: nothing a file could hold
         return
-    for node in _nodes(meta["model"]):
+    from state_edit import estimator_nodes
+
+    for node in estimator_nodes(meta["model"]):
         if not node["attrs"]:
             continue
         key = fitted_key(entry_for_key(node["class"]).cls)
@@ -236,6 +226,8 @@ def _fit_zoo(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]])
 
 def _golden(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]]) -> None:
     """The names in the golden files of earlier releases: real fits of those releases."""
+    from state_edit import estimator_nodes
+
     import aprender
     from aprender.codec._checks import fitted_key
     from aprender.codec._registry import entry_for_key
@@ -247,7 +239,7 @@ def _golden(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]]) 
             model = aprender.inspect(path).metadata.get("model")
         except Exception:  # a deliberately broken file
             continue
-        for node in _nodes(model):
+        for node in estimator_nodes(model):
             try:
                 key = fitted_key(entry_for_key(node["class"]).cls)
             except Exception:  # a class this scikit-learn no longer has
