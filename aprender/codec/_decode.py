@@ -21,6 +21,7 @@ import numpy as np
 from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
 from aprender.codec._checks import check_attr_name, check_sizes, fail
+from aprender.codec._contracts import check_contract
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
 from aprender.codec._registry import entry_for_key
 from aprender.codec.handlers._base import ANY, NULL, TENSOR, Fields
@@ -327,6 +328,8 @@ class Decoder:
             if rejected is not None:
                 raise rejected from None
             raise
+        if fitted:
+            check_contract(built, path)  # its nested estimators, built above, against what it calls them with
         if dropped and hasattr(built, "partial_fit"):
             # An instance attribute shadows the method: the training state it would continue is gone.
             built.partial_fit = functools.partial(_refuse_partial_fit, type(built).__name__, dropped)
