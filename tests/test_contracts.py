@@ -73,6 +73,17 @@ def _gb_init_classes() -> Any:
     return gb
 
 
+def _gb_init_width() -> Any:
+    gb = _fit(GradientBoostingClassifier(n_estimators=3, max_depth=2))
+    gb.init_ = _lr(X6, Y3)
+    return gb
+
+
+def _nested_in_pipeline() -> Any:
+    """A lying member deep in the tree: the error names its path from the root."""
+    return Pipeline([("s", _fit(StandardScaler())), ("stack", _stacking_final())])
+
+
 def _gb_init_outputs() -> Any:
     gb = _fit(GradientBoostingRegressor(n_estimators=3, max_depth=2), X, YR)
     gb.init_ = _fit(DummyRegressor(), X, np.stack([YR, YR], axis=1))
@@ -187,6 +198,8 @@ def _isomap() -> Any:
 CASES: dict[str, tuple[Callable[[], Any], str]] = {
     "gradient_boosting_init_classes": (_gb_init_classes, "init_"),
     "gradient_boosting_init_outputs": (_gb_init_outputs, "init_"),
+    "gradient_boosting_init_width": (_gb_init_width, "init_"),
+    "stacking_in_pipeline": (_nested_in_pipeline, "steps.1.stack.final_estimator_"),
     "stacking_final_estimator": (_stacking_final, "final_estimator_"),
     "stacking_member_classes": (_stacking_member, "estimators_.0"),
     "voting_member_classes": (_voting, "estimators_.1"),

@@ -31,6 +31,7 @@ import numpy as np
 
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join
+from aprender.exceptions import AprenderError
 
 __all__ = ["CONTRACTS", "Contract", "check_contract", "contract_for"]
 
@@ -101,7 +102,7 @@ def _members(value: Any) -> list[tuple[str, Any]]:
 def _same_width(child: Any, expected: int | None, where: str, what: str = "the parent") -> None:
     n = _width(child)
     if n is not None and expected is not None and n != expected:
-        raise fail(where, f"{type(child).__name__} was fitted on {n} features, {what} gives it {expected}")
+        raise fail(where, f"{type(child).__name__} was fitted on {n} features, not the {expected} from {what}")
 
 
 def _class_count(child: Any, expected: int | None, where: str) -> None:
@@ -447,6 +448,8 @@ def check_contract(est: Any, path: str) -> None:
         return
     try:
         contract.check(est, path)
+    except AprenderError:
+        raise
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
         # The parent's own fields are type-checked by its schema only where it has one.
         raise fail(path, f"nested estimators cannot be checked: {type(exc).__name__}: {exc}") from None
