@@ -244,6 +244,8 @@ def test_untampered_parents_load(tmp_path) -> None:
     parents = [
         _fit(GradientBoostingClassifier(n_estimators=3, max_depth=2)),
         _fit(StackingClassifier([("a", _lr()), ("b", DecisionTreeClassifier(max_depth=2))], cv=2)),
+        _fit(StackingClassifier([("a", _lr()), ("b", DecisionTreeClassifier(max_depth=2))], cv=2, passthrough=True),
+             X, Y2),
         _fit(BaggingClassifier(DecisionTreeClassifier(max_depth=2), n_estimators=3, max_features=2,
                                random_state=0)),
         _fit(ClassifierChain(LogisticRegression(), order=[1, 0]), X, np.stack([Y2, Y2[::-1]], axis=1)),

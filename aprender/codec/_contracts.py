@@ -117,10 +117,18 @@ def _count(items: Iterable[Any], expected: int, what: str, path: str) -> None:
         raise fail(path, f"{n} {what}, the parent's state needs {expected}")
 
 
+def _shared_width(est: Any, members: list[tuple[str, Any]]) -> int | None:
+    """The width the parent feeds its members: its own, or (where ``n_features_in_`` is a property
+    reading the first member, as in stacking) the first member's, which all the others must share."""
+    return _width(est) or next((w for _, m in members if (w := _width(m)) is not None), None)
+
+
 def _each_width(est: Any, path: str, attribute: str, classes: int | None = None) -> None:
     """Every member of ``attribute`` fitted on the parent's width (and its class count)."""
-    for label, member in _members(_stored(est, attribute)):
-        _same_width(member, _width(est), join(path, f"{attribute}.{label}"))
+    members = _members(_stored(est, attribute))
+    width = _shared_width(est, members)
+    for label, member in members:
+        _same_width(member, width, join(path, f"{attribute}.{label}"))
         _class_count(member, classes, join(path, f"{attribute}.{label}"))
 
 
@@ -193,7 +201,7 @@ def _stacking(est: Any, path: str) -> None:
     stacked = sum(_member_output(m, method, classes) if classes is not None else 1
                   for (_, m), method in zip(members, methods, strict=True))
     if getattr(est, "passthrough", False):
-        stacked += _width(est) or 0
+        stacked += _shared_width(est, members) or 0
     final = _stored(est, "final_estimator_")
     _same_width(final, stacked, join(path, "final_estimator_"), "the stacked predictions")
 
