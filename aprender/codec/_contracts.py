@@ -128,8 +128,10 @@ def _each_width(est: Any, path: str, attribute: str, classes: int | None = None)
     members = _members(_stored(est, attribute))
     width = _shared_width(est, members)
     for label, member in members:
-        _same_width(member, width, join(path, f"{attribute}.{label}"))
-        _class_count(member, classes, join(path, f"{attribute}.{label}"))
+        # The path is built only for a member that breaks the contract: forests hold hundreds.
+        if _width(member) not in (None, width) or (classes is not None and _n_classes(member) not in (None, classes)):
+            _same_width(member, width, join(path, f"{attribute}.{label}"))
+            _class_count(member, classes, join(path, f"{attribute}.{label}"))
 
 
 def _single(attribute: str, n_out: bool = False) -> Callable[[Any, str], None]:
@@ -231,10 +233,23 @@ def _bagging(est: Any, path: str) -> None:
 
 
 def _forest(est: Any, path: str) -> None:
+    trees = _stored(est, "estimators_")
+    if isinstance(trees, list):
+        # Hundreds of trees: one pass over their dicts when they agree (the usual case).
+        seen = {(d.get("n_features_in_"), d.get("n_outputs_"), _n_classes(t)) for t in trees if (d := vars(t))}
+        if seen <= {(_width(est), _stored(est, "n_outputs_"), _forest_classes(est))}:
+            return
     classes = _stored(est, "n_classes_")
     _each_width(est, path, "estimators_", int(classes) if isinstance(classes, (int, np.integer)) else None)
+    outputs = _stored(est, "n_outputs_")
     for label, member in _members(_stored(est, "estimators_")):
-        _same_outputs(member, _stored(est, "n_outputs_"), join(path, f"estimators_.{label}"))
+        if _stored(member, "n_outputs_") not in (None, outputs):
+            _same_outputs(member, outputs, join(path, f"estimators_.{label}"))
+
+
+def _forest_classes(est: Any) -> int | None:
+    classes = _stored(est, "n_classes_")
+    return int(classes) if isinstance(classes, (int, np.integer)) else None
 
 
 def _adaboost(est: Any, path: str) -> None:
