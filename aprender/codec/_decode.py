@@ -22,6 +22,7 @@ from aprender import _budget
 from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
 from aprender.codec._checks import check_attr_name, check_fitted_flags, check_fitted_names, check_sizes, fail
+from aprender.codec._contracts import check_contract
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
 from aprender.codec._param_rules import check_params
 from aprender.codec._registry import entry_for_key
@@ -335,6 +336,8 @@ class Decoder:
             if rejected is not None:
                 raise rejected from None
             raise
+        if fitted:
+            check_contract(built, path)  # its nested estimators, built above, against what it calls them with
         if dropped and hasattr(built, "partial_fit"):
             # An instance attribute shadows the method: the training state it would continue is gone.
             built.partial_fit = functools.partial(_refuse_partial_fit, type(built).__name__, dropped)
