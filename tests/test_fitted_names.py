@@ -19,7 +19,7 @@ from state_edit import hostile
 
 import aprender
 from aprender.codec import to_state
-from aprender.codec._checks import _fitted_table, fitted_key
+from aprender.codec._fitted import _fitted_table, fitted_key
 from aprender.codec._registry import entry_for_key
 from aprender.codec._table import GENERIC, SCHEMA_MODULES
 from aprender.codec.schemas import _fitted_names

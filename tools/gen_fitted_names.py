@@ -122,7 +122,7 @@ def _use(est: Any, X: Any) -> None:
 def _record(root: Any, names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]]) -> None:
     """Learn from the names the codec writes for ``root`` and every estimator nested in it."""
     from aprender.codec import to_state
-    from aprender.codec._checks import fitted_key
+    from aprender.codec._fitted import fitted_key
     from aprender.codec._registry import entry_for_key
 
     try:
@@ -229,7 +229,7 @@ def _golden(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]]) 
     from state_edit import estimator_nodes
 
     import aprender
-    from aprender.codec._checks import fitted_key
+    from aprender.codec._fitted import fitted_key
     from aprender.codec._registry import entry_for_key
 
     for path in sorted((ROOT / "tests" / "data").rglob("*")):
@@ -250,7 +250,7 @@ def _golden(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]]) 
 def table() -> str:
     import sklearn
 
-    from aprender.codec._checks import fitted_key
+    from aprender.codec._fitted import fitted_key
     from aprender.codec._registry import entry_for_key
     from aprender.codec._table import GENERIC, SCHEMA_MODULES
 

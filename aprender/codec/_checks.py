@@ -10,11 +10,9 @@ from typing import Any
 import numpy as np
 
 from aprender import _limits
-from aprender.codec._nodes import preview
 from aprender.exceptions import FormatError
 
-__all__ = ["array", "bounded_int", "check_attr_name", "check_fitted_flags", "check_fitted_names", "check_sizes", "fail",
-           "n_features", "optional_array", "require"]
+__all__ = ["array", "bounded_int", "check_attr_name", "check_sizes", "fail", "n_features", "optional_array", "require"]
 
 
 def fail(path: str, message: str) -> FormatError:
@@ -111,64 +109,6 @@ _ABSENT = object()
 @functools.lru_cache(maxsize=4096)
 def _shadows_class_attribute(cls: type, name: str) -> bool:
     return inspect.getattr_static(cls, name, _ABSENT) is not _ABSENT
-
-
-#: Instance attributes a user's own calls set on any estimator, fitted or not: ``set_fit_request``
-#: (metadata routing), ``set_callbacks`` and ``set_output``. Their values are checked by their handlers.
-USER_SET = frozenset(["_metadata_request", "_skl_callbacks", "_sklearn_output_config"])
-
-
-@functools.lru_cache(maxsize=1024)
-def _fitted_table(cls: type) -> tuple[frozenset[str] | None, dict[str, tuple[bool, ...]]]:
-    """The fitted names and boolean flags real fits of ``cls`` leave, under the scikit-learn they were learned on.
-
-    Under another minor release the class may write other names, so nothing is known:
-    ``(None, {})``, and only the other rules apply (docs/threat-model.md says so).
-    """
-    import sklearn
-
-    from aprender.codec.schemas import _fitted_names as table
-
-    if ".".join(sklearn.__version__.split(".")[:2]) != table.SKLEARN:
-        return None, {}
-    key = fitted_key(cls)
-    return table.NAMES.get(key), table.FLAGS.get(key, {})
-
-
-def fitted_key(cls: type) -> str:
-    """The key ``cls``'s fitted names are learned under: an aprender namesake's are its scikit-learn parent's."""
-    for base in cls.__mro__:
-        if base.__module__.startswith("sklearn.") and base.__name__ == cls.__name__:
-            cls = base
-            break
-    from aprender.codec._registry import public_key
-
-    return public_key(cls)
-
-
-def check_fitted_names(cls: type, names: Any, path: str) -> None:
-    """Every fitted attribute name is one that fitting ``cls`` leaves behind (``schemas/_fitted_names.py``).
-
-    A flag that scikit-learn sets only while fitting (``_in_fit``) makes the estimator
-    skip its input validation; no file may set it. Classes a user registers, and classes
-    under a scikit-learn release the table was not learned on, have no list.
-    """
-    known, _ = _fitted_table(cls)
-    if known is None:
-        return
-    for name in names:
-        if name not in known and name not in USER_SET:
-            raise fail(path, f"'{name}' is not an attribute that fitting {cls.__name__} leaves: fits of it never "
-                             f"produce one, and scikit-learn may read it to skip a check")
-
-
-def check_fitted_flags(cls: type, attrs: Mapping[str, Any], path: str) -> None:
-    """Private boolean flags hold a value that real fits leave (``FLAGS`` of ``schemas/_fitted_names.py``)."""
-    _, flags = _fitted_table(cls)
-    for name, allowed in flags.items():
-        if name in attrs and (type(attrs[name]) is not bool or attrs[name] not in allowed):
-            raise fail(path, f"'{name}' is {preview(attrs[name])}; fits of {cls.__name__} leave it "
-                             f"{' or '.join(map(str, allowed))}")
 
 
 def check_attr_name(cls: type, name: str, params: Mapping[str, Any], path: str) -> None:

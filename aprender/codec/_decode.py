@@ -21,8 +21,9 @@ import numpy as np
 from aprender import _budget
 from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
-from aprender.codec._checks import check_attr_name, check_fitted_flags, check_fitted_names, check_sizes, fail
+from aprender.codec._checks import check_attr_name, check_sizes, fail
 from aprender.codec._contracts import check_contract
+from aprender.codec._fitted import check_fitted_flags, check_fitted_names
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
 from aprender.codec._param_rules import check_params
 from aprender.codec._registry import entry_for_key

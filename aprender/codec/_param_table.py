@@ -2291,6 +2291,8 @@ KINDS: dict[str, dict[str, str]] = {
     },
     'sklearn.calibration._SigmoidCalibration': {
     },
+    'sklearn.calibration._TemperatureScaling': {
+    },
     'sklearn.cluster.AffinityPropagation': {
         'damping': 'checked',
         'max_iter': 'sizes',
