@@ -225,6 +225,10 @@ class ReadOnlyModelError(AprenderError, ValueError):
     """
 
 
+class WarmStartMismatchError(AprenderError, ValueError):
+    """A ``warm_start`` refit of a loaded model on data whose shape disagrees with its fitted state."""
+
+
 class DistillationError(AprenderError, ValueError):
     """A distillation cannot run as asked: incompatible teachers and student, a bad layer map, ..."""
 

@@ -27,6 +27,7 @@ from aprender.codec._fitted import check_fitted_flags, check_fitted_names
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
 from aprender.codec._param_rules import check_params
 from aprender.codec._registry import entry_for_key
+from aprender.codec._warm_start import guard_warm_start
 from aprender.codec.handlers._base import ANY, NULL, TENSOR, Fields
 from aprender.codec.trust import NONE, PARAM_RULES, Trust
 from aprender.exceptions import (
@@ -345,6 +346,7 @@ class Decoder:
         elif hasattr(built, "partial_fit") and _holds_read_only(attrs):
             # Views of a memory-mapped file: a partial_fit that updates them in place fails in NumPy.
             built.partial_fit = functools.partial(_read_only_partial_fit, built.partial_fit)
+        guard_warm_start(built)
         return built
 
 

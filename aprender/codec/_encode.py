@@ -19,6 +19,7 @@ from aprender.codec import handlers as _handlers
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, TENSOR_KINDS, join
 from aprender.codec._registry import entry_for_class
 from aprender.codec._spec import Spec
+from aprender.codec._warm_start import is_warm_start_guard
 from aprender.codec.handlers.records import RECORDS
 from aprender.exceptions import UnsupportedTypeError
 
@@ -163,7 +164,8 @@ class Encoder:
     def estimator(self, est: Any, path: str) -> dict[str, Any]:
         """Encode a registered estimator: class key, hyperparameters, fitted attributes."""
         entry = entry_for_class(type(est), path)
-        state = dict(vars(est))
+        # The load-time guard on a model's fit is not state: the next load installs it again.
+        state = {k: v for k, v in vars(est).items() if not is_warm_start_guard(k, v)}
         params = {}
         for name in _param_names(est):
             params[name] = state.pop(name) if name in state else getattr(est, name)

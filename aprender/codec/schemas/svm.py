@@ -21,7 +21,7 @@ from aprender import svm as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features
 from aprender.codec._migrations import running_at_least
-from aprender.codec.schemas._model_checks import class_labels, integer, is_fitted
+from aprender.codec.schemas._model_checks import class_labels, integer, is_fitted, real
 from aprender.codec.schemas.linear import LINEAR_ALIASES, check_classifier, check_linear
 
 #: scikit-learn 1.9 reads ``_effective_probability`` (files from older versions get it from
@@ -113,8 +113,10 @@ def _check_libsvm(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str
     _check_coefficients(attrs, path, n_class, n_sv)
     if classifier:
         array(attrs, "class_weight_", path, ndim=(1,), shape={0: n_class})
-    if not isinstance(attrs.get("_gamma"), (float, np.floating)):
-        raise fail(path, "'_gamma' must be a float")
+    # A numeric ``gamma`` is stored as given (SVC(gamma=2) keeps the int 2), and libsvm
+    # converts it to double, so any real number that is not a bool is fitted state.
+    if not real(attrs.get("_gamma")):
+        raise fail(path, "'_gamma' must be a real number")
     integer(attrs, "fit_status_", path)
 
 

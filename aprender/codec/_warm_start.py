@@ -1,0 +1,62 @@
+"""Refuse a warm-start refit whose data disagrees with the fitted state it would continue.
+
+scikit-learn's coordinate-descent estimators hand the stored ``coef_`` to compiled code
+when ``warm_start=True`` without comparing it with the new data: ``MultiTaskElasticNet``
+and ``MultiTaskLasso`` pass it to ``_cd_fast.enet_coordinate_descent_multi_task``, which
+loops over the new data's targets and features and writes past the stored array (heap
+corruption) when the data has more of them. ``ElasticNet``/``Lasso`` fail later with an
+unhelpful NumPy error. A file chooses ``coef_`` and ``warm_start``, so a model aprender
+loads gets an instance-level ``fit`` that checks the rule of :data:`WARM_START_RULES`
+first and raises :class:`~aprender.exceptions.WarmStartMismatchError` (a ``ValueError``,
+as scikit-learn's own shape errors are). Refusing, rather than silently restarting from
+zeros, keeps scikit-learn's meaning of ``warm_start`` (continue this solution) and tells
+the user the refit is not one. docs/threat-model.md, "Warm starts", has the evidence.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from sklearn import linear_model as sk
+
+from aprender.exceptions import WarmStartMismatchError
+
+#: Class -> the fitted attribute a warm-start ``fit`` reuses in compiled code. Its shape,
+#: read as 2-d (targets, features), must equal (targets of y, columns of X).
+WARM_START_RULES: dict[type, str] = {
+    sk.ElasticNet: "coef_",  # Lasso subclasses it
+    sk.MultiTaskElasticNet: "coef_",  # MultiTaskLasso subclasses it
+}
+
+
+def _stored_attr(est: Any) -> str | None:
+    return next((attr for cls, attr in WARM_START_RULES.items() if isinstance(est, cls)), None)
+
+
+def _checked_fit(est: Any, attr: str, fit: Any, X: Any, y: Any = None, *args: Any, **kwargs: Any) -> Any:
+    stored = getattr(est, attr, None)
+    if est.get_params(deep=False).get("warm_start") and isinstance(stored, np.ndarray) and y is not None:
+        want = np.atleast_2d(stored).shape
+        shape_y, shape_x = np.shape(y), np.shape(X)
+        got = (shape_y[1] if len(shape_y) == 2 else 1, shape_x[1] if len(shape_x) == 2 else -1)
+        if want != got:
+            raise WarmStartMismatchError(
+                f"{type(est).__name__}(warm_start=True) would continue a {attr} of {want[0]} target(s) by "
+                f"{want[1]} feature(s) on data of {got[0]} target(s) by {got[1]} feature(s): refit with "
+                f"warm_start=False (set_params) or on data of the fitted shape")
+    return fit(X, y, *args, **kwargs)
+
+
+def is_warm_start_guard(name: str, value: Any) -> bool:
+    """True for the instance ``fit`` that :func:`guard_warm_start` installs (never saved)."""
+    return name == "fit" and isinstance(value, functools.partial) and value.func is _checked_fit
+
+
+def guard_warm_start(est: Any) -> None:
+    """Give ``est`` (a freshly loaded estimator) a ``fit`` that applies :data:`WARM_START_RULES`."""
+    attr = _stored_attr(est)
+    if attr is not None:
+        # An instance attribute shadows the method, as the decoder's partial_fit guards do.
+        est.fit = functools.partial(_checked_fit, est, attr, est.fit)
