@@ -112,10 +112,13 @@ def _warm(m: Any) -> Any:
     return m.set_params(warm_start=True)
 
 
-#: Fitting again, after inference: on wider and narrower rows, with ``warm_start`` where the class
-#: has it (coordinate descent and boosting then reuse the file's arrays). An exception is expected
-#: of most; only a crash, hang, changed canary or memory use counts. Last: they change the model.
+#: One text with a long run of a letter, then fitting again: on wider and narrower rows, with
+#: ``warm_start`` where the class has it (coordinate descent and boosting then reuse the file's
+#: arrays). An exception is expected of most; only a crash, hang, changed canary or memory use
+#: counts. Last: they change the model.
 PROBES: tuple[tuple[str, Callable[[Any, dict], Any]], ...] = (
+    # a text a user may well send, on which a backtracking pattern from the file ((a+)+$) runs for minutes
+    ("transform of a long run", lambda m, c: m.transform(["a" * 28 + "!"])),
     ("partial_fit wider", lambda m, c: m.partial_fit(_reshaped(c["rows"], True), c["y"])),
     ("partial_fit narrower", lambda m, c: m.partial_fit(_reshaped(c["rows"], False), c["y"])),
     ("warm fit wider", lambda m, c: _warm(m).fit(_reshaped(c["rows"], True), c["y"])),
