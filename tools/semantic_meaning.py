@@ -11,7 +11,7 @@ whose ``target`` is the JSON path of what it replaces (so a report replays it):
                         compiled path or sizes work at inference;
 ``kwargs=<name>``       a dict of keyword arguments (``*_params``, ``*_kwargs``) holding a
                         ruled key (``n_jobs``) or an array of the wrong size (``VI``,
-                        ``w``, ``V``);
+                        ``w``, ``V``), with the metric that reads it where the node has one;
 ``regex=catastrophic``  a pattern parameter set to ``(a+)+$``;
 ``transplant=<how>``    a fitted nested estimator replaced by the same class fitted on
                         other data: one feature more or less, one class more, one output more;
@@ -46,6 +46,9 @@ KWARGS: dict[str, Any] = {
     "w": lambda n: {"w": np.ones(n + 3)},
     "V": lambda n: {"V": np.ones(n + 1)},
 }
+#: The metric a kwargs array is read by: set with it where the node has a ``metric`` parameter,
+#: so that the wrong-sized array reaches the distance code (``VI`` alone is ignored by euclidean).
+COMPANION = {"VI": "mahalanobis", "w": "minkowski", "V": "seuclidean"}
 TRANSPLANTS = ("width+1", "width-1", "classes+1", "outputs+1")
 
 
@@ -256,6 +259,8 @@ def tell_in_meaning(meta: dict, tensors: dict, kind: str, target: str, rng: rand
                 value = {"__t__": "tensor", "name": f"lie.kwargs.{key}"}
             items.append([key, value])
         holder[path[-1]] = {"__t__": "dict", "items": items}
+        if word in COMPANION and "metric" in holder:
+            holder["metric"] = COMPANION[word]
     elif head == "transplant":
         raise AssertionError("transplants are told by tell_transplant")
     elif head == "widen":
