@@ -98,6 +98,12 @@ def test_a_defect_is_reported_with_its_file(tmp_path) -> None:
     assert report.rows["SVC"]["crash"] == 1
     table = semantic_fuzz.render(report.as_dict())
     assert "| SVC | 1 | 0 | 0 | 0 | **1** | 0 |" in table and "`support_`" in table
+    # a campaign stopped before its report.json is read back from its outcomes
+    assert semantic_fuzz.report_from_outcomes(tmp_path / "outcomes.jsonl")["defects"] == report.defects
+    step = tmp_path / "w0.safetensors.step"
+    step.write_text("warm fit wider")  # the call the worker was in when it died
+    assert semantic_fuzz._with_step("crash\tworker exited with -11", str(tmp_path / "w0.safetensors")) == \
+        "crash\tworker exited with -11 in warm fit wider" and not step.exists()
 
 
 def test_worker_finds_a_changed_canary() -> None:

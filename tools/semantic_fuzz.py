@@ -483,6 +483,19 @@ def render(report: dict[str, Any], *, defects_only: bool = False) -> str:
     return text
 
 
+def report_from_outcomes(path: Path) -> dict[str, Any]:
+    """The report of a campaign that was stopped before it wrote report.json, from its outcomes.jsonl."""
+    report = Report()
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        report.rows[entry["class"]]["lies"] += 1
+        report.rows[entry["class"]][entry["outcome"]] += 1
+        if entry["outcome"] in DEFECTS:
+            report.defects.append(entry)
+    report.seeds = len({json.loads(line)["seed"] for line in path.read_text().splitlines()})
+    return report.as_dict()
+
+
 def replay_plan(report: dict[str, Any]) -> tuple[list[str], dict[str, list[tuple[str, str]]], int]:
     """The seed ids, lies and random seed that tell a campaign's defects again (to check fixes)."""
     only: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -515,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="print the Markdown tables instead of JSON")
     parser.add_argument("--defects-only", action="store_true", help="with --markdown: only classes with defects")
     parser.add_argument("--render", type=Path, default=None, metavar="REPORT_JSON",
-                        help="print the tables of a campaign's report.json and exit")
+                        help="print the tables of a campaign's report.json (or a stopped one's outcomes.jsonl)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--warmup", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -523,7 +536,9 @@ def main(argv: list[str] | None = None) -> int:
         worker(args.memory_mb)
         return 0
     if args.render is not None:
-        print(render(json.loads(args.render.read_text()), defects_only=args.defects_only))
+        summary = (report_from_outcomes(args.render) if args.render.suffix == ".jsonl"
+                   else json.loads(args.render.read_text()))
+        print(render(summary, defects_only=args.defects_only))
         return 0
     ids = [s for s in args.seeds.split(",") if s] or seed_ids(not args.no_zoo, not args.no_breadth)
     only = None
