@@ -193,7 +193,7 @@ def test_the_lies_in_meaning_of_the_replay_are_handled(tmp_path) -> None:
     for case in recorded["cases"]:
         only.setdefault(case["seed"], []).append((case["lie"], case["attribute"]))
     report = semantic_fuzz.campaign(list(only), recorded["rng_seed"], only=only, workers=2, timeout=20.0,
-                                    out=tmp_path, max_defects=4)
+                                    out=tmp_path, max_defects=4, refit=True)
     lines = [f"{d['class']}: {d['lie']} {d['attribute']} -> {d['outcome']} {d['detail']}" for d in report.defects]
     assert report.defects == [], "\n".join(lines)
     totals = report.as_dict()["totals"]
