@@ -9,7 +9,8 @@ whose ``target`` is the JSON path of what it replaces (so a report replays it):
                         ``StrOptions`` value, a bool flipped, an interval's edges, 0, -1,
                         a huge value, None) -- a hyperparameter that picks another
                         compiled path or sizes work at inference;
-``kwargs=<name>``       a dict of keyword arguments (``*_params``, ``*_kwargs``) holding a
+``kwargs=<name>``       a dict of keyword arguments (``*_params``, ``*_kwargs``, fitted
+                        ``effective_metric_params_``) holding a
                         ruled key (``n_jobs``) or an array of the wrong size (``VI``,
                         ``w``, ``V``), with the metric that reads it where the node has one;
 ``regex=catastrophic``  a pattern parameter set to ``(a+)+$``;
@@ -45,10 +46,12 @@ KWARGS: dict[str, Any] = {
     "VI": lambda n: {"VI": np.eye(n + 1)},
     "w": lambda n: {"w": np.ones(n + 3)},
     "V": lambda n: {"V": np.ones(n + 1)},
+    "VI-1": lambda n: {"VI": np.eye(max(n - 1, 1))},  # shorter than a row: a read past its end
+    "w-1": lambda n: {"w": np.ones(max(n - 1, 1))},
 }
 #: The metric a kwargs array is read by: set with it where the node has a ``metric`` parameter,
 #: so that the wrong-sized array reaches the distance code (``VI`` alone is ignored by euclidean).
-COMPANION = {"VI": "mahalanobis", "w": "minkowski", "V": "seuclidean"}
+COMPANION = {"VI": "mahalanobis", "w": "minkowski", "V": "seuclidean", "VI-1": "mahalanobis", "w-1": "minkowski"}
 TRANSPLANTS = ("width+1", "width-1", "classes+1", "outputs+1")
 
 
@@ -167,6 +170,9 @@ def lies_in_meaning(state: Any, rng: random.Random) -> list[tuple[str, str, str]
             elif current is None or isinstance(current, (bool, int, float, str)):
                 out += [(f"param={json.dumps(v)}", target, key) for v in param_values(cls, name, current)]
         attrs = node.get("attrs") if isinstance(node.get("attrs"), dict) else {}
+        # the fitted copies inference reads (a KNN's effective_metric_params_), not only the parameters
+        out += [(f"kwargs={k}", json.dumps([*path, "attrs", name]), key) for name, value in sorted(attrs.items())
+                if _is_kwargs(name.rstrip("_")) and isinstance(value, dict) for k in KWARGS]
         for name, value in _flags(attrs):
             out.append((f"flag={json.dumps(value)}", json.dumps([*path, "attrs", name]), key))
         if attrs and "_in_fit" not in attrs:
@@ -259,8 +265,9 @@ def tell_in_meaning(meta: dict, tensors: dict, kind: str, target: str, rng: rand
                 value = {"__t__": "tensor", "name": f"lie.kwargs.{key}"}
             items.append([key, value])
         holder[path[-1]] = {"__t__": "dict", "items": items}
-        if word in COMPANION and "metric" in holder:
-            holder["metric"] = COMPANION[word]
+        for metric in ("metric", "effective_metric_"):
+            if word in COMPANION and metric in holder:
+                holder[metric] = COMPANION[word]
     elif head == "transplant":
         raise AssertionError("transplants are told by tell_transplant")
     elif head == "widen":
