@@ -26,6 +26,7 @@ from aprender.format import safetensors
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import semantic_fuzz  # tools/ is not a package
 import semantic_lies
+import semantic_meaning
 
 #: Lies per seed in the slice: every class is reached, in about half a minute on one core.
 PER_SEED = 2
@@ -97,6 +98,12 @@ def test_a_defect_is_reported_with_its_file(tmp_path) -> None:
     assert report.rows["SVC"]["crash"] == 1
     table = semantic_fuzz.render(report.as_dict())
     assert "| SVC | 1 | 0 | 0 | 0 | **1** | 0 |" in table and "`support_`" in table
+    # a campaign stopped before its report.json is read back from its outcomes
+    assert semantic_fuzz.report_from_outcomes(tmp_path / "outcomes.jsonl")["defects"] == report.defects
+    step = tmp_path / "w0.safetensors.step"
+    step.write_text("warm fit wider")  # the call the worker was in when it died
+    assert semantic_fuzz._with_step("crash\tworker exited with -11", str(tmp_path / "w0.safetensors")) == \
+        "crash\tworker exited with -11 in warm fit wider" and not step.exists()
 
 
 def test_worker_finds_a_changed_canary() -> None:
@@ -127,3 +134,67 @@ def test_the_defects_of_the_first_campaign_stay_fixed(tmp_path) -> None:
     totals = report.as_dict()["totals"]
     # every lie told again, except those about what files no longer hold (neighbors rebuild their tree)
     assert totals["lies"] + totals["skipped"] == sum(map(len, only.values())) and totals["skipped"] <= 2
+
+
+def test_lies_in_meaning_cover_their_kinds_and_change_the_file() -> None:
+    """Parameters, kwargs dicts, private flags and strings: each lie is told the same way twice and changes the file."""
+    kinds = set()
+    for seed_id in ("zoo:KNeighborsClassifier-brute-strings", "zoo:CountVectorizer", "sk:GradientBoostingClassifier"):
+        state = _state(seed_id)
+        pristine = safetensors.state_to_bytes(state)
+        lies = semantic_meaning.lies_of(state, random.Random(3), "meaning")
+        assert lies == semantic_meaning.lies_of(state, random.Random(3), "meaning")
+        for lie in lies[::3] + [lie for lie in lies if not lie.kind.startswith("param")]:
+            try:
+                data = semantic_meaning.tell(state, lie, 7)
+            except semantic_lies.Skip:
+                continue
+            kinds.add(lie.kind.partition("=")[0])
+            assert data != pristine and data == semantic_meaning.tell(state, lie, 7), lie
+    assert kinds >= {"param", "kwargs", "regex", "transplant", "flag", "flag+_in_fit", "widen"}
+
+
+def test_a_lie_in_meaning_says_what_it_says() -> None:
+    """A kwargs dict with a VI one wider, a catastrophic regex, a 100k-char class, a donor one feature wider."""
+    def told(seed_id: str, kind: str, target: list):
+        lie = semantic_lies.Lie(kind, json.dumps(target), "")
+        return safetensors.state_from_bytes(semantic_meaning.tell(_state(seed_id), lie, 0))
+
+    knn = told("zoo:KNeighborsClassifier-brute-strings", "kwargs=VI", ["model", "params", "metric_params"])
+    assert knn.tensors["lie.kwargs.VI"].shape == (5, 5)  # the model has 4 features
+    assert knn.meta["model"]["params"]["metric_params"]["items"][0][0] == "VI"
+    wide = told("zoo:KNeighborsClassifier-brute-strings", "widen", ["model", "attrs", "classes_", "v"])
+    assert max(map(len, wide.meta["model"]["attrs"]["classes_"]["v"])) == semantic_meaning.WIDE
+    regex = told("zoo:CountVectorizer", "regex=catastrophic", ["model", "params", "token_pattern"])
+    assert regex.meta["model"]["params"]["token_pattern"] == "(a+)+$"
+    width = _state("sk:GradientBoostingClassifier").meta["model"]["attrs"]["init_"]["attrs"]["n_features_in_"]
+    donor = told("sk:GradientBoostingClassifier", "transplant=width+1", ["model", "attrs", "init_"])
+    assert donor.meta["model"]["attrs"]["init_"]["attrs"]["n_features_in_"] == width + 1
+
+
+def test_parameter_values_come_from_the_constraints() -> None:
+    from sklearn.svm import SVC
+
+    kernels = semantic_meaning.param_values(SVC, "kernel", "rbf")
+    assert {"linear", "poly", "sigmoid", "precomputed"} <= set(kernels) and "rbf" not in kernels
+    assert semantic_meaning.param_values(SVC, "shrinking", True) == [False]
+    assert 2**31 - 1 in semantic_meaning.param_values(SVC, "max_iter", -1)
+
+
+#: Lies in meaning replayed in CI: docs/data/semantic-meaning-replay.json's ``cases`` (each handled
+#: on the code it was recorded against); its ``pending`` cases join them once the load-time rules land.
+REPLAY = Path(__file__).parent.parent / "docs" / "data" / "semantic-meaning-replay.json"
+
+
+@pytest.mark.slow
+def test_the_lies_in_meaning_of_the_replay_are_handled(tmp_path) -> None:
+    recorded = json.loads(REPLAY.read_text())
+    only: dict[str, list[tuple[str, str]]] = {}
+    for case in recorded["cases"]:
+        only.setdefault(case["seed"], []).append((case["lie"], case["attribute"]))
+    report = semantic_fuzz.campaign(list(only), recorded["rng_seed"], only=only, workers=2, timeout=20.0,
+                                    out=tmp_path, max_defects=4, refit=True)
+    lines = [f"{d['class']}: {d['lie']} {d['attribute']} -> {d['outcome']} {d['detail']}" for d in report.defects]
+    assert report.defects == [], "\n".join(lines)
+    totals = report.as_dict()["totals"]
+    assert totals["lies"] == len(recorded["cases"]) and totals.get("refused", 0) >= 1

@@ -8,14 +8,17 @@ ModelState, and one lie at a time is written back with the library's own SafeTen
 writer, so that only the semantic checks stand between the file and compiled code:
 
 tensor lengths and dimensions, out-of-range indices, NaN and inf, swapped siblings and
-false integers in the metadata (tools/semantic_lies.py lists them).
+false integers in the metadata (tools/semantic_lies.py lists them); with ``--kinds meaning``
+hyperparameters, kwargs dicts, transplanted nested estimators, private flags and widened
+strings (tools/semantic_meaning.py). The seeds are built by tools/semantic_seeds.py.
 
 Each mutant is loaded by a worker subprocess (tools/fuzz.py's ``Worker``: an
 ``RLIMIT_AS`` memory limit, a time limit, restarted when it dies), which then calls
 every inference method the seed answered on its own rows (predict, predict_proba,
 decision_function, transform, inverse_transform, score_samples, score, kneighbors,
-apply, ...) and finally ``partial_fit``. Canary arrays of known contents, allocated
-before and after the load, must be intact afterwards. Outcomes:
+apply, ...), then ``partial_fit`` and, with ``--refit``, the refits of :data:`PROBES`.
+Canary arrays of known contents, allocated before and after the load, must be intact
+afterwards. Outcomes:
 
 ``refused``   the load raised an ``AprenderError``: the lie was caught;
 ``harmless``  the model loaded and every method answered;
@@ -60,146 +63,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fuzz
 from semantic_guard import Canaries, Guard
-from semantic_lies import Lie, Skip, lies_of, tell
+from semantic_lies import Lie, Skip
+from semantic_meaning import lies_of, tell
+from semantic_seeds import _tests_on_path, build, seed_ids, seed_state
 
 REPO = fuzz.REPO
 #: Most elements a lengthened tensor may have: the files stay small.
 DEFECTS = ("escape", "memory", "canary", "crash", "hang")
 OUTCOMES = ("refused", "harmless", "raised", *DEFECTS)
-
-
-# -- seeds -------------------------------------------------------------------------------
-
-
-def _tests_on_path() -> None:
-    tests = str(REPO / "tests" / "support")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-
-
-def _extra(make: Callable[[], Any], data: str) -> Callable[[], tuple[Any, Any]]:
-    def fit() -> tuple[Any, Any]:
-        from sklearn.datasets import load_iris
-
-        if data == "dicts":
-            X = [{"a": float(i % 5), "b": str(i % 3), "c": 1.0} for i in range(30)]
-            return make().fit(X), X
-        X, y = load_iris(return_X_y=True)
-        return make().fit(X, y), X
-
-    return fit
-
-
-def _sgd(name: str, **params: Any) -> Callable[[], Any]:
-    def make() -> Any:
-        from aprender import linear_model
-
-        return getattr(linear_model, name)(random_state=0, max_iter=20, tol=None, **params)
-
-    return make
-
-
-def _cluster(name: str, **params: Any) -> Callable[[], Any]:
-    def make() -> Any:
-        from aprender import cluster
-
-        return getattr(cluster, name)(**params)
-
-    return make
-
-
-def _dict_vectorizer() -> Any:
-    from aprender.feature_extraction import DictVectorizer
-
-    return DictVectorizer(sparse=False)
-
-
-def _user_model(kind: str) -> tuple[Any, Any]:
-    """A model of tests/support/user_models.py: a DataFrame pipeline, a search over distributions, an imputer."""
-    import user_models as user
-
-    if kind == "selectors":
-        df = user.frame()
-        return user.selector_pipeline().fit(df, user.labels(df)), df
-    if kind == "search":
-        search, X, _ = user.fitted_search("list")
-        return search, X
-    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
-    from sklearn.impute import IterativeImputer
-
-    X = user.missing().to_numpy()[:, :4]
-    return IterativeImputer(random_state=0, max_iter=3, sample_posterior=True, add_indicator=True).fit(X), X
-
-
-#: Seeds with settings neither the instance generator nor the zoo uses, whose state has
-#: arrays compiled code writes to (averaged SGD's ``_average_coef``) or dense outputs.
-EXTRA: dict[str, Callable[[], tuple[Any, Any]]] = {
-    "SGDClassifier-average": _extra(_sgd("SGDClassifier", average=True), "iris"),
-    "SGDRegressor-average": _extra(_sgd("SGDRegressor", average=True), "iris"),
-    "SGDClassifier-average-huber": _extra(_sgd("SGDClassifier", average=5, loss="modified_huber"), "iris"),
-    # scikit-learn's own Cython losses (CyHalfBinomialLoss, CyHuberLoss) as _loss_function_
-    "SGDClassifier-log-loss": _extra(_sgd("SGDClassifier", average=True, loss="log_loss"), "iris"),
-    "SGDClassifier-huber": _extra(_sgd("SGDClassifier", loss="huber"), "iris"),
-    "SGDRegressor-huber": _extra(_sgd("SGDRegressor", average=5, loss="huber"), "iris"),
-    # trees of several levels (the instance generator's fit to small data makes one node)
-    "Birch-deep": _extra(_cluster("Birch", branching_factor=3, threshold=0.3, n_clusters=3), "iris"),
-    "BisectingKMeans-8": _extra(_cluster("BisectingKMeans", n_clusters=8, random_state=0), "iris"),
-    "DictVectorizer-dense": _extra(_dict_vectorizer, "dicts"),
-    "ColumnTransformer-selectors": lambda: _user_model("selectors"),
-    "RandomizedSearchCV-distributions": lambda: _user_model("search"),
-    "IterativeImputer-posterior": lambda: _user_model("imputer"),
-}
-
-
-def seed_ids(zoo: bool = True, breadth: bool = True) -> list[str]:
-    """``zoo:<case id>`` for every zoo case, ``sk:<key>`` for every scikit-learn instance, ``extra:<name>``."""
-    _tests_on_path()
-    ids = [f"extra:{name}" for name in EXTRA]
-    if zoo:
-        from zoo import CASES
-
-        ids += [f"zoo:{case.id}" for case in CASES]
-    if breadth:
-        import sklearn_instances
-
-        ids += [f"sk:{key}" for key in sorted(sklearn_instances.instances())]
-    return ids
-
-
-def build(seed_id: str) -> tuple[Any, Any]:
-    """A newly fitted model of ``seed_id`` and the rows it runs inference on."""
-    import warnings
-
-    from sklearn.base import clone
-
-    _tests_on_path()
-    kind, _, name = seed_id.partition(":")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if kind == "extra":
-            return EXTRA[name]()
-        if kind == "zoo":
-            from zoo import CASES
-
-            return next(c for c in CASES if c.id == name).fresh()
-        import sklearn_instances
-
-        return sklearn_instances.fit(clone(sklearn_instances.instances()[name]))
-
-
-def seed_state(seed_id: str) -> Any:
-    """The seed's ModelState, or None for a class aprender refuses to save."""
-    import warnings
-
-    from aprender.codec import to_state
-    from aprender.exceptions import AprenderError
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return to_state(build(seed_id)[0])
-    except AprenderError:
-        return None
 
 
 # -- the worker ----------------------------------------------------------------------------
@@ -224,6 +95,49 @@ CALLS: tuple[tuple[str, Callable[[Any, dict], Any]], ...] = (
     ("recommend_for_text", lambda m, c: m.recommend_for_text(c["rows"][0])),
     ("partial_fit", lambda m, c: m.partial_fit(c["rows"], c["y"])),  # last: it changes the model
 )
+
+
+def _reshaped(rows: Any, wider: bool) -> Any:
+    """The rows with a column more (a copy of the first) or less; rows that are not a 2-d array as they are."""
+    import numpy as np
+
+    if not isinstance(rows, np.ndarray) or rows.ndim != 2 or rows.shape[1] < 2:
+        return rows
+    return np.hstack([rows, rows[:, :1]]) if wider else rows[:, :-1]
+
+
+def _warm(m: Any) -> Any:
+    if "warm_start" not in m.get_params(deep=False):
+        raise TypeError("no warm_start")
+    return m.set_params(warm_start=True)
+
+
+#: One text with a long run of a letter, then fitting again: on wider and narrower rows, with
+#: ``warm_start`` where the class has it (coordinate descent and boosting then reuse the file's
+#: arrays). An exception is expected of most; only a crash, hang, changed canary or memory use
+#: counts. Last: they change the model.
+PROBES: tuple[tuple[str, Callable[[Any, dict], Any]], ...] = (
+    # a text a user may well send, on which a backtracking pattern from the file ((a+)+$) runs for minutes
+    ("transform of a long run", lambda m, c: m.transform(["a" * 28 + "!"])),
+    ("partial_fit wider", lambda m, c: m.partial_fit(_reshaped(c["rows"], True), c["y"])),
+    ("partial_fit narrower", lambda m, c: m.partial_fit(_reshaped(c["rows"], False), c["y"])),
+    ("warm fit wider", lambda m, c: _warm(m).fit(_reshaped(c["rows"], True), c["y"])),
+    ("warm fit narrower", lambda m, c: _warm(m).fit(_reshaped(c["rows"], False), c["y"])),
+    ("warm fit", lambda m, c: _warm(m).fit(c["rows"], c["y"])),
+    ("fit", lambda m, c: m.set_params(**({"warm_start": False} if "warm_start" in m.get_params(deep=False) else {}))
+     .fit(c["rows"], c["y"])),
+)
+#: Seconds a probe may take on the seed itself to be run on its mutants: a slow refit is not a hang.
+PROBE_SECONDS = 2.0
+#: Set to leave the probes out (``campaign(refit=False)``, ``--no-refit``): the workers inherit it.
+NO_REFIT = "APRENDER_FUZZ_NO_REFIT"
+UNCHANGED = " of the unchanged seed"
+_step: list[Path] = []  # the file naming the call in progress, for the parent to report a crash in
+
+
+def _mark(name: str) -> None:
+    if _step:
+        _step[0].write_text(name)
 
 
 def _use(value: Any) -> Any:
@@ -274,6 +188,16 @@ def _context(seed_id: str) -> tuple[dict, tuple[str, ...]]:
             except Exception:  # the seed itself cannot answer it on these rows: nothing to compare
                 continue
             methods.append(name)
+        model = fresh()
+        for name, call in () if os.environ.get(NO_REFIT) else PROBES:
+            if name.startswith("partial_fit") and not hasattr(model, "partial_fit"):
+                continue
+            _mark(f"{name}{UNCHANGED}")  # a crash here is the seed's own: no lie needed
+            start = time.monotonic()
+            with contextlib.suppress(Exception):
+                _quiet(lambda call=call, model=model: _use(call(model, ctx)))
+            if time.monotonic() - start < PROBE_SECONDS:
+                methods.append(name)
     return ctx, tuple(methods)
 
 
@@ -282,6 +206,7 @@ def examine(path: str, seed_id: str, memory_mb: int, keep: Canaries) -> str:
     import aprender
     from aprender.exceptions import AprenderError
 
+    _step[:] = [Path(path + ".step")]
     ctx, methods = _context(seed_id)
     fuzz._reset_peak()
     base = fuzz._rss_kib()
@@ -297,14 +222,16 @@ def examine(path: str, seed_id: str, memory_mb: int, keep: Canaries) -> str:
     after = Canaries(2000)
     model = Guard().walk(model)
     status, detail = "harmless", ""
+    calls = dict(CALLS + PROBES)
     for name in methods:
+        _mark(name)  # what the parent reports if this call kills or stalls the worker
         try:
-            _quiet(lambda name=name: _use(dict(CALLS)[name](model, ctx)))
+            _quiet(lambda name=name: _use(calls[name](model, ctx)))
         except MemoryError:
             status, detail = "memory", f"MemoryError in {name}"
             break
         except Exception as exc:
-            if status == "harmless":
+            if status == "harmless" and name in dict(CALLS):
                 status, detail = "raised", f"{name}: {type(exc).__name__}: {str(exc)[:200]!r}"
     moved = after.changed() or before.changed() or keep.changed()
     if moved:
@@ -389,11 +316,13 @@ def _sample(lies: list[Lie], k: int, rng: random.Random) -> list[Lie]:
 
 
 def jobs(ids: list[str], rng_seed: int, per_seed: int | None, report: Report, truth: bool = False,
-         only: dict[str, list[tuple[str, str]]] | None = None) -> Iterator[tuple[_Seed, Lie, bytes]]:
+         only: dict[str, list[tuple[str, str]]] | None = None,
+         kinds: str = "shape") -> Iterator[tuple[_Seed, Lie, bytes]]:
     """Every (seed, lie, mutant bytes), seed by seed, in a fixed order; skipped lies are counted.
 
     With ``truth`` each seed's file is sent unchanged: every outcome must be ``harmless``.
-    ``only`` maps a seed id to the (kind, target) lies to tell it, instead of all of them.
+    ``only`` maps a seed id to the (kind, target) lies to tell it, instead of all of them;
+    ``kinds`` picks the lies otherwise: ``shape``, ``meaning`` (tools/semantic_meaning.py) or ``all``.
     """
     import warnings
 
@@ -409,7 +338,7 @@ def jobs(ids: list[str], rng_seed: int, per_seed: int | None, report: Report, tr
         if only is not None:
             lies = [Lie(kind, target, key) for kind, target in only.get(seed_id, ())]
         else:
-            lies = [Lie("none", "", key)] if truth else lies_of(state, rng)
+            lies = [Lie("none", "", key)] if truth else lies_of(state, rng, kinds)
         if per_seed is not None:
             lies = _sample(lies, per_seed, rng)
         told = 0
@@ -430,19 +359,25 @@ def jobs(ids: list[str], rng_seed: int, per_seed: int | None, report: Report, tr
 def campaign(ids: list[str], rng_seed: int = 0, *, per_seed: int | None = None, workers: int = 1,
              timeout: float = 10.0, memory_mb: int = 1024, out: Path | None = None,
              progress: float = 0.0, truth: bool = False, only: dict[str, list[tuple[str, str]]] | None = None,
-             max_defects: int | None = None) -> Report:
+             max_defects: int | None = None, kinds: str = "shape", refit: bool = False) -> Report:
     """Tell every lie (or ``per_seed`` of each seed's, sampled) and load each mutant in a worker.
 
     ``only`` restricts the lies (see :func:`jobs`); after ``max_defects`` defects no more are told.
+    With ``refit`` the loaded model is also fitted again (:data:`PROBES`).
     """
+    if refit:
+        os.environ.pop(NO_REFIT, None)
+    else:
+        os.environ[NO_REFIT] = "1"
     report = Report(rng_seed=rng_seed)
-    todo = jobs(ids, rng_seed, per_seed, report, truth, only)
+    todo = jobs(ids, rng_seed, per_seed, report, truth, only, kinds)
     start = last = time.monotonic()
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
     with tempfile.TemporaryDirectory(prefix="aprender-semantic-", dir=shm) as folder:
         pool = [Worker(memory_mb) for _ in range(max(workers, 1))]
         free, busy = list(pool), {}
         lies: dict[int, Lie] = {}
+        broken: set[str] = set()  # seeds whose unchanged file crashed or hung a refit
         exhausted = False
         try:
             while busy or not exhausted:
@@ -453,6 +388,9 @@ def campaign(ids: list[str], rng_seed: int = 0, *, per_seed: int | None = None, 
                         exhausted = True
                         break
                     seed, lie, data = job
+                    if seed.variant in broken:  # its own file crashes a refit: one report is enough
+                        report.rows[seed.cls]["skipped"] += 1
+                        continue
                     w = free.pop()
                     path = os.path.join(folder, f"w{pool.index(w)}.safetensors")
                     Path(path).write_bytes(data)
@@ -463,6 +401,9 @@ def campaign(ids: list[str], rng_seed: int = 0, *, per_seed: int | None = None, 
                     break
                 for w, outcome in fuzz._answers(busy, timeout):
                     job = busy.pop(w)
+                    outcome = _with_step(outcome, job.path)
+                    if outcome.endswith(UNCHANGED):
+                        broken.add(job.seed.variant)
                     status = _record(report, job.seed, lies.pop(id(job)), job.data, outcome, out)
                     if status in ("escape", "memory", "canary"):  # the heap may be damaged: start afresh
                         w.restart()
@@ -479,6 +420,15 @@ def campaign(ids: list[str], rng_seed: int = 0, *, per_seed: int | None = None, 
                 w.stop()
     report.seconds = time.monotonic() - start
     return report
+
+
+def _with_step(outcome: str, path: str) -> str:
+    """A crash or hang named with the call the worker was in (the step file ``examine`` writes)."""
+    step = Path(path + ".step")
+    if outcome.startswith(("crash", "hang")) and step.exists():
+        outcome += f" in {step.read_text()}"
+    step.unlink(missing_ok=True)
+    return outcome
 
 
 def _record(report: Report, seed: _Seed, lie: Lie, data: bytes, outcome: str, out: Path | None) -> str:
@@ -533,6 +483,19 @@ def render(report: dict[str, Any], *, defects_only: bool = False) -> str:
     return text
 
 
+def report_from_outcomes(path: Path) -> dict[str, Any]:
+    """The report of a campaign that was stopped before it wrote report.json, from its outcomes.jsonl."""
+    report = Report()
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        report.rows[entry["class"]]["lies"] += 1
+        report.rows[entry["class"]][entry["outcome"]] += 1
+        if entry["outcome"] in DEFECTS:
+            report.defects.append(entry)
+    report.seeds = len({json.loads(line)["seed"] for line in path.read_text().splitlines()})
+    return report.as_dict()
+
+
 def replay_plan(report: dict[str, Any]) -> tuple[list[str], dict[str, list[tuple[str, str]]], int]:
     """The seed ids, lies and random seed that tell a campaign's defects again (to check fixes)."""
     only: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -556,12 +519,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--progress", type=float, default=60.0, help="seconds between progress lines (stderr)")
     parser.add_argument("--replay", type=Path, default=None, metavar="REPORT_JSON",
                         help="tell again only the defects of a campaign's report.json (with its --seed)")
+    parser.add_argument("--kinds", choices=("shape", "meaning", "all"), default="shape",
+                        help="lies of shape (semantic_lies.py), of meaning (semantic_meaning.py) or both")
+    parser.add_argument("--refit", action=argparse.BooleanOptionalAction, default=True,
+                        help="fit the loaded model again: partial_fit and warm_start fit on wider and narrower rows")
     parser.add_argument("--truth", action="store_true",
                         help="send every seed unchanged (a check of the harness: all must be harmless)")
     parser.add_argument("--markdown", action="store_true", help="print the Markdown tables instead of JSON")
     parser.add_argument("--defects-only", action="store_true", help="with --markdown: only classes with defects")
     parser.add_argument("--render", type=Path, default=None, metavar="REPORT_JSON",
-                        help="print the tables of a campaign's report.json and exit")
+                        help="print the tables of a campaign's report.json (or a stopped one's outcomes.jsonl)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--warmup", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -569,14 +536,17 @@ def main(argv: list[str] | None = None) -> int:
         worker(args.memory_mb)
         return 0
     if args.render is not None:
-        print(render(json.loads(args.render.read_text()), defects_only=args.defects_only))
+        summary = (report_from_outcomes(args.render) if args.render.suffix == ".jsonl"
+                   else json.loads(args.render.read_text()))
+        print(render(summary, defects_only=args.defects_only))
         return 0
     ids = [s for s in args.seeds.split(",") if s] or seed_ids(not args.no_zoo, not args.no_breadth)
     only = None
     if args.replay is not None:
         ids, only, args.seed = replay_plan(json.loads(args.replay.read_text()))
     report = campaign(ids, args.seed, only=only, per_seed=args.per_seed, workers=args.workers, timeout=args.timeout,
-                      memory_mb=args.memory_mb, out=args.out, progress=args.progress, truth=args.truth)
+                      memory_mb=args.memory_mb, out=args.out, progress=args.progress, truth=args.truth,
+                      kinds=args.kinds, refit=args.refit)
     summary = report.as_dict()
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

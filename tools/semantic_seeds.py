@@ -1,0 +1,145 @@
+"""The seeds of the semantic campaign (tools/semantic_fuzz.py): fitted models and the rows they run on.
+
+Each scikit-learn instance tests/support/sklearn_instances.py builds, each case of
+tests/support/zoo.py and the :data:`EXTRA` seeds with settings neither uses.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _tests_on_path() -> None:
+    tests = str(REPO / "tests" / "support")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+
+
+def _extra(make: Callable[[], Any], data: str) -> Callable[[], tuple[Any, Any]]:
+    def fit() -> tuple[Any, Any]:
+        from sklearn.datasets import load_iris
+
+        if data == "dicts":
+            X = [{"a": float(i % 5), "b": str(i % 3), "c": 1.0} for i in range(30)]
+            return make().fit(X), X
+        X, y = load_iris(return_X_y=True)
+        return make().fit(X, y), X
+
+    return fit
+
+
+def _sgd(name: str, **params: Any) -> Callable[[], Any]:
+    def make() -> Any:
+        from aprender import linear_model
+
+        return getattr(linear_model, name)(random_state=0, max_iter=20, tol=None, **params)
+
+    return make
+
+
+def _cluster(name: str, **params: Any) -> Callable[[], Any]:
+    def make() -> Any:
+        from aprender import cluster
+
+        return getattr(cluster, name)(**params)
+
+    return make
+
+
+def _dict_vectorizer() -> Any:
+    from aprender.feature_extraction import DictVectorizer
+
+    return DictVectorizer(sparse=False)
+
+
+def _user_model(kind: str) -> tuple[Any, Any]:
+    """A model of tests/support/user_models.py: a DataFrame pipeline, a search over distributions, an imputer."""
+    import user_models as user
+
+    if kind == "selectors":
+        df = user.frame()
+        return user.selector_pipeline().fit(df, user.labels(df)), df
+    if kind == "search":
+        search, X, _ = user.fitted_search("list")
+        return search, X
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer
+
+    X = user.missing().to_numpy()[:, :4]
+    return IterativeImputer(random_state=0, max_iter=3, sample_posterior=True, add_indicator=True).fit(X), X
+
+
+#: Seeds with settings neither the instance generator nor the zoo uses, whose state has
+#: arrays compiled code writes to (averaged SGD's ``_average_coef``) or dense outputs.
+EXTRA: dict[str, Callable[[], tuple[Any, Any]]] = {
+    "SGDClassifier-average": _extra(_sgd("SGDClassifier", average=True), "iris"),
+    "SGDRegressor-average": _extra(_sgd("SGDRegressor", average=True), "iris"),
+    "SGDClassifier-average-huber": _extra(_sgd("SGDClassifier", average=5, loss="modified_huber"), "iris"),
+    # scikit-learn's own Cython losses (CyHalfBinomialLoss, CyHuberLoss) as _loss_function_
+    "SGDClassifier-log-loss": _extra(_sgd("SGDClassifier", average=True, loss="log_loss"), "iris"),
+    "SGDClassifier-huber": _extra(_sgd("SGDClassifier", loss="huber"), "iris"),
+    "SGDRegressor-huber": _extra(_sgd("SGDRegressor", average=5, loss="huber"), "iris"),
+    # trees of several levels (the instance generator's fit to small data makes one node)
+    "Birch-deep": _extra(_cluster("Birch", branching_factor=3, threshold=0.3, n_clusters=3), "iris"),
+    "BisectingKMeans-8": _extra(_cluster("BisectingKMeans", n_clusters=8, random_state=0), "iris"),
+    "DictVectorizer-dense": _extra(_dict_vectorizer, "dicts"),
+    "ColumnTransformer-selectors": lambda: _user_model("selectors"),
+    "RandomizedSearchCV-distributions": lambda: _user_model("search"),
+    "IterativeImputer-posterior": lambda: _user_model("imputer"),
+}
+
+
+def seed_ids(zoo: bool = True, breadth: bool = True) -> list[str]:
+    """``zoo:<case id>`` for every zoo case, ``sk:<key>`` for every scikit-learn instance, ``extra:<name>``."""
+    _tests_on_path()
+    ids = [f"extra:{name}" for name in EXTRA]
+    if zoo:
+        from zoo import CASES
+
+        ids += [f"zoo:{case.id}" for case in CASES]
+    if breadth:
+        import sklearn_instances
+
+        ids += [f"sk:{key}" for key in sorted(sklearn_instances.instances())]
+    return ids
+
+
+def build(seed_id: str) -> tuple[Any, Any]:
+    """A newly fitted model of ``seed_id`` and the rows it runs inference on."""
+    import warnings
+
+    from sklearn.base import clone
+
+    _tests_on_path()
+    kind, _, name = seed_id.partition(":")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if kind == "extra":
+            return EXTRA[name]()
+        if kind == "zoo":
+            from zoo import CASES
+
+            return next(c for c in CASES if c.id == name).fresh()
+        import sklearn_instances
+
+        return sklearn_instances.fit(clone(sklearn_instances.instances()[name]))
+
+
+def seed_state(seed_id: str) -> Any:
+    """The seed's ModelState, or None for a class aprender refuses to save."""
+    import warnings
+
+    from aprender.codec import to_state
+    from aprender.exceptions import AprenderError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return to_state(build(seed_id)[0])
+    except AprenderError:
+        return None
