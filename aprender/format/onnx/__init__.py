@@ -416,7 +416,7 @@ def to_onnx(
         warn_float_before_trees(onx, parts, type(model).__name__)
     if dtype == np.float64:
         _check_runtime(onx, model)
-    parity = verify_export(onx, model, X, tolerance, options) if verify else {"verified": False,
+    parity = verify_export(onx, model, X, tolerance, options, parts) if verify else {"verified": False,
                                                                              "reason": "verify=False"}
     onnx.helper.set_model_props(onx, {**props, "aprender.parity": parity_json(parity)})
     onx.doc_string = doc_string(model, props["aprender.class"])
