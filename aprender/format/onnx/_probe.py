@@ -74,7 +74,7 @@ def _centre_spread(first: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _kept_rows(first: Any, n: int) -> np.ndarray:
-    for name in ("_fit_X", "support_vectors_", "cluster_centers_"):
+    for name in ("_fit_X", "support_vectors_"):
         rows = getattr(first, name, None)
         if rows is not None and not hasattr(rows, "toarray") and np.ndim(rows) == 2 and np.shape(rows)[1] == n:
             rows = np.asarray(rows, dtype=np.float64)

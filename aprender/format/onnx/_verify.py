@@ -1,8 +1,9 @@
 """Verified export: run the graph in ONNX Runtime on probe rows and compare with the estimator.
 
 Outputs are matched to the estimator's methods by name (``label`` -> ``predict``,
-``probabilities`` -> ``predict_proba`` or ``decision_function``, ``scores`` -> ``transform``,
-any other -> ``predict`` or ``transform``). Labels must agree on every row, floats within
+``probabilities`` -> ``predict_proba`` or ``decision_function``, ``scores`` ->
+``decision_function`` or ``transform``, any other -> ``predict`` for regressors, else
+``transform``). Labels must agree on every row, floats within
 :data:`TOLERANCE` for the precision the graph computes in. The differences that are
 measured, explained and not the graph's fault are one table here (:data:`LOOSER` and the
 ``explained`` rows), which tests/test_onnx_parity.py uses too:
@@ -172,15 +173,17 @@ def svm_decision_atol(model: Any, X: np.ndarray) -> np.ndarray | None:
 
 def reference(model: Any, name: str, X: Any, raw_scores: bool = False) -> np.ndarray:
     """What the estimator computes for the graph output ``name`` (``raw_scores``: the converter option)."""
+    from sklearn.base import is_regressor
+
     if name == "label":
         return np.asarray(model.predict(X))
     if name == "probabilities":
         proba = hasattr(model, "predict_proba") and not (raw_scores and hasattr(model, "decision_function"))
         method = "predict_proba" if proba else "decision_function"
-    elif name == "scores":
-        method = "transform"
-    else:
-        method = "predict" if hasattr(model, "predict") else "transform"
+    elif name == "scores":  # outlier detectors: decision values; KMeans: distances
+        method = "decision_function" if hasattr(model, "decision_function") else "transform"
+    else:  # a regressor's prediction or a transformer's result (RFE also predicts)
+        method = "predict" if is_regressor(model) or not hasattr(model, "transform") else "transform"
     value = getattr(model, method)(X)
     return value.toarray() if hasattr(value, "toarray") else np.asarray(value)
 
@@ -207,6 +210,9 @@ def _labels(expected: np.ndarray, actual: np.ndarray, explained: np.ndarray) -> 
 
 def _values(expected: np.ndarray, actual: np.ndarray, tol: Mapping[str, float], explained: np.ndarray,
             row_atol: np.ndarray | None) -> dict[str, Any]:
+    if expected.ndim == 3 and expected.shape == actual.shape and expected.shape[1] == len(explained):
+        # one probability matrix per output (MultiOutputClassifier): rows first
+        expected, actual = expected.swapaxes(0, 1), actual.swapaxes(0, 1)
     if actual.shape != expected.shape:
         if expected.ndim == 1 and actual.shape == (len(expected), 2) and np.array_equal(actual[:, 1], -actual[:, 0]):
             # binary decision values: skl2onnx outputs [d, -d] (SVC) or [-d, d] (raw scores)
@@ -230,7 +236,10 @@ def _distances(expected: np.ndarray, actual: np.ndarray, X: np.ndarray, tol: Map
     """KMeans distances, compared squared with an absolute bound of 4 eps32 max |x|^2."""
     scale = float(np.max(np.sum(np.square(X), axis=1))) if len(X) else 0.0
     atol = max(tol["atol"], 4 * np.finfo(np.float32).eps * scale)
-    got = _values(np.square(expected.astype(np.float64)), np.square(actual.astype(np.float64)),
+    squared = np.square(actual.astype(np.float64))
+    if actual.shape == expected.shape:  # sqrt of a difference that rounding made negative: a distance of ~0
+        squared[np.isnan(squared) & (np.square(expected) <= atol)] = 0.0
+    got = _values(np.square(expected.astype(np.float64)), squared,
                   {"rtol": tol["rtol"], "atol": atol}, np.zeros(len(X), dtype=bool), None)
     got["max_abs"] = float(np.max(np.abs(actual.astype(np.float64) - expected))) if expected.size else 0.0
     return got
@@ -281,6 +290,8 @@ def _ties(model: Any, X: Any, tol: Mapping[str, float], raw_scores: bool) -> np.
         scores = reference(model, "probabilities", X, raw_scores)
     except Exception:  # no scores to tell ties by
         return np.zeros(_n_rows(X), dtype=bool)
+    if scores.dtype.kind not in "fiub" or scores.ndim > 2 or len(scores) != _n_rows(X):
+        return np.zeros(_n_rows(X), dtype=bool)  # one score matrix per output (MultiOutputClassifier)
     if scores.ndim == 1 or scores.shape[1] < 2:
         scores = np.abs(scores.reshape(len(scores), -1))[:, :1]  # a binary decision value: its distance to 0
         return (scores <= tol["atol"] + tol["rtol"]).ravel()
@@ -362,7 +373,7 @@ def verify(onx: onnx.ModelProto, model: Any, X: Any, tolerance: float | Mapping[
         if kind == "label":
             got = _labels(expected, actual, explained | _ties(model, seen, tol, raw_scores))
             allowed = (given or {}).get("labels", 0.0) * len(expected)
-        elif kind == "scores" and float32 and dense is not None:
+        elif kind == "scores" and float32 and dense is not None and hasattr(_final(model), "cluster_centers_"):
             got = _distances(expected, actual, dense, tol)
             allowed = 0
         else:
