@@ -20,6 +20,7 @@ __all__ = [
     "ChecksumMismatch",
     "DecryptionFailed",
     "DistillationError",
+    "ExportParityError",
     "FormatError",
     "IncompatibleVersion",
     "InferenceOnlyError",
@@ -197,6 +198,20 @@ class UntrustedParameterError(UntrustedTypeError, FormatError):
 
 class UnsupportedExportError(AprenderError):
     """A model cannot be exported to the requested format."""
+
+
+class ExportParityError(UnsupportedExportError):
+    """An exported ONNX graph computes other outputs than the estimator on probe rows.
+
+    The message gives the output, the measured difference, on how many rows, and the
+    choices: ``dtype=numpy.float64``, an explicit ``tolerance=``, or ``verify=False``.
+
+    Examples
+    --------
+    >>> from aprender.exceptions import ExportParityError, UnsupportedExportError
+    >>> issubclass(ExportParityError, UnsupportedExportError)
+    True
+    """
 
 
 class InferenceOnlyError(AprenderError, AttributeError):

@@ -10,7 +10,9 @@ estimator's own methods by name:
 - any other single output -> ``predict`` (regressors, pipelines) or ``transform``.
 
 float32: rtol 1e-4 / atol 1e-5. float64: rtol 1e-9 / atol 1e-10, unless the double graph
-computes in single precision somewhere (see ``single_precision_inside``). A case that
+computes in single precision somewhere: the tolerances, their measured exceptions and the
+output-to-method matching are the library's own (aprender.format.onnx._verify), which
+verifies every export the same way. A case that
 cannot be exported must raise UnsupportedExportError for one of the reasons listed in
 ``GAPS`` / ``GAPS_FLOAT64``; nothing is skipped.
 """
@@ -29,8 +31,7 @@ import scipy.sparse as sp
 
 from aprender.exceptions import UnsupportedExportError
 from aprender.format.onnx import input_feed, to_onnx
-
-TOLERANCE = {np.float32: {"rtol": 1e-4, "atol": 1e-5}, np.float64: {"rtol": 1e-9, "atol": 1e-10}}
+from aprender.format.onnx._verify import reference, single_precision_inside, tolerance_for
 
 #: ONNX Runtime's StringNormalizer defaults to the en_US.UTF-8 locale, which this
 #: machine (like most minimal Linux images) lacks; C.UTF-8 is always present on Linux.
@@ -133,31 +134,9 @@ GAPS_FLOAT64 = [
 ]
 
 
-@dataclass(frozen=True)
-class Looser:
-    """A documented, measured reason for a wider tolerance than TOLERANCE."""
-
-    matches: Callable[[Any], bool]
-    dtype: type
-    tolerance: dict[str, float]
-    reason: str
-
-
-NAIVE_BAYES = ("GaussianNB", "MultinomialNB", "BernoulliNB")
-
-LOOSER = [
-    Looser(lambda m: any(has(m, name) for name in NAIVE_BAYES), np.float32, {"rtol": 1e-4, "atol": 1e-4},
-           "float32 joint log-likelihoods reach |jll| ~ 1e3 on digits (ulp ~ 6e-5); that absolute error "
-           "becomes the relative error of exp(jll - logsumexp(jll))"),
-    Looser(lambda m: has(m, "BernoulliNB"), np.float64, {"rtol": 1e-6, "atol": 1e-8},
-           "skl2onnx computes log(1.000000001 - p) instead of log(1 - p) to avoid log(0)"),
-]
-
-
 def tolerance(model: Any, onx: onnx.ModelProto, dtype: type) -> dict[str, float]:
-    precision = np.float32 if dtype is np.float32 or single_precision_inside(onx) else np.float64
-    looser = next((lo for lo in LOOSER if lo.dtype is precision and lo.matches(model)), None)
-    return looser.tolerance if looser is not None else TOLERANCE[precision]
+    """The library's verification tolerance (TOLERANCE, widened by its LOOSER table where measured)."""
+    return tolerance_for(model, onx, dtype is np.float32)
 
 
 def expected_gap(model: Any, dtype: type) -> Gap | None:
@@ -174,35 +153,6 @@ def run(onx: onnx.ModelProto, X: Any) -> dict[str, np.ndarray]:
     sess = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(None, input_feed(onx, X)), strict=True))
-
-
-def single_precision_inside(onx: onnx.ModelProto) -> bool:
-    """A double graph that still computes in float32 somewhere.
-
-    skl2onnx casts to float for some steps (Cast to=FLOAT), ai.onnx.ml operators keep
-    their parameters as float32 attributes (SVMClassifier, LinearClassifier), and
-    OneHotEncoder always outputs float32. Such graphs meet float32 tolerances only.
-    """
-    float_attrs = (onnx.AttributeProto.FLOAT, onnx.AttributeProto.FLOATS)
-    for node in onx.graph.node:
-        if node.op_type == "Cast" and any(a.name == "to" and a.i == onnx.TensorProto.FLOAT for a in node.attribute):
-            return True
-        if node.domain == "ai.onnx.ml" and any(a.type in float_attrs for a in node.attribute):
-            return True
-    return any(o.type.tensor_type.elem_type == onnx.TensorProto.FLOAT for o in onx.graph.output)
-
-
-def reference(model: Any, name: str, X: Any) -> np.ndarray:
-    if name == "label":
-        return np.asarray(model.predict(X))
-    if name == "probabilities":
-        method = "predict_proba" if hasattr(model, "predict_proba") else "decision_function"
-    elif name == "scores":
-        method = "transform"
-    else:
-        method = "predict" if hasattr(model, "predict") else "transform"
-    value = getattr(model, method)(X)
-    return value.toarray() if sp.issparse(value) else np.asarray(value)
 
 
 def float32_split_flips(model: Any, X: Any) -> np.ndarray:

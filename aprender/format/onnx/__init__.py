@@ -59,7 +59,9 @@ from aprender.format.onnx._converters import nested, register_converter, sync
 from aprender.format.onnx._gaps import check_exportable
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format.onnx._inspect import inspect_file, load_tensors, validate_file
+from aprender.format.onnx._links import apply_inverse_links
 from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
+from aprender.format.onnx._verify import parity_json, verify_export
 
 __all__ = [
     "EXPORT_ONLY",
@@ -134,11 +136,29 @@ def _accepts_option(model: Any, option: str) -> bool:
     return option in (get_converter(alias).get_allowed_options() or {})
 
 
+def _without_zipmap(model: Any) -> list[Any]:
+    """Classifiers inside ``model`` whose converter has no ``zipmap`` option (LinearSVC).
+
+    skl2onnx gives every classifier step of a Pipeline ``zipmap=True`` unless the step has
+    options of its own, and LinearSVC's converter then fails with "Option 'zipmap' not in
+    [...]"; an empty option set of their own keeps them out of that default.
+    """
+    from sklearn.base import is_classifier
+
+    from aprender.format.onnx._probe import fitted_parts
+
+    return [est for est in fitted_parts(model)
+            if est is not model and is_classifier(est) and not _accepts_option(est, "zipmap")
+            and not hasattr(est, "steps") and not hasattr(est, "best_estimator_")]
+
+
 def _options(model: Any, options: Mapping[Any, Any] | None) -> dict[Any, Any] | None:
     """skl2onnx options: the caller's, plus ``zipmap=False`` for classifiers unless given."""
     given = dict(options or {})
     if not _accepts_option(model, "zipmap"):
-        return given or None
+        if any(isinstance(k, str) for k in given):
+            return given
+        return {**{id(est): {} for est in _without_zipmap(model)}, **given} or None
     if all(isinstance(k, str) for k in given):
         return {"zipmap": False, **given}
     # Keyed by estimator class or id(): skl2onnx does not mix those with names.
@@ -309,6 +329,8 @@ def to_onnx(
     dtype: Any = np.float32,
     options: Mapping[Any, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
+    verify: bool = True,
+    tolerance: float | Mapping[str, float] | None = None,
 ) -> onnx.ModelProto:
     """Convert a fitted estimator to an ``onnx.ModelProto`` for ONNX Runtime.
 
@@ -333,6 +355,15 @@ def to_onnx(
         ``{"clf__raw_scores": True}``. Classifiers get ``zipmap=False`` unless set.
     metadata : dict, optional
         JSON-able user metadata, stored as ``aprender.user`` in ``metadata_props``.
+    verify : bool, default=True
+        Run the graph in ONNX Runtime on probe rows (``X``, else rows made from the
+        fitted state) and compare with the estimator: labels exact, floats within
+        rtol 1e-4 / atol 1e-5 for float32 graphs, 1e-9 / 1e-10 for double graphs
+        (docs/onnx.md lists the measured exceptions). The result is stored as
+        ``aprender.parity`` in ``metadata_props``. ``False`` writes the graph unverified.
+    tolerance : float or dict, optional
+        A looser tolerance the caller accepts: a float for both ``rtol`` and ``atol``, or
+        ``{"rtol": ..., "atol": ..., "labels": fraction of labels allowed to differ}``.
 
     Returns
     -------
@@ -345,6 +376,9 @@ def to_onnx(
     UnsupportedExportError
         If the model (or a part of it) has no ONNX converter or no ONNX graph; the
         message names the estimator and what is missing.
+    ExportParityError
+        If ``verify`` and the graph disagrees with the estimator beyond the tolerance;
+        the message gives the output, the difference, the rows and what to do.
 
     Examples
     --------
@@ -374,6 +408,7 @@ def to_onnx(
     types = initial_types(model, X, dtype)
     onx = _convert(model, types, opset, _options(model, options))
     _restore_input_names(onx, types)
+    apply_inverse_links(onx, model)
     parts = nested(model)
     unicode_tokens(onx, [e for e in parts if hasattr(e, "token_pattern") and hasattr(e, "vocabulary_")])
     _check(onx, model, dtype)
@@ -381,7 +416,9 @@ def to_onnx(
         warn_float_before_trees(onx, parts, type(model).__name__)
     if dtype == np.float64:
         _check_runtime(onx, model)
-    onnx.helper.set_model_props(onx, props)
+    parity = verify_export(onx, model, X, tolerance, options, parts) if verify else {"verified": False,
+                                                                             "reason": "verify=False"}
+    onnx.helper.set_model_props(onx, {**props, "aprender.parity": parity_json(parity)})
     onx.doc_string = doc_string(model, props["aprender.class"])
     return onx
 

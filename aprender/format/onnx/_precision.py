@@ -23,7 +23,8 @@ import onnx
 
 from aprender.exceptions import ExportPrecisionWarning, UnsupportedExportError
 
-__all__ = ["check_token_pattern", "unicode_tokens", "warn_float_before_trees"]
+__all__ = ["CAST_BEFORE_TREES", "check_token_pattern", "float_before_trees", "unicode_tokens",
+           "warn_float_before_trees"]
 
 #: scikit-learn's default ``token_pattern``.
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
@@ -70,19 +71,28 @@ def unicode_tokens(onx: onnx.ModelProto, vectorizers: list[Any]) -> None:
                     attribute.s = _UNICODE_WORDS
 
 
+#: What to do about float transforms before trees (the warning's and the parity error's advice).
+CAST_BEFORE_TREES = (
+    "For the same predictions as scikit-learn, put skl2onnx.sklapi.CastTransformer() right before the trees "
+    "(scikit-learn's predictions do not change) and export with dtype=numpy.float64.")
+
+
+def float_before_trees(onx: onnx.ModelProto, estimators: list[Any]) -> list[str]:
+    """The float transforms a graph computes before its tree operators (names, sorted)."""
+    if not any(node.op_type in _TREE_OPS for node in onx.graph.node):
+        return []
+    return sorted({type(e).__name__ for e in estimators if hasattr(e, "transform") and not hasattr(e, "predict")
+                   and type(e).__name__ not in _EXACT})
+
+
 def warn_float_before_trees(onx: onnx.ModelProto, estimators: list[Any], name: str) -> None:
     """Warn when a float32 graph computes a float transform before tree operators."""
-    if not any(node.op_type in _TREE_OPS for node in onx.graph.node):
-        return
-    floats = sorted({type(e).__name__ for e in estimators if hasattr(e, "transform") and not hasattr(e, "predict")
-                     and type(e).__name__ not in _EXACT})
+    floats = float_before_trees(onx, estimators)
     if not floats:
         return
     warnings.warn(
         f"{name}: the ONNX graph computes {', '.join(floats)} in float32 before its trees, while scikit-learn "
         "computes it in float64 and rounds to float32 only at the trees, so a row whose transformed value lies "
         "within one float32 rounding of a split threshold can take the other branch (docs/onnx.md measures a "
-        "few rows in a thousand). For the same predictions as scikit-learn, put "
-        "skl2onnx.sklapi.CastTransformer() right before the trees (scikit-learn's predictions do not change) "
-        "and export with dtype=numpy.float64.",
+        f"few rows in a thousand). {CAST_BEFORE_TREES}",
         ExportPrecisionWarning, stacklevel=3)

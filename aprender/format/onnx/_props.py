@@ -16,7 +16,7 @@ __all__ = ["JSON_KEYS", "PREFIX", "read_props"]
 
 PREFIX = "aprender."
 #: Keys whose values are JSON; the others are plain strings.
-JSON_KEYS = frozenset({"params", "versions", "user", "feature_names_in"})
+JSON_KEYS = frozenset({"params", "versions", "user", "feature_names_in", "parity"})
 
 
 def read_props(props: Mapping[str, str]) -> dict[str, Any]:

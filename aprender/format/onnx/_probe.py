@@ -1,0 +1,143 @@
+"""Probe rows for verifying an ONNX export: the caller's sample, or rows made from the fitted state.
+
+Without a sample, rows are synthesized for a model fed one numeric matrix ``X``, from
+what the fitted state says about its input, deterministically (a fixed seed):
+
+- training rows the model keeps (KNN's ``_fit_X``, an SVM's ``support_vectors_``),
+- per-feature centre and spread (a scaler's ``mean_`` / ``scale_``, ``data_min_`` /
+  ``data_max_``, a Gaussian model's ``theta_`` / ``var_``), else standard normal rows,
+- for trees, every split threshold and its float32 neighbours on either side, the
+  values where a float32 graph and scikit-learn are most likely to part.
+
+When the graph input is float32 the estimator is run on the same float32-rounded rows
+the graph sees, so a difference measured is the graph's, not the rounding of the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+__all__ = ["fitted_parts", "probe_rows", "rounded_like_graph"]
+
+#: Rows of the synthesized probe (plus threshold rows, at most _MAX_THRESHOLD_ROWS).
+_RANDOM_ROWS = 64
+_MAX_THRESHOLD_ROWS = 192
+_SEED = 20260129
+
+
+def fitted_parts(model: Any) -> Iterator[Any]:
+    """``model`` and every fitted estimator inside it (steps, fitted transformers, best estimator)."""
+    yield model
+    children = [step for _, step in getattr(model, "steps", [])]
+    children += [t for _, t, _ in getattr(model, "transformers_", []) if hasattr(t, "fit")]
+    children += [e for e in (getattr(model, "best_estimator_", None), getattr(model, "estimator_", None))
+                 if hasattr(e, "fit")]
+    for child in children:
+        yield from fitted_parts(child)
+
+
+def _first(model: Any) -> Any:
+    """The estimator that reads the model's input (a Pipeline's first step, a search's best estimator)."""
+    while True:
+        if hasattr(model, "steps"):
+            model = model.steps[0][1]
+        elif hasattr(model, "best_estimator_"):
+            model = model.best_estimator_
+        else:
+            return model
+
+
+def _centre_spread(first: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    pairs = (("mean_", "scale_"), ("theta_", "var_"), ("center_", "scale_"))
+    for centre, spread in pairs:
+        c, s = getattr(first, centre, None), getattr(first, spread, None)
+        if c is not None and s is not None:
+            c, s = np.asarray(c, dtype=np.float64), np.asarray(s, dtype=np.float64)
+            if centre == "theta_":  # per class: the classes' centres and their spread
+                c, s = c.mean(axis=0), np.sqrt(s.max(axis=0)) + c.std(axis=0)
+            if c.shape == (n,) and s.shape == (n,):
+                return c, np.where(np.isfinite(s) & (s > 0), s, 1.0)
+    lo, hi = getattr(first, "data_min_", None), getattr(first, "data_max_", None)
+    if lo is not None and hi is not None and np.shape(lo) == (n,):
+        lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+        return (lo + hi) / 2, np.maximum((hi - lo) / 4, 1e-3)
+    splits = _thresholds(first)
+    if splits:  # the range the trees split: where their decisions are
+        by_feature = [[t for f, t in splits if f == j] for j in range(n)]
+        lo = np.array([min(ts) if ts else 0.0 for ts in by_feature])
+        hi = np.array([max(ts) if ts else 0.0 for ts in by_feature])
+        return (lo + hi) / 2, np.maximum((hi - lo) / 2, 1.0 * (hi == lo) + 1e-3)
+    return np.zeros(n), np.ones(n)
+
+
+def _kept_rows(first: Any, n: int) -> np.ndarray:
+    for name in ("_fit_X", "support_vectors_"):
+        rows = getattr(first, name, None)
+        if rows is not None and not hasattr(rows, "toarray") and np.ndim(rows) == 2 and np.shape(rows)[1] == n:
+            rows = np.asarray(rows, dtype=np.float64)
+            return rows[:: max(1, len(rows) // _RANDOM_ROWS)][:_RANDOM_ROWS]
+    return np.empty((0, n))
+
+
+def _thresholds(first: Any) -> list[tuple[int, float]]:
+    """(feature, threshold) of every split of the trees that read the input directly."""
+    found: list[tuple[int, float]] = []
+    members = getattr(first, "estimators_", [])
+    trees = [first, *(np.ravel(np.asarray(members, dtype=object)) if isinstance(members, (list, np.ndarray)) else [])]
+    for est in trees:
+        tree = getattr(est, "tree_", None)
+        if tree is not None:
+            inner = tree.feature >= 0
+            found += zip(tree.feature[inner].tolist(), tree.threshold[inner].tolist(), strict=True)
+    for predictor in (p for iteration in getattr(first, "_predictors", []) for p in iteration):
+        nodes = predictor.nodes[~predictor.nodes["is_leaf"].astype(bool)]
+        found += zip(nodes["feature_idx"].tolist(), nodes["num_threshold"].tolist(), strict=True)
+    return found
+
+
+def _threshold_rows(base: np.ndarray, splits: list[tuple[int, float]], rng: np.random.Generator) -> np.ndarray:
+    if not splits:
+        return np.empty((0, base.shape[1]))
+    picked = [splits[i] for i in rng.permutation(len(splits))[: _MAX_THRESHOLD_ROWS // 3]]
+    rows = []
+    for i, (feature, threshold) in enumerate(picked):
+        t32 = np.float32(threshold)
+        for value in (t32, np.nextafter(t32, np.float32(-np.inf)), np.nextafter(t32, np.float32(np.inf))):
+            row = base[i % len(base)].copy()
+            row[feature] = value
+            rows.append(row)
+    return np.asarray(rows)
+
+
+def probe_rows(model: Any) -> np.ndarray | None:
+    """Rows synthesized from the fitted state for a model fed ``n_features_in_`` numbers, or None."""
+    n = getattr(model, "n_features_in_", None)
+    if not isinstance(n, (int, np.integer)) or n < 1 or getattr(model, "feature_names_in_", None) is not None:
+        return None
+    first = _first(model)
+    rng = np.random.default_rng(_SEED)
+    centre, spread = _centre_spread(first, int(n))
+    base = centre + spread * rng.standard_normal((_RANDOM_ROWS, int(n)))
+    rows = np.vstack([_kept_rows(first, int(n)), base, _threshold_rows(base, _thresholds(first), rng)])
+    return rows[np.isfinite(rows).all(axis=1)]
+
+
+def rounded_like_graph(X: Any, float32: bool) -> Any:
+    """``X`` as the graph sees it: floats rounded to float32 when the graph input is float32."""
+    if not float32:
+        return X
+    if hasattr(X, "columns") and hasattr(X, "dtypes"):
+        out = X.copy()
+        for column, dtype in zip(X.columns, X.dtypes, strict=True):
+            if getattr(dtype, "kind", "O") == "f":
+                out[column] = X[column].astype(np.float32).astype(dtype)
+        return out
+    if hasattr(X, "toarray") and getattr(X, "dtype", None) is not None and X.dtype.kind == "f":
+        return X.astype(np.float32).astype(X.dtype)
+    arr = np.asarray(X) if not isinstance(X, list) else None
+    if arr is not None and arr.dtype.kind == "f":
+        return arr.astype(np.float32).astype(arr.dtype)
+    return X

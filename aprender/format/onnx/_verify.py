@@ -1,0 +1,422 @@
+"""Verified export: run the graph in ONNX Runtime on probe rows and compare with the estimator.
+
+Outputs are matched to the estimator's methods by name (``label`` -> ``predict``,
+``probabilities`` -> ``predict_proba`` or ``decision_function``, ``scores`` ->
+``decision_function`` or ``transform``, any other -> ``predict`` for regressors, else
+``transform``). Labels must agree on every row, floats within
+:data:`TOLERANCE` for the precision the graph computes in. The differences that are
+measured, explained and not the graph's fault are one table here (:data:`LOOSER` and the
+``explained`` rows), which tests/test_onnx_parity.py uses too:
+
+- KNN: rows whose k-th and (k+1)-th neighbours tie (which one is used is an implementation choice),
+- trees: rows where a value lies between a split threshold and its float32 rounding (the
+  float32 graph's thresholds), or, for HistGradientBoosting, where rounding the input does,
+- SVC / NuSVC decision values: ONNX Runtime sums float32 terms; the bound is 8 eps32 sum |alpha K|,
+- KMeans distances: computed as |x|^2 - 2 x.c + |c|^2 in float32, compared squared,
+- naive Bayes: looser tolerances (:data:`LOOSER`, each with its reason).
+
+The result (the largest differences measured) is stored as ``aprender.parity`` in the
+graph's ``metadata_props``; a graph that disagrees raises :class:`ExportParityError`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+
+from aprender.exceptions import ExportParityError, UnsupportedExportError
+from aprender.format.onnx._inputs import input_feed
+from aprender.format.onnx._probe import fitted_parts, probe_rows, rounded_like_graph
+
+__all__ = ["LOOSER", "TOLERANCE", "explained_rows", "float32_split_flips", "knn_ties", "reference",
+           "parity_json", "single_precision_inside", "svm_decision_atol", "tolerance_for", "verify", "verify_export"]
+
+#: Default tolerances per precision the graph computes in (labels: exact).
+TOLERANCE = {"float32": {"rtol": 1e-4, "atol": 1e-5}, "float64": {"rtol": 1e-9, "atol": 1e-10}}
+
+
+@dataclass(frozen=True)
+class Looser:
+    """A documented, measured reason for a wider tolerance than :data:`TOLERANCE`."""
+
+    classes: tuple[str, ...]
+    precision: str
+    tolerance: dict[str, float]
+    reason: str
+
+
+LOOSER = (
+    Looser(("GaussianNB", "MultinomialNB", "BernoulliNB", "ComplementNB", "CategoricalNB"), "float32",
+           {"rtol": 1e-4, "atol": 1e-4},
+           "float32 joint log-likelihoods reach |jll| ~ 1e3 on digits (ulp ~ 6e-5); that absolute error "
+           "becomes the relative error of exp(jll - logsumexp(jll))"),
+    Looser(("BernoulliNB",), "float64", {"rtol": 1e-6, "atol": 1e-8},
+           "skl2onnx computes log(1.000000001 - p) instead of log(1 - p) to avoid log(0)"),
+)
+
+
+#: The output names of a graph with ZipMap (``options={"zipmap": True}``).
+_ZIPMAP_NAMES = {"output_label": "label", "output_probability": "probabilities"}
+
+
+def _final(model: Any) -> Any:
+    while True:
+        if hasattr(model, "steps"):
+            model = model.steps[-1][1]
+        elif hasattr(model, "best_estimator_"):
+            model = model.best_estimator_
+        else:
+            return model
+
+
+def single_precision_inside(onx: onnx.ModelProto) -> bool:
+    """A double graph that still computes in float32 somewhere (Cast to float, float attributes, outputs)."""
+    float_attrs = (onnx.AttributeProto.FLOAT, onnx.AttributeProto.FLOATS)
+    for node in onx.graph.node:
+        if node.op_type == "Cast" and any(a.name == "to" and a.i == onnx.TensorProto.FLOAT for a in node.attribute):
+            return True
+        if node.domain == "ai.onnx.ml" and any(a.type in float_attrs for a in node.attribute):
+            return True
+    return any(o.type.tensor_type.elem_type == onnx.TensorProto.FLOAT for o in onx.graph.output)
+
+
+def tolerance_for(model: Any, onx: onnx.ModelProto, float32: bool) -> dict[str, float]:
+    """The tolerance a faithful graph meets: by its precision, widened by :data:`LOOSER` where measured."""
+    precision = "float32" if float32 or single_precision_inside(onx) else "float64"
+    names = {type(e).__name__ for e in fitted_parts(model)}
+    looser = next((lo for lo in LOOSER if lo.precision == precision and names & set(lo.classes)), None)
+    return dict(looser.tolerance if looser is not None else TOLERANCE[precision])
+
+
+def float32_split_flips(model: Any, X: np.ndarray) -> np.ndarray:
+    """Rows on which a float32 graph's rounded thresholds send a value the other way.
+
+    scikit-learn's trees compare float32 inputs with float64 thresholds, its histogram
+    GBDT float64 inputs with float64 thresholds; ONNX's TreeEnsemble (ai.onnx.ml opset 3)
+    compares float32 values with float32 thresholds. A value between a threshold and its
+    float32 rounding takes the other branch. Only trees reading the model's input are checked.
+    """
+    rows = np.zeros(len(X), dtype=bool)
+    X = np.asarray(X, dtype=np.float64)
+    for est in _input_trees(model):
+        splits = _splits(est)
+        if splits is None:
+            continue
+        features, thresholds, float64_input = splits
+        x = X[:, features] if float64_input else X[:, features].astype(np.float32).astype(np.float64)
+        flips = (x <= thresholds) != (x.astype(np.float32) <= thresholds.astype(np.float32))
+        rows |= (flips & ~np.isnan(x)).any(axis=1)
+    return rows
+
+
+def _input_trees(model: Any) -> list[Any]:
+    """The model itself or a search's best estimator, and its tree members (not a Pipeline's later steps)."""
+    while hasattr(model, "best_estimator_"):
+        model = model.best_estimator_
+    members = getattr(model, "estimators_", [])
+    members = list(np.ravel(np.asarray(members, dtype=object))) if isinstance(members, (list, np.ndarray)) else []
+    return [model, *members]
+
+
+def _splits(est: Any) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    if hasattr(est, "_predictors"):
+        nodes = [p.nodes[~p.nodes["is_leaf"].astype(bool)] for iteration in est._predictors for p in iteration]
+        if not nodes:
+            return None
+        nodes = np.concatenate(nodes)
+        return nodes["feature_idx"].astype(np.intp), nodes["num_threshold"], True
+    tree = getattr(est, "tree_", None)
+    if tree is None or not hasattr(tree, "feature"):
+        return None
+    inner = tree.feature >= 0
+    return tree.feature[inner], tree.threshold[inner], False
+
+
+def knn_ties(model: Any, X: np.ndarray, rtol: float) -> np.ndarray:
+    """Rows whose k-th and (k+1)-th neighbours are equally far (within ``rtol``)."""
+    est = _final(model)
+    if not type(est).__name__.startswith("KNeighbors") or est.n_neighbors >= est.n_samples_fit_:
+        return np.zeros(len(X), dtype=bool)
+    if est is not model and hasattr(model, "steps"):  # the neighbours of the transformed rows
+        X = model[:-1].transform(X)
+    dist, _ = est.kneighbors(X, n_neighbors=est.n_neighbors + 1)
+    return np.isclose(dist[:, -2], dist[:, -1], rtol=rtol, atol=0)
+
+
+def explained_rows(model: Any, X: Any, float32: bool) -> np.ndarray:
+    """Rows whose differences are explained (KNN ties; float32 HGB split flips)."""
+    dense = _numeric(X)
+    if dense is None:
+        return np.zeros(_n_rows(X), dtype=bool)
+    rows = knn_ties(model, dense, rtol=1e-6 if float32 else 1e-12)
+    if float32:
+        rows |= float32_split_flips(model, dense)
+    return rows
+
+
+def svm_decision_atol(model: Any, X: np.ndarray) -> np.ndarray | None:
+    """Per-row float32 error bound of an SVM decision value: 8 eps32 * sum_i |alpha_i K(x, sv_i)|."""
+    from sklearn.metrics.pairwise import pairwise_kernels
+
+    est = _final(model)
+    if type(est).__name__ not in ("SVC", "NuSVC") or hasattr(est, "predict_proba") or est is not model:
+        return None  # probabilities are checked at the usual tolerance; a pipeline's SVM sees other rows
+    params = {"gamma": est._gamma, "degree": est.degree, "coef0": est.coef0}
+    K = pairwise_kernels(X, est.support_vectors_, metric=est.kernel, filter_params=True, **params)
+    return 8 * np.finfo(np.float32).eps * (np.abs(K) @ np.abs(est.dual_coef_).T).max(axis=1)
+
+
+def reference(model: Any, name: str, X: Any, raw_scores: bool = False) -> np.ndarray:
+    """What the estimator computes for the graph output ``name`` (``raw_scores``: the converter option)."""
+    from sklearn.base import is_regressor
+
+    if name == "label":
+        return np.asarray(model.predict(X))
+    if name == "probabilities":
+        proba = hasattr(model, "predict_proba") and not (raw_scores and hasattr(model, "decision_function"))
+        method = "predict_proba" if proba else "decision_function"
+    elif name == "scores":  # outlier detectors: decision values; KMeans: distances
+        method = "decision_function" if hasattr(model, "decision_function") else "transform"
+    else:  # a regressor's prediction or a transformer's result (RFE also predicts)
+        method = "predict" if is_regressor(model) or not hasattr(model, "transform") else "transform"
+    value = getattr(model, method)(X)
+    return value.toarray() if hasattr(value, "toarray") else np.asarray(value)
+
+
+def _n_rows(X: Any) -> int:
+    return X.shape[0] if hasattr(X, "shape") else len(X)
+
+
+def _numeric(X: Any) -> np.ndarray | None:
+    values = X.toarray() if hasattr(X, "toarray") else X.to_numpy() if hasattr(X, "to_numpy") else np.asarray(X)
+    return values.astype(np.float64) if values.ndim == 2 and values.dtype.kind in "fiub" else None
+
+
+def _labels(expected: np.ndarray, actual: np.ndarray, explained: np.ndarray) -> dict[str, Any]:
+    if expected.dtype.kind == "b":
+        expected = expected.astype(actual.dtype)
+    elif expected.dtype.kind in "USO" or actual.dtype.kind in "USO":
+        expected, actual = expected.astype(str), actual.astype(str)
+    if expected.size != actual.size:
+        return {"differing_rows": len(expected), "shape": [list(actual.shape), list(expected.shape)]}
+    differ = (expected.reshape(len(expected), -1) != actual.reshape(len(expected), -1)).any(axis=1)
+    return {"differing_rows": int((differ & ~explained).sum()), "explained_rows": int((differ & explained).sum())}
+
+
+def _values(expected: np.ndarray, actual: np.ndarray, tol: Mapping[str, float], explained: np.ndarray,
+            row_atol: np.ndarray | None) -> dict[str, Any]:
+    if expected.ndim == 3 and expected.shape == actual.shape and expected.shape[1] == len(explained):
+        # one probability matrix per output (MultiOutputClassifier): rows first
+        expected, actual = expected.swapaxes(0, 1), actual.swapaxes(0, 1)
+    if actual.shape != expected.shape:
+        if expected.ndim == 1 and actual.shape == (len(expected), 2) and np.array_equal(actual[:, 1], -actual[:, 0]):
+            # binary decision values: skl2onnx outputs [d, -d] (SVC) or [-d, d] (raw scores)
+            gaps = [np.abs(actual[:, i] - expected).max(initial=0) for i in (0, 1)]
+            actual = actual[:, int(gaps[1] < gaps[0])]
+        elif actual.size == expected.size:
+            actual = actual.reshape(expected.shape)
+        else:
+            return {"differing_rows": len(expected), "shape": [list(actual.shape), list(expected.shape)]}
+    keep = ~explained
+    a, e = actual[keep].astype(np.float64), expected[keep].astype(actual.dtype).astype(np.float64)
+    atol = tol["atol"] if row_atol is None else np.maximum(tol["atol"], row_atol[keep]).reshape(-1, *[1] * (e.ndim - 1))
+    diff = np.abs(a - e)
+    bad = ~((diff <= tol["rtol"] * np.abs(e) + atol) | (np.isnan(a) & np.isnan(e)) | (a == e))
+    finite = np.where(np.isfinite(diff), diff, np.inf) if diff.size else diff
+    return {"max_abs": float(finite.max()) if finite.size else 0.0,
+            "differing_rows": int(bad.reshape(len(e), -1).any(axis=1).sum()) if e.size else 0}
+
+
+def _distances(expected: np.ndarray, actual: np.ndarray, X: np.ndarray, tol: Mapping[str, float]) -> dict[str, Any]:
+    """KMeans distances, compared squared with an absolute bound of 4 eps32 max |x|^2."""
+    scale = float(np.max(np.sum(np.square(X), axis=1))) if len(X) else 0.0
+    atol = max(tol["atol"], 4 * np.finfo(np.float32).eps * scale)
+    squared = np.square(actual.astype(np.float64))
+    if actual.shape == expected.shape:  # sqrt of a difference that rounding made negative: a distance of ~0
+        squared[np.isnan(squared) & (np.square(expected) <= atol)] = 0.0
+    got = _values(np.square(expected.astype(np.float64)), squared,
+                  {"rtol": tol["rtol"], "atol": atol}, np.zeros(len(X), dtype=bool), None)
+    got["max_abs"] = float(np.max(np.abs(actual.astype(np.float64) - expected))) if expected.size else 0.0
+    return got
+
+
+def _session(onx: onnx.ModelProto, name: str) -> Any:
+    import onnxruntime as ort
+
+    quiet = ort.SessionOptions()
+    quiet.log_severity_level = 4
+    try:
+        return ort.InferenceSession(onx.SerializeToString(), quiet, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        text = str(exc).strip()
+        missing = ("not a registered function/op", "could not find an implementation", "no kernel")
+        if isinstance(exc, ort.capi.onnxruntime_pybind11_state.NotImplemented) or any(
+                m in text.lower() for m in missing):
+            raise UnsupportedExportError(
+                f"cannot export {name} to ONNX: ONNX Runtime {ort.__version__} cannot run the graph skl2onnx "
+                f"produced ({text.splitlines()[0]})") from exc
+        return None  # e.g. a locale missing on this machine: not a property of the graph
+
+
+def _rows(model: Any, X: Any) -> tuple[Any, str]:
+    if X is not None:
+        return X, "sample"
+    return probe_rows(model), "synthesized"
+
+
+def _tolerance_given(tolerance: float | Mapping[str, float] | None) -> dict[str, float] | None:
+    if tolerance is None:
+        return None
+    if isinstance(tolerance, Mapping):
+        unknown = set(tolerance) - {"rtol", "atol", "labels"}
+        if unknown:
+            raise ValueError(f"tolerance keys are 'rtol', 'atol' and 'labels', got {sorted(unknown)}")
+        return {"rtol": 0.0, "atol": 0.0, "labels": 0.0, **{k: float(v) for k, v in tolerance.items()}}
+    return {"rtol": float(tolerance), "atol": float(tolerance), "labels": 0.0}
+
+
+def _ties(model: Any, X: Any, tol: Mapping[str, float], raw_scores: bool) -> np.ndarray:
+    """Rows whose two best classes score within the tolerance: the label there is either one.
+
+    A forest averaging 20 trees gives 0.35 / 0.3 / 0.35; summed in float32 in another order,
+    the argmax may fall on the other class of the tie.
+    """
+    try:
+        scores = reference(model, "probabilities", X, raw_scores)
+    except Exception:  # no scores to tell ties by
+        return np.zeros(_n_rows(X), dtype=bool)
+    if scores.dtype.kind not in "fiub" or scores.ndim > 2 or len(scores) != _n_rows(X):
+        return np.zeros(_n_rows(X), dtype=bool)  # one score matrix per output (MultiOutputClassifier)
+    if scores.ndim == 1 or scores.shape[1] < 2:
+        scores = np.abs(scores.reshape(len(scores), -1))[:, :1]  # a binary decision value: its distance to 0
+        return (scores <= tol["atol"] + tol["rtol"]).ravel()
+    top = np.sort(scores.astype(np.float64), axis=1)[:, -2:]
+    return top[:, 1] - top[:, 0] <= 2 * (tol["atol"] + tol["rtol"] * np.abs(top[:, 1]))
+
+
+def _array(value: Any) -> np.ndarray:
+    """An output as an array; ZipMap's list of {class: probability} as a matrix in class order."""
+    if isinstance(value, list) and value and isinstance(value[0], Mapping):
+        return np.array([list(row.values()) for row in value])
+    return np.asarray(value)
+
+
+def verify(onx: onnx.ModelProto, model: Any, X: Any, tolerance: float | Mapping[str, float] | None = None,
+           raw_scores: bool = False, advice: str | None = None) -> dict[str, Any]:
+    """Run ``onx`` in ONNX Runtime on probe rows and compare with ``model``.
+
+    Parameters
+    ----------
+    onx : onnx.ModelProto
+        The converted graph.
+    model : estimator
+        The fitted estimator it was converted from.
+    X : array-like or DataFrame or None
+        The caller's sample; rows are synthesized from the fitted state without one.
+    tolerance : float or dict, optional
+        The caller's tolerance: a float is both ``rtol`` and ``atol``; a dict may give
+        ``rtol``, ``atol`` and ``labels`` (the fraction of labels allowed to differ).
+    raw_scores : bool, default=False
+        The caller asked skl2onnx for raw scores: ``probabilities`` is ``decision_function``.
+    advice : str, optional
+        What to do, when the cause of a difference is known (float transforms before trees).
+
+    Returns
+    -------
+    dict
+        The parity record stored as ``aprender.parity``: ``verified``, ``rows``, ``source``
+        and per output ``max_abs`` and ``differing_rows`` with the tolerance applied.
+
+    Raises
+    ------
+    ExportParityError
+        If an output differs beyond the tolerance.
+    UnsupportedExportError
+        If ONNX Runtime cannot load the graph (an operator it has no kernel for).
+    """
+    name = type(model).__name__
+    given = _tolerance_given(tolerance)
+    session = _session(onx, name)
+    rows, source = _rows(model, X)
+    if session is None or rows is None or _n_rows(rows) == 0:
+        why = "ONNX Runtime cannot open the graph on this machine" if session is None else (
+            "no sample X was given and no numeric rows can be made from the fitted state")
+        return {"verified": False, "reason": why}
+    float32 = any(i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT for i in onx.graph.input)
+    seen = rounded_like_graph(rows, float32)
+    try:
+        outputs = session.run(None, input_feed(onx, seen))
+    except Exception as exc:
+        if "locale" in str(exc).lower():
+            return {"verified": False, "reason": f"ONNX Runtime cannot run the graph here: {exc}"}
+        raise ExportParityError(f"the ONNX graph of {name} fails in ONNX Runtime on {source} rows: {exc}. "
+                                "Pass verify=False to write it anyway.") from exc
+    tol = tolerance_for(model, onx, float32)
+    if given is not None:
+        tol = {"rtol": max(tol["rtol"], given["rtol"]), "atol": max(tol["atol"], given["atol"])}
+    explained = explained_rows(model, seen, float32)
+    dense = _numeric(seen)
+    record: dict[str, Any] = {"verified": True, "source": source, "rows": _n_rows(seen), **tol, "outputs": {}}
+    failures = []
+    for out, value in zip(session.get_outputs(), outputs, strict=True):
+        actual = _array(value)
+        kind = _ZIPMAP_NAMES.get(out.name, out.name)
+        try:
+            expected = reference(model, kind, seen, raw_scores)
+        except Exception:  # no method of the estimator matches this output: nothing to compare with
+            continue
+        if kind == "label":
+            got = _labels(expected, actual, explained | _ties(model, seen, tol, raw_scores))
+            allowed = (given or {}).get("labels", 0.0) * len(expected)
+        elif kind == "scores" and float32 and dense is not None and hasattr(_final(model), "cluster_centers_"):
+            got = _distances(expected, actual, dense, tol)
+            allowed = 0
+        else:
+            row_atol = svm_decision_atol(model, dense) if (
+                kind == "probabilities" and dense is not None and single_precision_inside(onx)) else None
+            # a model fitted on float32 data (MLP) predicts in float32: a double graph cannot be tighter
+            out_tol = tolerance_for(model, onx, True) if expected.dtype == np.float32 and given is None else tol
+            got = _values(expected, actual, out_tol, explained, row_atol)
+            allowed = 0
+        record["outputs"][out.name] = got
+        if got["differing_rows"] > allowed:
+            failures.append(f"{out.name}: {got['differing_rows']} of {len(expected)} rows differ"
+                            + (f", max |difference| {got['max_abs']:.3g}" if "max_abs" in got else "")
+                            + (f", shape {got['shape'][0]} vs {got['shape'][1]}" if "shape" in got else ""))
+    if failures:
+        raise ExportParityError(
+            f"the ONNX graph of {name} disagrees with the estimator on {source} rows ({'; '.join(failures)}; "
+            f"tolerance rtol={tol['rtol']:g}, atol={tol['atol']:g}, labels exact). {advice or ''}"
+            f"{' Otherwise, e' if advice else 'E'}xport with dtype=numpy.float64 where float32 cannot hold the "
+            "values, pass an explicit tolerance= if the difference is acceptable to you, or verify=False to write "
+            "the graph unverified.")
+    return record
+
+
+def parity_json(record: Mapping[str, Any]) -> str:
+    """The ``aprender.parity`` metadata value."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":"))
+
+
+def _asks_raw_scores(options: Any) -> bool:
+    if isinstance(options, Mapping):
+        return any(_asks_raw_scores(v) if isinstance(v, Mapping) else str(k).endswith("raw_scores") and bool(v)
+                   for k, v in options.items())
+    return False
+
+
+def verify_export(onx: onnx.ModelProto, model: Any, X: Any, tolerance: float | Mapping[str, float] | None,
+                  options: Any, parts: list[Any]) -> dict[str, Any]:
+    """:func:`verify` with the caller's converter options read for what changes the outputs."""
+    from aprender.format.onnx._precision import CAST_BEFORE_TREES, float_before_trees
+
+    floats = float_before_trees(onx, parts) if any(
+        i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT for i in onx.graph.input) else []
+    advice = (f"The graph computes {', '.join(floats)} in float32 before its trees, where scikit-learn computes "
+              f"in float64: a value near a split goes the other way. {CAST_BEFORE_TREES}") if floats else None
+    return verify(onx, model, X, tolerance, raw_scores=_asks_raw_scores(options), advice=advice)

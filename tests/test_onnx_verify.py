@@ -1,0 +1,130 @@
+"""Verified ONNX export: a graph that disagrees with its estimator is never written silently.
+
+Each wrong export here was found by running scikit-learn's example gallery through
+``aprender.save(est, "m.onnx")`` (issue 38); each must now export with parity or be
+refused with a reason. Small data keeps the module fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import numpy as np
+import pytest
+from cli_run import invoke
+from sklearn.datasets import load_iris, make_multilabel_classification
+from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestClassifier
+from sklearn.gaussian_process import GaussianProcessClassifier
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.multiclass import OneVsRestClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC, LinearSVC
+
+import aprender
+from aprender.exceptions import ExportParityError, UnsupportedExportError
+from aprender.format.onnx import to_onnx
+from aprender.format.onnx._verify import verify
+
+
+def _parity(onx) -> dict:
+    return json.loads({p.key: p.value for p in onx.metadata_props}["aprender.parity"])
+
+
+@pytest.fixture(scope="module")
+def iris() -> tuple[np.ndarray, np.ndarray]:
+    return load_iris(return_X_y=True)
+
+
+@pytest.fixture(scope="module")
+def wrong(iris):
+    """A model and a graph that predicts otherwise: the graph of one fit, checked against another."""
+    X, y = iris
+    return LinearRegression().fit(X, y), LinearRegression().fit(X, y[::-1].copy())
+
+
+def test_a_wrong_graph_is_refused_with_the_difference_and_the_remedies(iris, wrong) -> None:
+    model, other = wrong
+    onx = to_onnx(other, verify=False)
+    with pytest.raises(ExportParityError) as info:
+        verify(onx, model, iris[0])
+    text = str(info.value)
+    assert "variable: 150 of 150 rows differ" in text and "max |difference|" in text
+    for remedy in ("dtype=numpy.float64", "tolerance=", "verify=False"):
+        assert remedy in text
+    assert isinstance(info.value, UnsupportedExportError)  # callers catching refusals catch it too
+
+
+def test_a_looser_tolerance_accepts_what_it_says(iris, wrong) -> None:
+    model, other = wrong
+    onx = to_onnx(other, verify=False)
+    diff = float(np.abs(model.predict(iris[0]) - other.predict(iris[0])).max())
+    record = verify(onx, model, iris[0], tolerance={"atol": diff * 1.01})
+    assert record["verified"] and record["outputs"]["variable"]["max_abs"] == pytest.approx(diff, rel=1e-3)
+    with pytest.raises(ExportParityError):
+        verify(onx, model, iris[0], tolerance={"atol": diff * 0.5})
+
+
+def test_verify_false_writes_it_unverified_and_says_so(iris) -> None:
+    onx = to_onnx(LogisticRegression(max_iter=500).fit(*iris), verify=False)
+    assert _parity(onx) == {"verified": False, "reason": "verify=False"}
+
+
+@pytest.mark.parametrize("with_sample", [True, False], ids=["sample", "synthesized"])
+def test_parity_metadata_is_written_and_inspect_shows_it(iris, tmp_path, capsys, with_sample) -> None:
+    X, y = iris
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)).fit(X, y)
+    path = tmp_path / "m.onnx"
+    aprender.save(model, path, X=X if with_sample else None)
+    report = functools.partial(invoke, capsys)("inspect", path, "--json").json
+    parity = report["metadata"]["parity"]
+    assert parity["verified"] is True
+    assert parity["source"] == ("sample" if with_sample else "synthesized")
+    assert parity["rows"] == (150 if with_sample else parity["rows"]) and parity["rows"] > 0
+    assert parity["outputs"]["label"]["differing_rows"] == 0
+    assert parity["outputs"]["probabilities"]["max_abs"] <= 1e-5
+
+
+def test_float_transforms_before_trees_that_change_predictions_are_refused_with_the_fix(iris) -> None:
+    X, y = iris  # StandardScaler in float32 sends 2 of 150 iris rows down another branch (0.1 off)
+    model = make_pipeline(StandardScaler(), RandomForestClassifier(10, random_state=0)).fit(X, y)
+    with pytest.warns(Warning), pytest.raises(ExportParityError, match=r"StandardScaler in float32.*CastTransformer"):
+        to_onnx(model, X)
+
+
+def test_hgb_poisson_and_gamma_get_their_inverse_link(iris) -> None:
+    X, y = iris
+    for loss in ("poisson", "gamma"):  # the gallery measured 2.14 off without exp()
+        model = HistGradientBoostingRegressor(loss=loss, max_iter=20).fit(X, y + 1)
+        parity = _parity(to_onnx(model, X))
+        assert parity["verified"] and parity["outputs"]["variable"]["max_abs"] < 1e-4
+
+
+@pytest.mark.parametrize("wrap", ["pipeline", "search"])
+def test_linear_svc_inside_a_meta_estimator_exports(iris, wrap) -> None:
+    X, y = iris  # skl2onnx used to fail with "Option 'zipmap' not in [...] for class 'LinearSVC'"
+    model = {"pipeline": lambda: make_pipeline(StandardScaler(), LinearSVC()),
+             "search": lambda: GridSearchCV(LinearSVC(), {"C": [0.5, 1.0]}, cv=2)}[wrap]().fit(X, y)
+    parity = _parity(to_onnx(model, X))
+    assert parity["outputs"]["label"]["differing_rows"] == 0
+    assert parity["outputs"]["probabilities"]["max_abs"] < 1e-4  # decision_function
+
+
+def test_one_vs_rest_linear_svc_no_longer_crashes_and_its_wrong_scores_are_refused(iris) -> None:
+    X, y = iris  # skl2onnx's OvR graph gives normalised scores where scikit-learn has decision_function
+    with pytest.raises(ExportParityError, match="probabilities: 150 of 150 rows differ"):
+        to_onnx(OneVsRestClassifier(LinearSVC()).fit(X, y), X)
+
+
+def test_multilabel_one_vs_rest_is_refused() -> None:
+    X, Y = make_multilabel_classification(60, random_state=0)
+    with pytest.raises(UnsupportedExportError, match="multilabel targets"):
+        to_onnx(OneVsRestClassifier(SVC(kernel="linear")).fit(X, Y), X)
+
+
+def test_a_graph_onnx_runtime_cannot_load_is_refused(iris) -> None:
+    X, y = iris
+    with pytest.raises(UnsupportedExportError, match=r"cannot run the graph.*com.microsoft:Solve"):
+        to_onnx(GaussianProcessClassifier().fit(X[:100], y[:100]), X[:100])
