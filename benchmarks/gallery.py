@@ -330,7 +330,8 @@ def child(script: Path, out: Path, onnx: bool) -> None:
 # -- the parent: run every script, then tabulate ---------------------------------------------
 
 
-def run(paths: list[Path], root: Path, timeout: float, onnx: bool) -> dict[str, Any]:
+def run(paths: list[Path], root: Path, timeout: float, onnx: bool, out: str | None = None) -> dict[str, Any]:
+    """Run every script; with ``out``, the results so far are written after each one (a stopped run keeps them)."""
     results = {}
     for i, path in enumerate(paths):
         name = str(path.relative_to(root))
@@ -351,6 +352,8 @@ def run(paths: list[Path], root: Path, timeout: float, onnx: bool) -> dict[str, 
         results[name] = result
         print(f"[{i + 1}/{len(paths)}] {name}: {len(result['estimators'])} estimators, {result['status'][:60]}",
               file=sys.stderr, flush=True)
+        if out:
+            Path(out).write_text(json.dumps(results, indent=1))
     return results
 
 
@@ -389,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="run only scripts whose path contains this")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per script")
     parser.add_argument("--onnx", action="store_true", help="also export to ONNX and run it in ONNX Runtime")
-    parser.add_argument("--out", help="write every result as JSON here")
+    parser.add_argument("--out", help="write every result as JSON here (after each script)")
+    parser.add_argument("--render", help="print the table of a results file written by --out, and stop")
     parser.add_argument("--readme", action="store_true", help="write the table into benchmarks/README.md")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--child-out", help=argparse.SUPPRESS)
@@ -399,9 +403,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     root = examples_dir(args.examples)
     paths, skipped = scripts(root, args.only)
-    results = run(paths, root, args.timeout, args.onnx)
-    if args.out:
-        Path(args.out).write_text(json.dumps(results, indent=1))
+    if args.render:
+        results = json.loads(Path(args.render).read_text())
+    else:
+        results = run(paths, root, args.timeout, args.onnx, args.out)
     table = tabulate(results, [str(p.relative_to(root)) for p in skipped], args.onnx)
     print(table)
     if args.readme:
