@@ -1,4 +1,4 @@
-"""Fitted attribute names and private flags come from what fitting produces (aprender/codec/schemas/_fitted_names.py).
+"""Fitted attribute names and private flags come from what fitting produces (aprender/codec/_fitted_names.py).
 
 A file that adds a name fits never leave (``_in_fit``, which makes HistGradientBoosting
 read the caller's floats as pre-binned bytes), or sets a private flag to a value fits never
@@ -18,11 +18,10 @@ from sklearn_instances import fitted, instances
 from state_edit import hostile
 
 import aprender
-from aprender.codec import to_state
+from aprender.codec import _fitted_names, to_state
 from aprender.codec._fitted import _fitted_table, fitted_key
 from aprender.codec._registry import entry_for_key
 from aprender.codec._table import GENERIC, SCHEMA_MODULES
-from aprender.codec.schemas import _fitted_names
 
 X = np.random.default_rng(0).normal(size=(60, 4))
 Y = (X[:, 0] > 0).astype(int)

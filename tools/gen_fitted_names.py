@@ -1,4 +1,4 @@
-"""Write aprender/codec/schemas/_fitted_names.py: the fitted attributes real fits leave behind, per class.
+"""Write aprender/codec/_fitted_names.py: the fitted attributes real fits leave behind, per class.
 
 A file may give an estimator only attributes that fitting it produces: a private flag
 that scikit-learn sets only while fitting (``_in_fit``, which makes HistGradientBoosting
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "aprender" / "codec" / "schemas" / "_fitted_names.py"
+OUT = ROOT / "aprender" / "codec" / "_fitted_names.py"
 #: Private booleans that legitimately take either value with the data (reviewed): not value-checked.
 VARYING = {
     "_precomputed": "MissingIndicator: True when fitted on a boolean mask (then transform reads X as the mask)",

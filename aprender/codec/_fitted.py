@@ -1,6 +1,6 @@
 """Fitted attributes are the names fits produce, and private flags hold the values fits leave.
 
-The rule and how its table is learned: ``aprender/codec/schemas/_fitted_names.py`` and
+The rule and how its table is learned: ``aprender/codec/_fitted_names.py`` and
 tools/gen_fitted_names.py; docs/threat-model.md, "Fitted attributes".
 """
 
@@ -17,8 +17,10 @@ from aprender.codec._registry import public_key
 __all__ = ["USER_SET", "check_fitted_flags", "check_fitted_names", "fitted_key"]
 
 #: Instance attributes a user's own calls set on any estimator, fitted or not: ``set_fit_request``
-#: (metadata routing), ``set_callbacks`` and ``set_output``. Their values are checked by their handlers.
-USER_SET = frozenset(["_metadata_request", "_skl_callbacks", "_sklearn_output_config"])
+#: (metadata routing), ``set_callbacks``, ``set_output`` and ``aprender.distill`` (the student's
+#: provenance record). Their values are checked by their handlers (provenance is plain JSON).
+USER_SET = frozenset(["_metadata_request", "_skl_callbacks", "_sklearn_output_config",
+                      "provenance_"])  # aprender.distill's record on the student it fits
 
 
 @functools.lru_cache(maxsize=1024)
@@ -30,7 +32,7 @@ def _fitted_table(cls: type) -> tuple[frozenset[str] | None, dict[str, tuple[boo
     """
     import sklearn
 
-    from aprender.codec.schemas import _fitted_names as table
+    from aprender.codec import _fitted_names as table
 
     if ".".join(sklearn.__version__.split(".")[:2]) != table.SKLEARN:
         return None, {}
@@ -48,7 +50,7 @@ def fitted_key(cls: type) -> str:
 
 
 def check_fitted_names(cls: type, names: Any, path: str) -> None:
-    """Every fitted attribute name is one that fitting ``cls`` leaves behind (``schemas/_fitted_names.py``).
+    """Every fitted attribute name is one that fitting ``cls`` leaves behind (``_fitted_names.py``).
 
     A flag that scikit-learn sets only while fitting (``_in_fit``) makes the estimator
     skip its input validation; no file may set it. Classes a user registers, and classes
@@ -64,7 +66,7 @@ def check_fitted_names(cls: type, names: Any, path: str) -> None:
 
 
 def check_fitted_flags(cls: type, attrs: Mapping[str, Any], path: str) -> None:
-    """Private boolean flags hold a value that real fits leave (``FLAGS`` of ``schemas/_fitted_names.py``)."""
+    """Private boolean flags hold a value that real fits leave (``FLAGS`` of ``_fitted_names.py``)."""
     _, flags = _fitted_table(cls)
     for name, allowed in flags.items():
         if name in attrs and (type(attrs[name]) is not bool or attrs[name] not in allowed):

@@ -50,8 +50,6 @@ KERNEL_PARAMS: dict[str, frozenset[str]] = {
 # Fitted arrays that hold training rows a kernel is evaluated against: as wide as the input.
 _TRAINING_ROWS = ("X_fit_", "components_")
 _PLAIN = (bool, int, float, str, np.number, np.bool_, type(None))
-# A dict of keyword arguments nests at most this deep (a callee's option dict holding another).
-_MAX_DEPTH = 4
 
 
 def _n_features(attrs: Mapping[str, Any]) -> int | None:
@@ -62,28 +60,29 @@ def _n_features(attrs: Mapping[str, Any]) -> int | None:
     return fit_X.shape[1] if isinstance(fit_X, np.ndarray) and fit_X.ndim == 2 else None
 
 
-def _kwargs(value: Any, where: str, trust: Trust, depth: int = 0) -> None:
-    """Keyword arguments hold plain values, numeric arrays and such dicts; PARAM_RULES keys follow their rule."""
+def _kwargs(value: Any, where: str, trust: Trust) -> None:
+    """Keyword arguments hold plain values, numeric arrays and lists, tuples and dicts of them; PARAM_RULES keys
+    follow their rule at every level (the decoder bounds how deep a value nests)."""
     if isinstance(value, _PLAIN) or callable(value):  # a callable was loaded under the function trust rules
         return
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "biuf":
             raise fail(where, f"an array of keyword arguments must be numeric, found dtype {value.dtype}")
         return
-    if isinstance(value, (list, tuple)) and depth < _MAX_DEPTH:
+    if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            _kwargs(item, join(where, i), trust, depth + 1)
+            _kwargs(item, join(where, i), trust)
         return
-    if not isinstance(value, dict) or depth >= _MAX_DEPTH:
-        raise fail(where, f"keyword arguments must be numbers, strings, numeric arrays or dicts of them "
-                          f"(at most {_MAX_DEPTH} deep), found {type(value).__name__}")
+    if not isinstance(value, dict):
+        raise fail(where, f"keyword arguments must be numbers, strings, numeric arrays or lists, tuples and dicts "
+                          f"of them, found {type(value).__name__}")
     for key, item in value.items():
         if type(key) is not str:
             raise fail(where, f"a keyword argument's name must be a string, found {preview(key, 40)}")
         rule = PARAM_RULES.get(key)
         if rule is not None and not rule[0](item) and key not in trust.params:
             raise UntrustedParameterError(key, where, rule[1], item)
-        _kwargs(item, join(where, key), trust, depth + 1)
+        _kwargs(item, join(where, key), trust)
 
 
 def _metric(metric: Any, metric_params: Any, n: int | None, where: str, trust: Trust) -> None:
