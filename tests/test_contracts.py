@@ -297,3 +297,23 @@ def test_contract_keys_are_allow_listed() -> None:
 
     for key in CONTRACTS:
         assert entry_for_key(key).key == key
+
+
+def test_an_iterative_imputer_step_fitted_on_other_columns_is_refused(tmp_path) -> None:
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer
+    from sklearn.linear_model import BayesianRidge
+
+    from aprender.exceptions import AprenderError
+
+    rows = np.random.default_rng(0).normal(size=(40, 4))
+    rows[::5, 1] = np.nan
+    imputer = IterativeImputer(random_state=0, max_iter=2).fit(rows)
+    path = tmp_path / "imputer.apr"
+    aprender.save(imputer, path)
+    assert np.array_equal(aprender.load(path).transform(rows), imputer.transform(rows))
+    wider = BayesianRidge().fit(np.zeros((5, 7)), np.arange(5.0))
+    imputer.imputation_sequence_[0] = imputer.imputation_sequence_[0]._replace(estimator=wider)
+    aprender.save(imputer, path)
+    with pytest.raises(AprenderError, match=r"imputation_sequence_\.0\.estimator"):
+        aprender.load(path)

@@ -362,6 +362,16 @@ def _isomap(est: Any, path: str) -> None:
                     "the training samples of 'nbrs_'")
 
 
+def _iterative_imputer(est: Any, path: str) -> None:
+    """The initial imputer sees every column; each step's estimator exactly its neighbour columns."""
+    _same_width(_stored(est, "initial_imputer_"), _width(est), join(path, "initial_imputer_"))
+    for i, step in enumerate(_stored(est, "imputation_sequence_") or []):
+        neighbours = getattr(step, "neighbor_feat_idx", None)
+        if neighbours is not None:
+            _same_width(step.estimator, len(neighbours), join(path, f"imputation_sequence_.{i}.estimator"),
+                        "its neighbour features")
+
+
 def _delegates(est: Any, path: str) -> None:
     """The parent reads width and classes from the nested estimator itself: nothing can disagree."""
 
@@ -442,6 +452,9 @@ CONTRACTS: dict[str, Contract] = {
     "sklearn.model_selection.RandomizedSearchCV": Contract(_SEARCH, _delegates),
     "sklearn.model_selection.HalvingGridSearchCV": Contract(_SEARCH, _delegates),
     "sklearn.model_selection.HalvingRandomSearchCV": Contract(_SEARCH, _delegates),
+    "sklearn.impute.IterativeImputer": Contract(
+        "`initial_imputer_` fitted on the parent's width, each step's estimator on its `neighbor_feat_idx` "
+        "columns", _iterative_imputer),
     "sklearn.frozen.FrozenEstimator": Contract(
         "width and classes are the frozen estimator's own: none to disagree", _delegates),
     "aprender.ensemble.MixtureOfExpertsClassifier": Contract(
