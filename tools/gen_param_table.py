@@ -48,7 +48,7 @@ SIZES_NAMES = frozenset(["ngram_range", "hidden_layer_sizes"])
 #: Integer parameters with an open upper bound that count no work: ``checked``.
 NOT_SIZES = frozenset(["random_state", "verbose", "norm_order", "min_df", "max_df", "min_count", "min_frequency",
                        "min_samples_leaf", "min_samples_split", "min_samples", "min_cluster_size",
-                       "min_features_to_select", "min_bin_freq", "min_categories", "k", "top_k", "step",
+                       "min_features_to_select", "min_bin_freq", "k", "top_k", "step",
                        "validation_fraction", "thresholds", "max_features", "max_categories"])
 #: Parameters the constraints leave open (classes without ``_parameter_constraints`` entries).
 OVERRIDES = {

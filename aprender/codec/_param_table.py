@@ -1752,7 +1752,7 @@ KINDS: dict[str, dict[str, str]] = {
         'force_alpha': 'checked',
         'fit_prior': 'checked',
         'class_prior': 'checked',
-        'min_categories': 'checked',
+        'min_categories': 'sizes',
     },
     'aprender.naive_bayes.ComplementNB': {
         'alpha': 'checked',
@@ -4011,7 +4011,7 @@ KINDS: dict[str, dict[str, str]] = {
         'force_alpha': 'checked',
         'fit_prior': 'checked',
         'class_prior': 'checked',
-        'min_categories': 'checked',
+        'min_categories': 'sizes',
     },
     'sklearn.naive_bayes.ComplementNB': {
         'alpha': 'checked',
