@@ -13,13 +13,14 @@ from typing import Any
 
 import onnx
 
-__all__ = ["apply_inverse_links"]
+__all__ = ["apply_inverse_links", "final_step"]
 
 #: HistGradientBoostingRegressor losses whose predict() is exp(raw score).
 _EXP_LOSSES = frozenset({"poisson", "gamma"})
 
 
-def _last(model: Any) -> Any:
+def final_step(model: Any) -> Any:
+    """The estimator whose outputs the graph ends with: a Pipeline's last step, a search's best estimator."""
     while True:
         if hasattr(model, "steps"):
             model = model.steps[-1][1]
@@ -33,7 +34,7 @@ def apply_inverse_links(onx: onnx.ModelProto, model: Any) -> None:
     """Apply ``exp`` to the output of a graph whose last estimator predicts exp(raw score)."""
     from sklearn.ensemble import HistGradientBoostingRegressor
 
-    last = _last(model)
+    last = final_step(model)
     if not isinstance(last, HistGradientBoostingRegressor) or last.loss not in _EXP_LOSSES:
         return
     if len(onx.graph.output) != 1:

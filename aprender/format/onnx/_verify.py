@@ -31,6 +31,7 @@ import onnx
 
 from aprender.exceptions import ExportParityError, UnsupportedExportError
 from aprender.format.onnx._inputs import input_feed
+from aprender.format.onnx._links import final_step
 from aprender.format.onnx._probe import fitted_parts, probe_rows, rounded_like_graph
 
 __all__ = ["LOOSER", "TOLERANCE", "explained_rows", "float32_split_flips", "knn_ties", "reference",
@@ -62,16 +63,6 @@ LOOSER = (
 
 #: The output names of a graph with ZipMap (``options={"zipmap": True}``).
 _ZIPMAP_NAMES = {"output_label": "label", "output_probability": "probabilities"}
-
-
-def _final(model: Any) -> Any:
-    while True:
-        if hasattr(model, "steps"):
-            model = model.steps[-1][1]
-        elif hasattr(model, "best_estimator_"):
-            model = model.best_estimator_
-        else:
-            return model
 
 
 def single_precision_inside(onx: onnx.ModelProto) -> bool:
@@ -139,7 +130,7 @@ def _splits(est: Any) -> tuple[np.ndarray, np.ndarray, bool] | None:
 
 def knn_ties(model: Any, X: np.ndarray, rtol: float) -> np.ndarray:
     """Rows whose k-th and (k+1)-th neighbours are equally far (within ``rtol``)."""
-    est = _final(model)
+    est = final_step(model)
     if not type(est).__name__.startswith("KNeighbors") or est.n_neighbors >= est.n_samples_fit_:
         return np.zeros(len(X), dtype=bool)
     if est is not model and hasattr(model, "steps"):  # the neighbours of the transformed rows
@@ -163,7 +154,7 @@ def svm_decision_atol(model: Any, X: np.ndarray) -> np.ndarray | None:
     """Per-row float32 error bound of an SVM decision value: 8 eps32 * sum_i |alpha_i K(x, sv_i)|."""
     from sklearn.metrics.pairwise import pairwise_kernels
 
-    est = _final(model)
+    est = final_step(model)
     if type(est).__name__ not in ("SVC", "NuSVC") or hasattr(est, "predict_proba") or est is not model:
         return None  # probabilities are checked at the usual tolerance; a pipeline's SVM sees other rows
     params = {"gamma": est._gamma, "degree": est.degree, "coef0": est.coef0}
@@ -373,7 +364,7 @@ def verify(onx: onnx.ModelProto, model: Any, X: Any, tolerance: float | Mapping[
         if kind == "label":
             got = _labels(expected, actual, explained | _ties(model, seen, tol, raw_scores))
             allowed = (given or {}).get("labels", 0.0) * len(expected)
-        elif kind == "scores" and float32 and dense is not None and hasattr(_final(model), "cluster_centers_"):
+        elif kind == "scores" and float32 and dense is not None and hasattr(final_step(model), "cluster_centers_"):
             got = _distances(expected, actual, dense, tol)
             allowed = 0
         else:
