@@ -26,6 +26,7 @@ __all__ = [
     "InferenceOnlyError",
     "KeyRequired",
     "LoadBudgetExceeded",
+    "MissingDependencyError",
     "ModelTypeMismatch",
     "ReadOnlyModelError",
     "SignatureInvalid",
@@ -111,6 +112,28 @@ class IncompatibleVersion(UnsupportedVersion):
             f"{what}. The model was saved under scikit-learn {saved} and cannot be loaded faithfully under "
             f"scikit-learn {running}; load it under scikit-learn {saved}, or refit it under {running}.",
         )
+
+
+class MissingDependencyError(AprenderError, ImportError):
+    """A file holds a model of an optional library (XGBoost, LightGBM, CatBoost) that is not installed.
+
+    The message names the library and the extra that installs it,
+    ``pip install 'aprender[xgboost]'``. ``apr inspect`` and ``apr validate`` still read
+    such a file: its trees are plain arrays.
+
+    Examples
+    --------
+    >>> from aprender.exceptions import MissingDependencyError, AprenderError
+    >>> issubclass(MissingDependencyError, AprenderError) and issubclass(MissingDependencyError, ImportError)
+    True
+    """
+
+    def __init__(self, library: str, extra: str, path: str = "") -> None:
+        self.library = library
+        self.extra = extra
+        where = f" at '{path}'" if path else ""
+        super().__init__(f"the model{where} needs {library}, which is not installed; "
+                         f"install it with: pip install 'aprender[{extra}]'")
 
 
 class ModelTypeMismatch(AprenderError, TypeError):

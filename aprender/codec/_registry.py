@@ -26,7 +26,7 @@ from aprender.codec import _table
 from aprender.codec._model_type import ModelType
 from aprender.codec._nodes import preview
 from aprender.codec._spec import Entry, Spec, Validator
-from aprender.exceptions import UnsupportedTypeError, UntrustedTypeError
+from aprender.exceptions import MissingDependencyError, UnsupportedTypeError, UntrustedTypeError
 
 __all__ = ["entry_for_class", "entry_for_key", "is_builtin_key", "register_estimator", "registered"]
 
@@ -116,7 +116,10 @@ def _ensure_builtins() -> None:
         return
     with _lock:
         for name in sorted(set(_table.SCHEMA_MODULES.values())):
-            _load_schema_module(name)
+            try:
+                _load_schema_module(name)
+            except MissingDependencyError:  # an optional library (xgboost, ...) is not installed
+                continue
         for key in _table.GENERIC:
             if key not in _by_key:
                 _load_generic(key)
