@@ -131,3 +131,15 @@ def test_reproducers_fail_with_aprender_errors(path: Path) -> None:
             else:
                 aprender.load(path)
     assert REFUSALS[path.name] in str(info.value)
+
+
+def test_a_worker_answers_on_its_own_channel_whatever_a_model_prints() -> None:
+    """A lie may set ``verbose=True``: prints from Python or C must not corrupt the outcome lines."""
+    import subprocess
+
+    tools = Path(__file__).resolve().parent.parent / "tools"
+    code = ("import os, sys; sys.path.insert(0, sys.argv[1]); import fuzz; answers = fuzz.answer_channel(); "
+            "print('[Pipeline] fit'); os.write(1, b'libsvm noise\\n'); print('outcome', file=answers)")
+    done = subprocess.run([sys.executable, "-c", code, str(tools)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "outcome\n"

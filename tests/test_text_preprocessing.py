@@ -226,6 +226,39 @@ def test_vocabulary_term_twice(tmp_path) -> None:
     assert "'vocabulary_' lists a term twice" in str(hostile(CountVectorizer().fit(CORPUS), edit, tmp_path))
 
 
+@pytest.mark.parametrize(("analyzer", "ngram_range", "term", "allowed"), [
+    ("char", (2, 4), "a" * 100_000, "2 to 4"),  # one term as wide as a page: inverse_transform's arrays widen with it
+    ("char", (2, 4), "a", "2 to 4"),
+    ("char_wb", (3, 5), "abcdef", "1 to 5"),
+])
+def test_character_vocabulary_term_the_analyzer_cannot_make(analyzer, ngram_range, term, allowed, tmp_path) -> None:
+    def edit(meta, tensors):
+        meta["model"]["attrs"]["vocabulary_"][0] = term
+
+    model = TfidfVectorizer(analyzer=analyzer, ngram_range=ngram_range).fit(CORPUS)
+    assert f"only makes terms of {allowed} characters" in str(hostile(model, edit, tmp_path))
+
+
+@pytest.mark.parametrize("analyzer", ["char", "char_wb"])
+def test_character_vocabularies_of_every_length_load(analyzer, tmp_path) -> None:
+    for ngram_range in [(1, 1), (2, 4), (5, 5)]:
+        model = CountVectorizer(analyzer=analyzer, ngram_range=ngram_range).fit([*CORPUS, "a", "i x"])
+        assert _roundtrip(model, tmp_path)[0].vocabulary_ == model.vocabulary_
+
+
+def test_a_fitted_vocabulary_claiming_to_be_given(tmp_path) -> None:  # which would skip the term lengths
+    def edit(meta, tensors):
+        meta["model"]["attrs"]["fixed_vocabulary_"] = True
+
+    model = CountVectorizer(analyzer="char").fit(CORPUS)
+    assert "'fixed_vocabulary_' disagrees with the 'vocabulary' parameter" in str(hostile(model, edit, tmp_path))
+
+
+def test_a_given_vocabulary_of_long_terms_loads(tmp_path) -> None:  # the user's terms, not the analyzer's
+    model = CountVectorizer(analyzer="char", ngram_range=(1, 2), vocabulary=["a" * 50, "b"]).fit(CORPUS)
+    assert _roundtrip(model, tmp_path)[0].vocabulary_ == model.vocabulary_
+
+
 def test_vocabulary_with_out_of_range_indices(tmp_path) -> None:
     def edit(meta, tensors):  # a term -> index map pointing past the idf vector
         terms = meta["model"]["attrs"]["vocabulary_"]

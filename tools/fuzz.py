@@ -185,6 +185,20 @@ def _reset_peak() -> None:
         f.write("5")  # resets VmHWM to the current RSS
 
 
+def answer_channel() -> Any:
+    """The worker's own line to the parent: stdout as it was, with fd 1 sent to /dev/null.
+
+    A lie may set ``verbose=True``: what scikit-learn (or libsvm's C code) then prints must
+    not land between the outcome lines the parent reads.
+    """
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (the worker's lifetime)
+    return answers
+
+
 def worker(memory_mb: int, warmup: Path | None) -> None:
     """Read ``path<TAB>variant`` lines, load each file, answer one line per file.
 
@@ -210,7 +224,8 @@ def worker(memory_mb: int, warmup: Path | None) -> None:
             warnings.simplefilter("ignore")
             loaders.get(variant, aprender.load)(path)
     limit_address_space(memory_mb)
-    print("ready", flush=True)
+    answers = answer_channel()
+    print("ready", file=answers, flush=True)
     for line in sys.stdin:
         path, variant = line.rstrip("\n").split("\t")
         _reset_peak()
@@ -229,7 +244,7 @@ def worker(memory_mb: int, warmup: Path | None) -> None:
         grown = _rss_kib() - base
         if grown > memory_mb * 1024 and not outcome.startswith("memory"):
             outcome = f"memory\tpeak RSS grew by {grown // 1024} MiB"
-        print(outcome.replace("\n", " "), flush=True)
+        print(outcome.replace("\n", " "), file=answers, flush=True)
 
 
 class Worker:

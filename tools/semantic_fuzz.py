@@ -255,10 +255,11 @@ def worker(memory_mb: int) -> None:
 
     keep = Canaries(0)
     fuzz.limit_address_space(memory_mb)
-    print("ready", flush=True)
+    answers = fuzz.answer_channel()
+    print("ready", file=answers, flush=True)
     for line in sys.stdin:
         path, seed_id = line.rstrip("\n").split("\t")
-        print(examine(path, seed_id, memory_mb, keep).replace("\n", " "), flush=True)
+        print(examine(path, seed_id, memory_mb, keep).replace("\n", " "), file=answers, flush=True)
 
 
 class Worker(fuzz.Worker):

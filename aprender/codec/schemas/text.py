@@ -58,7 +58,32 @@ def check_vocabulary(params: Mapping[str, Any], attrs: Mapping[str, Any], path: 
         raise fail(path, "'vocabulary_' lists a term twice")
     if type(attrs.get("fixed_vocabulary_")) is not bool:
         raise fail(path, "'fixed_vocabulary_' must be a bool")
+    if attrs["fixed_vocabulary_"] != (params.get("vocabulary") is not None):  # as _validate_vocabulary sets it
+        raise fail(path, "'fixed_vocabulary_' disagrees with the 'vocabulary' parameter")
+    if not attrs["fixed_vocabulary_"]:
+        check_term_lengths(params, terms, path)
     return len(terms)
+
+
+def check_term_lengths(params: Mapping[str, Any], terms: list[str], path: str) -> None:
+    """A character analyzer only makes n-grams of ``ngram_range``'s lengths.
+
+    A fitted vocabulary is what the analyzer produced, so a longer term is a lie, and a
+    costly one: ``inverse_transform`` builds a fixed-width array of every term, as wide as
+    the longest, per call and per row. 'char' makes exactly ``min_n`` to ``max_n``
+    characters; 'char_wb' pads each word with a space and makes its whole padded word when
+    that is shorter than ``min_n``, so only ``max_n`` bounds it. Word n-grams have no such
+    bound (a token is as long as the text it came from), nor does a vocabulary the user gave.
+    """
+    analyzer, ngram = params.get("analyzer"), params.get("ngram_range")
+    if (analyzer not in ("char", "char_wb") or not isinstance(ngram, tuple | list) or len(ngram) != 2
+            or not all(type(n) is int for n in ngram)):  # the parameter rules refuse a malformed range
+        return
+    low = ngram[0] if analyzer == "char" else 1
+    for i, term in enumerate(terms):
+        if not low <= len(term) <= ngram[1]:
+            raise fail(path, f"'vocabulary_' term {i} is {len(term)} characters long; analyzer={analyzer!r} with "
+                             f"ngram_range={tuple(ngram)} only makes terms of {low} to {ngram[1]} characters")
 
 
 def check_count_vectorizer(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
