@@ -336,15 +336,15 @@ def run(paths: list[Path], root: Path, timeout: float, onnx: bool, out: str | No
     for i, path in enumerate(paths):
         name = str(path.relative_to(root))
         with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "result.json"
+            child_out = Path(tmp) / "result.json"
             started = time.monotonic()
-            command = [sys.executable, __file__, "--child", str(path), "--child-out", str(out)]
+            command = [sys.executable, __file__, "--child", str(path), "--child-out", str(child_out)]
             if onnx:
                 command.append("--onnx")
             env = {**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
             try:
                 done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
-                result = json.loads(out.read_text()) if out.exists() else {
+                result = json.loads(child_out.read_text()) if child_out.exists() else {
                     "status": f"child died ({done.returncode}): {done.stderr.strip()[-200:]}", "estimators": []}
             except subprocess.TimeoutExpired:
                 result = {"status": f"timed out after {timeout:.0f} s", "estimators": []}
