@@ -679,7 +679,7 @@ def test_library_and_cli_validate_agree(cli, files, name: str) -> None:
         assert report.checks[-1] == "tensors read (no aprender model: raw tensors)"
 
 
-def test_convert_a_dataframe_pipeline_to_onnx_with_sample_rows(cli, tmp_path: Path) -> None:
+def test_convert_a_dataframe_pipeline_to_onnx_with_and_without_sample_rows(cli, tmp_path: Path) -> None:
     import onnx
     import onnxruntime as ort
     import pandas as pd
@@ -696,16 +696,18 @@ def test_convert_a_dataframe_pipeline_to_onnx_with_sample_rows(cli, tmp_path: Pa
     model = make_pipeline(columns, LogisticRegression()).fit(frame, target)
     aprender.save(model, tmp_path / "frame.apr")
     frame.assign(target=target).to_csv(tmp_path / "rows.csv", index=False)  # an extra column, as data files have
-    refused = cli("convert", tmp_path / "frame.apr", "--format", "onnx", "-o", tmp_path / "frame.onnx")
-    assert refused.code == 1 and "fitted on a DataFrame (columns age, home city)" in refused.err
-    assert "--sample ROWS.csv" in refused.err and not (tmp_path / "frame.onnx").exists()
+    typed = cli("convert", tmp_path / "frame.apr", "--format", "onnx", "-o", tmp_path / "typed.onnx")
+    assert typed.code == 0, typed.err  # the fitted encoder and scaler type the columns
     run = cli("convert", tmp_path / "frame.apr", "--format", "onnx", "-o", tmp_path / "frame.onnx",
               "--sample", tmp_path / "rows.csv")
     assert run.code == 0, run.err
-    onx = onnx.load(tmp_path / "frame.onnx")
-    labels, _ = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-        None, input_feed(onx, frame))
-    assert np.array_equal(labels, model.predict(frame))
+    for name, source in (("typed", "synthesized"), ("frame", "sample")):
+        onx = onnx.load(tmp_path / f"{name}.onnx")
+        assert [i.name for i in onx.graph.input] == ["age", "home city"]
+        assert json.loads({p.key: p.value for p in onx.metadata_props}["aprender.parity"])["source"] == source
+        labels, _ = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, input_feed(onx, frame))
+        assert np.array_equal(labels, model.predict(frame))
     wrong = cli("convert", tmp_path / "frame.apr", "--format", "apr", "-o", tmp_path / "x.apr",
                 "--sample", tmp_path / "rows.csv")
     assert wrong.code == 2 and "ONNX inputs only" in wrong.err

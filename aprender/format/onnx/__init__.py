@@ -56,6 +56,7 @@ from aprender.exceptions import AprenderError, UnsupportedExportError
 from aprender.format._formats import model_type_keyword
 from aprender.format._io import existing_file, write_atomic
 from aprender.format.onnx._converters import nested, register_converter, sync
+from aprender.format.onnx._frame_probe import probe_frame, read_columns
 from aprender.format.onnx._gaps import check_exportable
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format.onnx._inspect import inspect_file, load_tensors, validate_file
@@ -339,10 +340,11 @@ def to_onnx(
     model : estimator
         A fitted aprender estimator, scikit-learn estimator or Pipeline.
     X : array-like or DataFrame, optional
-        A few rows of input. Needed when the input is not ``n_features_in_`` numbers:
-        texts, strings, integers, or a DataFrame fed column by column
-        (ColumnTransformer). Without it the input is ``"X"`` of shape
-        ``[None, n_features_in_]``.
+        A few rows of input. Needed when the input is not ``n_features_in_`` numbers
+        (texts, strings, integers), unless the model reads a DataFrame through a
+        ColumnTransformer: its fitted encoders, vectorizers and scalers then say each
+        column's type, and one input per column is made from them. Otherwise, without
+        it, the input is ``"X"`` of shape ``[None, n_features_in_]``.
     target_opset : int or dict, optional
         ONNX opset (``{"": 21, "ai.onnx.ml": 3}`` per domain); skl2onnx's latest
         tested opset by default.
@@ -405,7 +407,11 @@ def to_onnx(
     _require_converter(model)
     props = model_props(model, metadata)
     opset = _default_opset(model, target_opset)
-    types = initial_types(model, X, dtype)
+    # a DataFrame model fed through a ColumnTransformer gets its per-column inputs from its fitted state
+    sample = probe_frame(model) if X is None else X
+    types = initial_types(model, sample, dtype)
+    if read_columns(sample) is not None:
+        types = [t for t in types if t[0] in read_columns(sample)]
     onx = _convert(model, types, opset, _options(model, options))
     _restore_input_names(onx, types)
     apply_inverse_links(onx, model)

@@ -30,6 +30,7 @@ import numpy as np
 import onnx
 
 from aprender.exceptions import ExportParityError, UnsupportedExportError
+from aprender.format.onnx._frame_probe import probe_frame
 from aprender.format.onnx._inputs import input_feed
 from aprender.format.onnx._links import final_step
 from aprender.format.onnx._probe import fitted_parts, probe_rows, rounded_like_graph
@@ -257,7 +258,8 @@ def _session(onx: onnx.ModelProto, name: str) -> Any:
 def _rows(model: Any, X: Any) -> tuple[Any, str]:
     if X is not None:
         return X, "sample"
-    return probe_rows(model), "synthesized"
+    rows = probe_rows(model)
+    return (probe_frame(model) if rows is None else rows), "synthesized"
 
 
 def _tolerance_given(tolerance: float | Mapping[str, float] | None) -> dict[str, float] | None:
