@@ -88,3 +88,11 @@ MAX_WORK_COUNT = 2**24
 #: (AdditiveChi2Sampler's ``sample_steps`` allocates an input-sized array per step): name -> bound.
 MAX_INFERENCE_COUNT = {"sample_steps": 32, "max_iter_predict": 2**16, "transform_max_iter": 2**20,
                        "transform_n_nonzero_coefs": 2**20}
+
+#: Largest magnitude of the regularization scales that libsvm and liblinear iterate with
+#: (``C``, each of LogisticRegressionCV's ``Cs``, ``intercept_scaling``): name -> bound. Past
+#: about 1e50-1e100 liblinear's dual solvers never return (measured on iris and a synthetic
+#: problem: LinearSVC at C=1e100 and intercept_scaling=1e80, LogisticRegression(liblinear) at
+#: C=1e100); scikit-learn's gallery searches C up to 1e10. libsvm's fit time grows with C below
+#: the bound too (SVR at C=1e10 runs for minutes): a refit cost, like a count of work.
+MAX_SOLVER_SCALE = {"C": 1e30, "Cs": 1e30, "intercept_scaling": 1e30}

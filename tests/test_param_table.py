@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 from sklearn.kernel_approximation import AdditiveChi2Sampler
 from sklearn.kernel_ridge import KernelRidge
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.neighbors import KNeighborsClassifier
-from sklearn.svm import SVC
+from sklearn.svm import SVC, SVR, LinearSVC
 
 import aprender
 from aprender import _limits
@@ -143,6 +144,41 @@ def test_counts_of_work_are_bounded(tmp_path):
     assert "sample_steps" in str(err) and f"at most {_limits.MAX_INFERENCE_COUNT['sample_steps']}" in str(err)
     svc = SVC(max_iter=-1).fit(X, Y)
     assert "max_iter" in str(_crafted(svc, tmp_path, max_iter=2**40))
+
+
+@pytest.mark.parametrize(("make", "changes"), [
+    (lambda: LinearSVC(), {"C": 1e100}),
+    (lambda: LinearSVC(), {"intercept_scaling": 1e80}),
+    (lambda: LogisticRegression(solver="liblinear"), {"C": float("inf")}),
+    (lambda: SVR(), {"C": 1e300}),
+    (lambda: LogisticRegressionCV(Cs=[0.1, 1.0], solver="liblinear", cv=2), {"Cs": [0.1, 1e100]}),
+], ids=["linearsvc-C", "linearsvc-intercept-scaling", "liblinear-inf", "svr", "cv-grid"])
+def test_solver_scales_past_where_liblinear_returns_are_refused(tmp_path, make, changes):
+    est = make().fit(X, Y % 2)
+    (name,) = changes
+    err = _crafted(est, tmp_path, **changes)
+    assert f"'{name}'" in str(err) or f".{name}" in str(err)
+    assert f"at most {_limits.MAX_SOLVER_SCALE[name]:g} in magnitude" in str(err)
+
+
+def test_liblinear_returns_at_the_solver_scale_bound() -> None:
+    """The bound is inside where the solvers terminate: a refit at it returns (in a child, so a hang fails)."""
+    import subprocess
+
+    bound = _limits.MAX_SOLVER_SCALE["C"]
+    code = ("import warnings; warnings.simplefilter('ignore'); from sklearn.datasets import load_iris; "
+            "from sklearn.svm import LinearSVC; from sklearn.linear_model import LogisticRegression; "
+            "X, y = load_iris(return_X_y=True); "
+            f"LinearSVC(C={bound!r}, intercept_scaling={bound!r}).fit(X, y); "
+            f"LogisticRegression(C={bound!r}, intercept_scaling={bound!r}, solver='liblinear').fit(X, y > 0); "
+            "print('returned')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "returned", done.stderr[-500:]
+
+
+def test_gallery_sized_solver_scales_load(tmp_path):  # plot_rbf_parameters searches C up to 1e10
+    est = SVC(C=1e10, gamma=1e-3).fit(X, Y)
+    np.testing.assert_array_equal(_roundtrip(est, tmp_path).predict(X), est.predict(X))
 
 
 def test_a_backtracking_token_pattern_is_refused(tmp_path):

@@ -15,6 +15,9 @@ and :func:`check_params` applies its rule before the estimator is built:
 - ``kwargs``: keys and values follow the callee's own rules, recursively.
 - ``resource``: :data:`PARAM_RULES` (checked by the decoder for every class) and the
   regular-expression rule of :mod:`aprender.codec._regex`.
+
+Whatever their kind, the regularization scales libsvm and liblinear iterate with are at most
+:data:`aprender._limits.MAX_SOLVER_SCALE`: past it a refit never returns.
 """
 
 from __future__ import annotations
@@ -171,6 +174,19 @@ def _resource(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[s
         raise fail(join(path, name), why)
 
 
+def _scales(params: Mapping[str, Any], path: str) -> None:
+    """Solver scales (``C``, ``intercept_scaling``) at most :data:`aprender._limits.MAX_SOLVER_SCALE`, any class."""
+    for name, bound in _limits.MAX_SOLVER_SCALE.items():
+        value = params.get(name)
+        values = value.ravel().tolist() if isinstance(value, np.ndarray) else value
+        for item in values if isinstance(values, (list, tuple)) else (values,):
+            if isinstance(item, (int, float, np.number)) and not isinstance(item, (bool, np.bool_)) \
+                    and not abs(item) <= bound:
+                raise fail(join(path, name), f"a solver scale: at most {bound:g} in magnitude, found "
+                                             f"{preview(item, 40)} (liblinear does not return past about 1e50; "
+                                             "aprender._limits bounds it, raise the bound to load a larger one)")
+
+
 _Rule = Callable[[str, Any, Mapping[str, Any], Mapping[str, Any], Trust, str], None]
 _RULES: dict[str, _Rule] = {"sizes": _sizes, "path": _path, "kwargs": _kwargs_param, "resource": _resource}
 
@@ -192,6 +208,7 @@ def check_params(key: str, params: Mapping[str, Any], attrs: Mapping[str, Any], 
     kinds = KINDS.get(key)
     if kinds is None:
         return
+    _scales(params, path)
     for name, value in params.items():
         rule = _RULES.get(kinds.get(name, ""))
         if rule is not None:
