@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from aprender._display import printable
 
-__all__ = ["model_type_keyword", "warn"]
+__all__ = ["deprecated_alias", "model_type_keyword", "warn"]
 
 #: Frames in these folders are skipped: aprender's own, and scikit-learn's (its fit
 #: wrappers stand between a user's ``fit`` call and aprender's estimator code).
@@ -51,4 +51,34 @@ def model_type_keyword(func: F) -> F:
             kwargs["model_type"] = kwargs.pop("expected")
         return func(*args, **kwargs)
 
+    return wrapper  # type: ignore[return-value]
+
+
+def deprecated_alias(func: F, old: str, use: str) -> F:
+    """``func`` under an older name ``old``: it still works, and warns with a DeprecationWarning naming ``use``.
+
+    The wrapper carries ``__deprecated__`` (the attribute PEP 702 defines), so the
+    names are found by introspection: tests/test_deprecated_names.py builds its table
+    of deprecated names from it and fails on any call to one inside aprender.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> twice = deprecated_alias(lambda x: 2 * x, "double", "twice")
+    >>> twice.__deprecated__
+    'double is deprecated; use twice'
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     twice(3), caught[0].category.__name__
+    (6, 'DeprecationWarning')
+    """
+    message = f"{old} is deprecated; use {use}"
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        warn(message, DeprecationWarning)
+        return func(*args, **kwargs)
+
+    wrapper.__name__ = wrapper.__qualname__ = old.rpartition(".")[2]
+    wrapper.__deprecated__ = message  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
