@@ -228,8 +228,10 @@ class SerializableMixin:
             return None
         return _backend("gguf").dumps(self, quantize=quantize, **options)
 
-    #: The older name of :meth:`load_gguf` (saved code and notebooks use it).
-    from_gguf = classmethod(deprecated_alias(load_gguf.__func__, "SerializableMixin.from_gguf", "load_gguf"))
+    #: The older name of :meth:`load_gguf` (saved code and notebooks use it). mypy types a
+    #: classmethod in its own class body as the bare function, which has no ``__func__``.
+    from_gguf = classmethod(deprecated_alias(load_gguf.__func__,  # type: ignore[attr-defined,var-annotated]
+                                             "SerializableMixin.from_gguf", "load_gguf"))
 
     def to_onnx(
         self,

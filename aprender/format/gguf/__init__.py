@@ -406,7 +406,7 @@ def inspect_file(path: str | os.PathLike) -> ModelInfo:
     check_extent(reader, where)
     meta, tensor_map = read_fields(reader, where)
     qtype = quantized_type(meta)
-    record = meta["quantization"].get("tensors") if qtype else None
+    record: Any = meta["quantization"].get("tensors") if qtype else None  # the file's: checked as it is used
     tensors = []
     for t in reader.tensors:
         dtype, shape = layout.stored_form(t.tensor_type, t.shape.tolist())
@@ -416,7 +416,7 @@ def inspect_file(path: str | os.PathLike) -> ModelInfo:
             shape, _ = _quantize.true_shape(record[name], name)
         tensors.append(TensorInfo(name, block or dtype.name, shape, int(t.n_bytes), offset=int(t.data_offset),
                                   quantization=block))
-    model_type = meta.get("model_type")
+    model_type: Any = meta.get("model_type")
     return ModelInfo(
         format="gguf",
         path=str(p),
