@@ -93,6 +93,7 @@ __all__ = [
 
 # Imported on first use: a load reads with _load and _read alone, without the writer, the
 # verifier or the cryptography (kdf_limits comes with the first encrypted file).
+# load, save, load_from_bytes and save_to_bytes are the deprecated older names (docs/formats.md).
 __getattr__, __dir__ = lazy_attributes("aprender.format.apr", {
     "_compress": ["MAX_DECOMPRESSED_RATIO"],
     "_inspect": ["inspect_file"],
