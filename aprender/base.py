@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from aprender._warn import deprecated_alias, warn
+
 __all__ = ["SerializableMixin"]
 
 T = TypeVar("T", bound="SerializableMixin")
@@ -27,11 +29,13 @@ def _backend(name: str) -> Any:
 
 
 class SerializableMixin:
-    """Adds pickle-free ``save_*`` / ``load_*`` methods to an estimator.
+    """Adds pickle-free ``save_*`` / ``to_*`` / ``load_*`` methods to an estimator.
 
-    One pair per format of :data:`aprender.format._formats.FORMATS` that loads back
-    (``save_safetensors`` / ``load_safetensors``, ``save_apr`` / ``load_apr``,
-    ``save_gguf`` / ``load_gguf``), and ``save_onnx`` / ``to_onnx`` for export.
+    One verb per meaning, for every format of :data:`aprender.format._formats.FORMATS`:
+    ``save_<format>(path)`` writes a file, ``to_<format>()`` returns the model in memory
+    (bytes, or an ``onnx.ModelProto`` for ONNX), and ``load_<format>(path)`` reads a
+    file back where the format loads (``load_safetensors``, ``load_apr``,
+    ``load_gguf``; ONNX is export only).
 
     Put it first among the bases: ``class LinearRegression(SerializableMixin,
     sklearn.linear_model.LinearRegression)``. The class must be registered (all of
@@ -83,6 +87,21 @@ class SerializableMixin:
         """
         _backend("safetensors").save_file(self, path, dtype=dtype, metadata=metadata, inference_only=inference_only)
 
+    def to_safetensors(
+        self, *, dtype: str | None = None, metadata: Mapping[str, Any] | None = None, inference_only: bool = False,
+    ) -> bytes:
+        """The fitted model as SafeTensors bytes; options as for :meth:`save_safetensors`.
+
+        Examples
+        --------
+        >>> from aprender.format import safetensors
+        >>> from aprender.linear_model import LinearRegression
+        >>> data = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]).to_safetensors()
+        >>> safetensors.loads(data, LinearRegression).predict([[2.0]])
+        array([5.])
+        """
+        return _backend("safetensors").dumps(self, dtype=dtype, metadata=metadata, inference_only=inference_only)
+
     @classmethod
     def load_safetensors(cls: type[T], path: PathLike, *, trusted: Any = None) -> T:
         """Load a model of this class from a SafeTensors file.
@@ -108,7 +127,7 @@ class SerializableMixin:
     def save_apr(self, path: PathLike, **options: Any) -> None:
         """Save the fitted model to an ``.apr`` file (atomically).
 
-        Options (see :func:`aprender.format.apr.save`) select compression,
+        Options (see :func:`aprender.format.apr.save_file`) select compression,
         signing, encryption, quantization and user metadata.
 
         Examples
@@ -118,7 +137,20 @@ class SerializableMixin:
         >>> model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
         >>> model.save_apr(os.path.join(tempfile.mkdtemp(), "model.apr"))
         """
-        _backend("apr").save(self, path, **options)
+        _backend("apr").save_file(self, path, **options)
+
+    def to_apr(self, **options: Any) -> bytes:
+        """The fitted model as ``.apr`` bytes; options as for :meth:`save_apr`.
+
+        Examples
+        --------
+        >>> from aprender.format import apr
+        >>> from aprender.linear_model import LinearRegression
+        >>> data = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]).to_apr(compression="zstd")
+        >>> data[:4], apr.loads(data).predict([[2.0]])
+        (b'APR\\x00', array([5.]))
+        """
+        return _backend("apr").dumps(self, **options)
 
     @classmethod
     def load_apr(cls: type[T], path: PathLike, **keys: Any) -> T:
@@ -137,7 +169,7 @@ class SerializableMixin:
         >>> LinearRegression.load_apr(path).predict([[2.0]])
         array([5.])
         """
-        return _backend("apr").load(path, cls, **keys)
+        return _backend("apr").load_file(path, cls, **keys)
 
     def save_gguf(self, path: PathLike, *, quantize: str | None = None, **options: Any) -> None:
         """Save the fitted model to a GGUF file, optionally GGML-quantized.
@@ -150,8 +182,6 @@ class SerializableMixin:
             Block-quantize the tensors the estimator marks as quantizable.
         **options
             As for :func:`aprender.format.gguf.save_file` (``dtype=``, ``metadata=`` ...).
-
-        ``to_gguf`` is the older name of this method.
 
         Examples
         --------
@@ -167,7 +197,7 @@ class SerializableMixin:
         """Load a model of this class from a GGUF file written by :meth:`save_gguf`.
 
         Quantized weights come back dequantized. ``trusted`` as for
-        :meth:`load_safetensors`. ``from_gguf`` is the older name of this method.
+        :meth:`load_safetensors`.
 
         Examples
         --------
@@ -180,9 +210,28 @@ class SerializableMixin:
         """
         return _backend("gguf").load_file(path, cls, trusted=trusted)
 
-    #: The older names of :meth:`save_gguf` and :meth:`load_gguf` (saved code and docs use them).
-    to_gguf = save_gguf
-    from_gguf = load_gguf
+    def to_gguf(self, path: PathLike | None = None, *, quantize: str | None = None, **options: Any) -> bytes | None:
+        """The fitted model as GGUF bytes; options as for :meth:`save_gguf`.
+
+        ``to_gguf(path)``, which wrote a file, is deprecated: use :meth:`save_gguf`.
+
+        Examples
+        --------
+        >>> from aprender.cluster import KMeans
+        >>> KMeans(n_clusters=1, n_init=1).fit([[1.0], [3.0]]).to_gguf(quantize="q8_0")[:4]
+        b'GGUF'
+        """
+        if path is not None:
+            warn("SerializableMixin.to_gguf(path) is deprecated; use save_gguf(path) (to_gguf() returns bytes)",
+                 DeprecationWarning)
+            self.save_gguf(path, quantize=quantize, **options)
+            return None
+        return _backend("gguf").dumps(self, quantize=quantize, **options)
+
+    #: The older name of :meth:`load_gguf` (saved code and notebooks use it). mypy types a
+    #: classmethod in its own class body as the bare function, which has no ``__func__``.
+    from_gguf = classmethod(deprecated_alias(load_gguf.__func__,  # type: ignore[attr-defined,var-annotated]
+                                             "SerializableMixin.from_gguf", "load_gguf"))
 
     def to_onnx(
         self,

@@ -79,17 +79,17 @@ LOADERS: dict[str, tuple[str, Callable[[Any, Path], None], Callable[[Path], Any]
     PICKLE: ("pkl", _pickle_save(5), _pickle_load),
     PICKLE_DEFAULT: ("pkl4", _pickle_save(pickle.DEFAULT_PROTOCOL), _pickle_load),
     "joblib mmap_mode=r": ("joblib", joblib.dump, lambda p: joblib.load(p, mmap_mode="r")),
-    LOADERS_APR: ("apr", apr.save, apr.load),
-    LOADERS_MMAP: ("apr", apr.save, lambda p: apr.load(p, mmap=True)),
-    RAW_READ: ("apr", apr.save, _raw_read),
+    LOADERS_APR: ("apr", apr.save_file, apr.load_file),
+    LOADERS_MMAP: ("apr", apr.save_file, lambda p: apr.load_file(p, mmap=True)),
+    RAW_READ: ("apr", apr.save_file, _raw_read),
 }
 
 #: name -> (suffix, save, load) for the compressed comparison
 COMPRESSED: dict[str, tuple[str, Callable[[Any, Path], None], Callable[[Path], Any]]] = {
     "joblib compress=3": ("jz", lambda m, p: joblib.dump(m, p, compress=3), joblib.load),
-    ".apr zstd": ("zapr", lambda m, p: apr.save(m, p, compression="zstd"), apr.load),
-    ".apr zstd-max": ("zmapr", lambda m, p: apr.save(m, p, compression="zstd-max"), apr.load),
-    ".apr lz4": ("lapr", lambda m, p: apr.save(m, p, compression="lz4"), apr.load),
+    ".apr zstd": ("zapr", lambda m, p: apr.save_file(m, p, compression="zstd"), apr.load_file),
+    ".apr zstd-max": ("zmapr", lambda m, p: apr.save_file(m, p, compression="zstd-max"), apr.load_file),
+    ".apr lz4": ("lapr", lambda m, p: apr.save_file(m, p, compression="lz4"), apr.load_file),
 }
 
 

@@ -164,8 +164,8 @@ def run(quick: bool) -> tuple[str, list[dict[str, Any]]]:
             continue
         base_size = base_score = f32_weights = None
         for label, options in VARIANTS:
-            blob = gguf.save(model, **options)
-            loaded = gguf.load(blob)
+            blob = gguf.dumps(model, **options)
+            loaded = gguf.loads(blob)
             score = _score(loaded, bench.metric, X_test, y_test)
             weights = _weight_bytes(blob)
             if label == "F64":

@@ -73,10 +73,10 @@ def test_roundtrip_every_model(case: Case, option: str, folder: Path, cheap_argo
     save_kw, load_kw = OPTIONS[option]
     if option in ("plain", "mmap"):  # the two file paths; the other options share load_from_bytes' code
         path = folder / f"{case.id}.apr"
-        apr.save(model, path, **save_kw)
-        loaded = apr.load(path, type(model), **load_kw)
+        apr.save_file(model, path, **save_kw)
+        loaded = apr.load_file(path, type(model), **load_kw)
     else:
-        loaded = apr.load_from_bytes(apr.save_to_bytes(model, **save_kw), type(model), **load_kw)
+        loaded = apr.loads(apr.dumps(model, **save_kw), type(model), **load_kw)
     assert type(loaded) is type(model)
     assert_identical_outputs(model, loaded, X)
 
@@ -98,14 +98,14 @@ def test_password_files_use_owasp_argon2_cost(tmp_path: Path) -> None:
 def test_unencrypted_saves_are_deterministic(option: str, tmp_path: Path) -> None:
     save_kw = OPTIONS[option][0]
     a, b = tmp_path / "a.apr", tmp_path / "b.apr"
-    apr.save(KMeans(n_clusters=3, n_init=1, random_state=0).fit(iris()[0]), a, **save_kw)
-    apr.save(KMeans(n_clusters=3, n_init=1, random_state=0).fit(iris()[0]), b, **save_kw)
+    apr.save_file(KMeans(n_clusters=3, n_init=1, random_state=0).fit(iris()[0]), a, **save_kw)
+    apr.save_file(KMeans(n_clusters=3, n_init=1, random_state=0).fit(iris()[0]), b, **save_kw)
     assert a.read_bytes() == b.read_bytes()
 
 
 def test_encrypted_saves_differ_each_time(cheap_argon2: None) -> None:
     model = _small_model()
-    assert apr.save_to_bytes(model, password="pw") != apr.save_to_bytes(model, password="pw")
+    assert apr.dumps(model, password="pw") != apr.dumps(model, password="pw")
 
 
 def golden_state() -> tuple[ModelState, SaveOptions]:
@@ -168,7 +168,7 @@ def test_golden_file_loads() -> None:
     assert loaded.meta == {**state.meta, "name": "golden", "license": "MIT"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", VersionSkewWarning)  # the golden file pins old versions
-        model = apr.load(GOLDEN, LinearRegression)
+        model = apr.load_file(GOLDEN, LinearRegression)
     assert model.predict([[1.0, 1.0]])[0] == 1.5
 
 
@@ -180,7 +180,7 @@ def test_save_options_are_recorded(tmp_path: Path) -> None:
                .with_compression(Compression.ZSTD_MAX).with_license({"spdx": "MIT", "holder": "ACME"})
                .with_hyperparameters({"alpha": 0.0}).with_metrics({"r2": 0.93}).with_custom({"team": "ml"}))
     path = tmp_path / "m.apr"
-    apr.save(_small_model(), path, options=options)
+    apr.save_file(_small_model(), path, options=options)
     info = apr.inspect_file(path)
     assert info.metadata["name"] == "iris-petal"
     assert info.metadata["description"] == "petal width from the rest"
@@ -192,7 +192,7 @@ def test_save_options_are_recorded(tmp_path: Path) -> None:
 
 
 def test_keyword_fields_override_options() -> None:
-    data = apr.save_to_bytes(_small_model(), options=SaveOptions(name="a"), name="b", compression="lz4")
+    data = apr.dumps(_small_model(), options=SaveOptions(name="a"), name="b", compression="lz4")
     state = apr.state_from_bytes(data)
     assert state.meta["name"] == "b" and "compression" not in state.meta
 
@@ -201,8 +201,8 @@ def test_provenance_honours_source_date_epoch(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     options = SaveOptions().with_provenance(git_commit="0123abc", dataset_sha256="ff" * 32)
     a, b = tmp_path / "a.apr", tmp_path / "b.apr"
-    apr.save(_small_model(), a, options=options)
-    apr.save(_small_model(), b, options=options)
+    apr.save_file(_small_model(), a, options=options)
+    apr.save_file(_small_model(), b, options=options)
     assert a.read_bytes() == b.read_bytes()
     info = apr.inspect_file(a)
     assert info.created_at == "2023-11-14T22:13:20Z"
@@ -216,24 +216,24 @@ def test_bad_options_are_rejected() -> None:
     with pytest.raises(ValueError, match="is not a valid compression; use one of"):
         SaveOptions().with_compression("gzip")
     with pytest.raises(TypeError, match="unexpected keyword"):
-        apr.save_to_bytes(_small_model(), colour="blue")
+        apr.dumps(_small_model(), colour="blue")
     with pytest.raises(ValueError, match="either password= or recipient_public_key="):
-        apr.save_to_bytes(_small_model(), password="pw", recipient_public_key=RECIPIENT.public_key())
+        apr.dumps(_small_model(), password="pw", recipient_public_key=RECIPIENT.public_key())
 
 
 def test_raw_32_byte_keys(tmp_path: Path) -> None:
     path = tmp_path / "m.apr"
     raw_public = crypto.public_key_bytes(RECIPIENT.public_key())
-    apr.save(_small_model(), path, signing_key=bytes(range(32)), recipient_public_key=raw_public)
-    loaded = apr.load(path, secret_key=bytes(range(1, 33)),
+    apr.save_file(_small_model(), path, signing_key=bytes(range(32)), recipient_public_key=raw_public)
+    loaded = apr.load_file(path, secret_key=bytes(range(1, 33)),
                       verifying_key=crypto.public_key_bytes(SIGNING_KEY.public_key()))
     assert np.array_equal(loaded.coef_, _small_model().coef_)
     with pytest.raises(ValueError, match="32 bytes"):
-        apr.save_to_bytes(_small_model(), signing_key=b"short")
+        apr.dumps(_small_model(), signing_key=b"short")
     with pytest.raises(FileNotFoundError, match="no such key file: 'not a key'"):
-        apr.save_to_bytes(_small_model(), signing_key="not a key")
+        apr.dumps(_small_model(), signing_key="not a key")
     with pytest.raises(TypeError, match="Ed25519PrivateKey, 32 raw bytes, PEM text or bytes, or the path"):
-        apr.save_to_bytes(_small_model(), signing_key=42)
+        apr.dumps(_small_model(), signing_key=42)
 
 
 def test_key_files_written_by_keygen_are_accepted_everywhere(tmp_path: Path) -> None:
@@ -255,16 +255,16 @@ def test_key_files_written_by_keygen_are_accepted_everywhere(tmp_path: Path) -> 
 
 def test_model_type_mismatch_messages(tmp_path: Path) -> None:
     path = tmp_path / "lr.apr"
-    apr.save(_small_model(), path, ModelType.LINEAR_REGRESSION)
+    apr.save_file(_small_model(), path, ModelType.LINEAR_REGRESSION)
     with pytest.raises(ModelTypeMismatch, match=r"^file contains LinearRegression, expected KMeans$"):
-        apr.load(path, KMeans)
+        apr.load_file(path, KMeans)
     with pytest.raises(ModelTypeMismatch, match=r"file contains LinearRegression \(LINEAR_REGRESSION\), "
                                                 r"expected KMEANS"):
-        apr.load(path, ModelType.KMEANS)
+        apr.load_file(path, ModelType.KMEANS)
     with pytest.raises(ModelTypeMismatch, match="file contains LinearRegression, expected KMeans"):
         KMeans.load_apr(path)
     with pytest.raises(ModelTypeMismatch, match="expected KMEANS"):
-        apr.save(_small_model(), path, ModelType.KMEANS)
+        apr.save_file(_small_model(), path, ModelType.KMEANS)
 
 
 # -- memory order, mmap ------------------------------------------------------------------
@@ -277,8 +277,8 @@ def test_fortran_order_comes_back(tmp_path: Path) -> None:
     pca = PCA(n_components=3).fit(X)
     assert pca.components_.flags.f_contiguous and not pca.components_.flags.c_contiguous
     path = tmp_path / "pca.apr"
-    apr.save(pca, path)
-    for loaded in (apr.load(path), apr.load(path, mmap=True)):
+    apr.save_file(pca, path)
+    for loaded in (apr.load_file(path), apr.load_file(path, mmap=True)):
         assert loaded.components_.flags.f_contiguous and not loaded.components_.flags.c_contiguous
         assert np.array_equal(loaded.transform(X), pca.transform(X))
 
@@ -301,8 +301,8 @@ def test_mmap_returns_copy_on_write_views(tmp_path: Path, monkeypatch: pytest.Mo
     assert np.array_equal(mapped.predict(iris()[0][:, :3]), model.predict(iris()[0][:, :3]))
     mapped.coef_[:] = 0.0  # a private page: the file is not written
     assert path.read_bytes() == before
-    assert np.array_equal(apr.load(path).coef_, model.coef_)
-    default = apr.load(path)
+    assert np.array_equal(apr.load_file(path).coef_, model.coef_)
+    default = apr.load_file(path)
     assert default.coef_.flags.writeable and not isinstance(_mapped_root(default.coef_), mmap.mmap)
 
 
@@ -317,13 +317,13 @@ def test_mmap_svc_copies_only_what_predict_proba_writes(tmp_path: Path, monkeypa
         models = {"platt": SVC(probability=True, random_state=0).fit(X, y), "plain": SVC().fit(X, y),
                   "svr": SVR().fit(X, X[:, 0])}
     for name, model in models.items():
-        apr.save(model, tmp_path / f"{name}.apr")
-    platt = apr.load(tmp_path / "platt.apr", mmap=True)
+        apr.save_file(model, tmp_path / f"{name}.apr")
+    platt = apr.load_file(tmp_path / "platt.apr", mmap=True)
     assert all(getattr(platt, a).flags.writeable for a in ("_dual_coef_", "_intercept_", "_probA", "_probB"))
     assert isinstance(_mapped_root(platt.support_vectors_), mmap.mmap)
     assert np.array_equal(platt.predict_proba(X), models["platt"].predict_proba(X))
     for name in ("plain", "svr"):  # no predict_proba to feed: nothing is copied
-        assert isinstance(_mapped_root(apr.load(tmp_path / f"{name}.apr", mmap=True)._dual_coef_), mmap.mmap)
+        assert isinstance(_mapped_root(apr.load_file(tmp_path / f"{name}.apr", mmap=True)._dual_coef_), mmap.mmap)
 
 
 def test_mmap_of_a_small_file_reads_and_checksums_it(tmp_path: Path) -> None:
@@ -332,7 +332,7 @@ def test_mmap_of_a_small_file_reads_and_checksums_it(tmp_path: Path) -> None:
     path = tmp_path / "lr.apr"
     model.save_apr(path)
     assert path.stat().st_size < apr.MMAP_MIN_BYTES
-    loaded = apr.load(path, mmap=True)
+    loaded = apr.load_file(path, mmap=True)
     assert loaded.coef_.flags.writeable and not isinstance(_mapped_root(loaded.coef_), mmap.mmap)
     assert np.array_equal(loaded.coef_, model.coef_)
     data = bytearray(path.read_bytes())
@@ -341,7 +341,7 @@ def test_mmap_of_a_small_file_reads_and_checksums_it(tmp_path: Path) -> None:
     from aprender.exceptions import ChecksumMismatch
 
     with pytest.raises(ChecksumMismatch, match="footer CRC32"):
-        apr.load(path, mmap=True)
+        apr.load_file(path, mmap=True)
 
 
 def test_mmap_of_large_model_reads_no_data(tmp_path: Path) -> None:
@@ -350,22 +350,22 @@ def test_mmap_of_large_model_reads_no_data(tmp_path: Path) -> None:
     model.coef_ = np.random.default_rng(0).standard_normal(5_000_000)
     model.n_features_in_ = model.coef_.shape[0]
     path = tmp_path / "big.apr"
-    apr.save(model, path)
+    apr.save_file(model, path)
     info = apr.inspect_file(path)
     coef = next(t for t in info.tensors if t.name == "coefficients")
-    mapped = apr.load(path, mmap=True)
+    mapped = apr.load_file(path, mmap=True)
     root = _mapped_root(mapped.coef_)
     assert isinstance(root, mmap.mmap) and len(root) == info.file_size
     assert mapped.coef_.ctypes.data % 64 == 0
-    assert np.array_equal(mapped.coef_, model.coef_) and np.array_equal(apr.load(path).coef_, model.coef_)
+    assert np.array_equal(mapped.coef_, model.coef_) and np.array_equal(apr.load_file(path).coef_, model.coef_)
     # a corrupted tensor byte is not noticed by mmap (it reads no data) but by the default load and validate
     data = bytearray(path.read_bytes())
     data[coef.offset + 12345] ^= 0x10
     path.write_bytes(data)
-    assert apr.load(path, mmap=True).coef_[12345 // 8] != model.coef_[12345 // 8]
+    assert apr.load_file(path, mmap=True).coef_[12345 // 8] != model.coef_[12345 // 8]
     from aprender.exceptions import ChecksumMismatch
 
-    for check in (apr.load, apr.validate_file, aprender.validate):
+    for check in (apr.load_file, apr.validate_file, aprender.validate):
         with pytest.raises(ChecksumMismatch, match="footer CRC32"):
             check(path)
 
@@ -373,13 +373,13 @@ def test_mmap_of_large_model_reads_no_data(tmp_path: Path) -> None:
 @pytest.mark.parametrize("compression", ["zstd", "lz4"])
 def test_mmap_refuses_compressed_and_encrypted(compression: str, tmp_path: Path, cheap_argon2: None) -> None:
     path = tmp_path / "m.apr"
-    apr.save(_small_model(), path, compression=compression)
+    apr.save_file(_small_model(), path, compression=compression)
     with pytest.raises(ValueError, match="mmap=True needs an uncompressed, unencrypted file and this one is "
                                          "compressed"):
-        apr.load(path, mmap=True)
-    apr.save(_small_model(), path, password="pw")
+        apr.load_file(path, mmap=True)
+    apr.save_file(_small_model(), path, password="pw")
     with pytest.raises(ValueError, match="this one is encrypted"):
-        apr.load(path, mmap=True, password="pw")
+        apr.load_file(path, mmap=True, password="pw")
 
 
 # -- quantization -------------------------------------------------------------------------
@@ -390,7 +390,7 @@ def test_quantized_save_and_load(qtype: str, tmp_path: Path) -> None:
     X = iris()[0]
     km = KMeans(n_clusters=3, n_init=1, random_state=0).fit(X)
     path = tmp_path / "km.apr"
-    apr.save(km, path, quantize=qtype, compression="lz4")
+    apr.save_file(km, path, quantize=qtype, compression="lz4")
     info = apr.inspect_file(path)
     assert info.quantization == qtype and "QUANTIZED" in info.extra["flags"]
     centers = next(t for t in info.tensors if t.name == "cluster_centers_")
@@ -399,7 +399,7 @@ def test_quantized_save_and_load(qtype: str, tmp_path: Path) -> None:
     assert (centers.dtype, centers.shape, centers.nbytes, centers.quantization) == (qtype, (3, 4), 3 * block_bytes,
                                                                                     qtype)
     assert info.n_parameters == 3 * 4 + X.shape[0]  # centers + labels_
-    loaded = apr.load(path, KMeans)
+    loaded = apr.load_file(path, KMeans)
     assert loaded.cluster_centers_.dtype == np.float64 and loaded.cluster_centers_.shape == (3, 4)
     # exactly the values of GGML's own blocks, decoded
     reference = from_state(dequantize(quantize(to_state(km), qtype))).cluster_centers_
@@ -410,8 +410,8 @@ def test_quantized_save_and_load(qtype: str, tmp_path: Path) -> None:
 def test_quantized_file_loads_by_mmap(tmp_path: Path) -> None:
     km = KMeans(n_clusters=3, n_init=1, random_state=0).fit(iris()[0])
     path = tmp_path / "km.apr"
-    apr.save(km, path, quantize="q8_0")
-    assert np.array_equal(apr.load(path, mmap=True).cluster_centers_, apr.load(path).cluster_centers_)
+    apr.save_file(km, path, quantize="q8_0")
+    assert np.array_equal(apr.load_file(path, mmap=True).cluster_centers_, apr.load_file(path).cluster_centers_)
     state = apr.read_state(path)
     assert state.tensors["cluster_centers_"].dtype == np.uint8  # read_state keeps the GGML blocks
 
@@ -447,7 +447,7 @@ def test_validate_encrypted_and_signed(tmp_path: Path, cheap_argon2: None) -> No
     from aprender.exceptions import DecryptionFailed, SignatureInvalid
 
     path = tmp_path / "m.apr"
-    apr.save(_small_model(), path, password="pw", signing_key=SIGNING_KEY)
+    apr.save_file(_small_model(), path, password="pw", signing_key=SIGNING_KEY)
     report = apr.validate_file(path)  # no key: structure, CRCs and the embedded-key signature
     assert report.checks == ("header CRC32, layout, metadata and tensor index", "footer CRC32 over the whole file",
                              "Ed25519 signature (embedded key)")
@@ -467,7 +467,7 @@ def test_verify_file_returns_the_verified_key(tmp_path: Path, cheap_argon2: None
     from aprender.exceptions import FormatError, SignatureInvalid
 
     path = tmp_path / "signed.apr"
-    apr.save(_small_model(), path, signing_key=SIGNING_KEY, password="pw")  # no password needed to verify
+    apr.save_file(_small_model(), path, signing_key=SIGNING_KEY, password="pw")  # no password needed to verify
     raw_key = crypto.public_key_bytes(SIGNING_KEY.public_key())
     assert apr.verify_file(path) == raw_key == apr.inspect_file(path).embedded_public_key
     assert apr.verify_file(path, SIGNING_KEY.public_key()) == raw_key
@@ -479,7 +479,7 @@ def test_verify_file_returns_the_verified_key(tmp_path: Path, cheap_argon2: None
     path.write_bytes(data)
     with pytest.raises(SignatureInvalid, match="the Ed25519 signature does not verify;"):
         apr.verify_file(path)
-    apr.save(_small_model(), path)
+    apr.save_file(_small_model(), path)
     with pytest.raises(SignatureInvalid, match="the file is not signed"):
         apr.verify_file(path)
     path.write_bytes(b"GGUF" + bytes(60))
@@ -505,7 +505,7 @@ def test_validate_raw_tensor_files_without_a_model(tmp_path: Path, cheap_argon2:
     with pytest.raises(SignatureInvalid):
         apr.validate_file(path, password="pw", verifying_key=Ed25519PrivateKey.generate().public_key())
     with pytest.raises(FormatError, match="has no 'model' object"):  # valid as a file, but no model to load
-        apr.load(path, password="pw")
+        apr.load_file(path, password="pw")
     plain = tmp_path / "plain.apr"
     apr.write_state(raw, plain)
     apr.validate_file(plain)

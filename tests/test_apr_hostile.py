@@ -52,7 +52,7 @@ def scaler() -> StandardScaler:
 
 def small(**options: Any) -> bytes:
     """A small .apr file (about 900 bytes)."""
-    return apr.save_to_bytes(scaler(), **options)
+    return apr.dumps(scaler(), **options)
 
 
 def set_field(data: bytes, fmt: str, offset: int, value: int) -> bytes:
@@ -75,7 +75,7 @@ def craft(meta: Any, entries: list[IndexEntry], stored: bytes, flags: int = 0, c
 
 def load_error(data: bytes, **keys: Any) -> AprenderError:
     with pytest.raises(AprenderError) as info:
-        apr.load_from_bytes(data, **keys)
+        apr.loads(data, **keys)
     return info.value
 
 
@@ -112,7 +112,7 @@ def test_every_single_byte_flip_is_detected_in_bytes() -> None:
         for mask in (0x01, 0xFF):
             flipped = bytearray(data)
             flipped[position] ^= mask
-            failures.append(_check_flip(lambda b=bytes(flipped): apr.load_from_bytes(b), position, len(data)))
+            failures.append(_check_flip(lambda b=bytes(flipped): apr.loads(b), position, len(data)))
     assert [f for f in failures if f] == []
 
 
@@ -124,7 +124,7 @@ def test_every_single_byte_flip_is_detected_in_files(tmp_path: Path) -> None:
         flipped = bytearray(data)
         flipped[position] ^= 0x04
         path.write_bytes(flipped)
-        failures.append(_check_flip(lambda: apr.load(path), position, len(data)))
+        failures.append(_check_flip(lambda: apr.load_file(path), position, len(data)))
     assert [f for f in failures if f] == []
 
 
@@ -135,10 +135,10 @@ def test_truncation_at_every_length_in_bytes(option: str) -> None:
     data = small(**options[option])
     for n in range(len(data)):
         with pytest.raises(FormatError):
-            apr.load_from_bytes(data[:n], secret_key=RECIPIENT)
+            apr.loads(data[:n], secret_key=RECIPIENT)
     for n in range(len(data)) if option == "signed" else ():
         with pytest.raises((SignatureInvalid, FormatError)):
-            apr.load_from_bytes(data[:n], verifying_key=SIGNING_KEY.public_key())
+            apr.loads(data[:n], verifying_key=SIGNING_KEY.public_key())
 
 
 @pytest.mark.parametrize("mmap", [False, True])
@@ -149,23 +149,23 @@ def test_truncated_files_are_rejected(mmap: bool, tmp_path: Path, monkeypatch: p
     for n in range(len(data)):
         path.write_bytes(data[:n])
         with pytest.raises(FormatError):
-            apr.load(path, mmap=mmap)
+            apr.load_file(path, mmap=mmap)
     path.write_bytes(data[:-1])
     with pytest.raises(FormatError, match="data section is truncated" if mmap else "checksum mismatch"):
-        apr.load(path, mmap=mmap)
+        apr.load_file(path, mmap=mmap)
 
 
 def test_empty_missing_and_foreign_files(tmp_path: Path) -> None:
     path = tmp_path / "x.apr"
     with pytest.raises(FileNotFoundError, match=r"x\.apr"):
-        apr.load(path)
+        apr.load_file(path)
     path.write_bytes(b"")
     for mmap in (False, True):
         with pytest.raises(FormatError, match="the file is empty"):
-            apr.load(path, mmap=mmap)
+            apr.load_file(path, mmap=mmap)
     path.write_bytes(b"GGUF" + bytes(100))
     with pytest.raises(FormatError, match=r"not an \.apr file \(bytes 0-3 are 47475546"):
-        apr.load(path)
+        apr.load_file(path)
     with pytest.raises(FormatError, match=r"not an \.apr file"):
         apr.inspect_file(path)
 
@@ -208,7 +208,7 @@ def test_hostile_header_fields(name: str, tmp_path: Path) -> None:
     forged = set_field(data, fmt, offset, value)
     path = tmp_path / "forged.apr"
     path.write_bytes(forged)
-    for load in (apr.load_from_bytes, lambda _: apr.load(path), lambda _: apr.load(path, mmap=True),
+    for load in (apr.loads, lambda _: apr.load_file(path), lambda _: apr.load_file(path, mmap=True),
                  lambda _: apr.inspect_file(path)):
         with pytest.raises(FormatError, match=message):
             load(forged)
@@ -242,7 +242,7 @@ def test_out_of_range_tensor_offset(tmp_path: Path) -> None:
     path.write_bytes(forged)
     for mmap in (False, True):
         with pytest.raises(FormatError, match=f"tensor 'var_' starts at data byte {1 << 50}, expected {offset}"):
-            apr.load(path, mmap=mmap)
+            apr.load_file(path, mmap=mmap)
 
 
 def test_index_entries_are_checked() -> None:
@@ -260,15 +260,15 @@ def test_index_entries_are_checked() -> None:
     for new, message in cases.items():
         forged = _patch_index(data, raw[at - 5 : at + len(new)], raw[at - 5 : at] + new)
         with pytest.raises(FormatError, match=message):
-            apr.load_from_bytes(forged)
+            apr.loads(forged)
     renamed = _patch_index(data, b"mean_", b"zean_")  # breaks the sorted order
     with pytest.raises(FormatError, match="breaks the strictly sorted order"):
-        apr.load_from_bytes(renamed)
+        apr.loads(renamed)
     padded = bytearray(data)
     _, _, data_offset = layout_of(data)
     padded[data_offset - 1] = 1
     with pytest.raises(FormatError, match="must be zero padding"):
-        apr.load_from_bytes(refresh_crcs(padded))
+        apr.loads(refresh_crcs(padded))
 
 
 def test_index_names_must_be_utf8() -> None:
@@ -278,7 +278,7 @@ def test_index_names_must_be_utf8() -> None:
     _, index_offset, _ = layout_of(bytes(data))
     data[index_offset + 2] = 0xFF
     with pytest.raises(FormatError, match="tensor name is not UTF-8"):
-        apr.load_from_bytes(refresh_crcs(data))
+        apr.loads(refresh_crcs(data))
 
 
 @pytest.mark.parametrize(("shape", "message"), [
@@ -291,7 +291,7 @@ def test_index_shapes_are_bounded(shape: tuple[int, ...], message: str) -> None:
     meta = to_state(scaler()).meta
     data = craft(meta, [IndexEntry("a", 3, shape, 0, 8)], bytes(64))
     with pytest.raises(FormatError, match=f"tensor index entry 0 at byte \\d+: .*{message}"):
-        apr.load_from_bytes(data)
+        apr.loads(data)
 
 
 def test_metadata_is_checked() -> None:
@@ -300,28 +300,28 @@ def test_metadata_is_checked() -> None:
     broken = bytearray(data)
     broken[64] = ord("[")
     with pytest.raises(FormatError, match=r"metadata \(bytes 64-\d+\) is not valid JSON"):
-        apr.load_from_bytes(refresh_crcs(broken))
+        apr.loads(refresh_crcs(broken))
     padding = bytearray(data)
     padding[64 + meta_size] = ord(" ")
     with pytest.raises(FormatError, match=r"metadata padding .* must be zero"):
-        apr.load_from_bytes(refresh_crcs(padding))
+        apr.loads(refresh_crcs(padding))
     not_object = craft([1, 2], [], b"")
     with pytest.raises(FormatError, match="metadata must be a JSON object"):
-        apr.load_from_bytes(not_object)
+        apr.loads(not_object)
 
 
 def test_data_section_with_extra_bytes_is_rejected() -> None:
     data = small()
     forged = refresh_crcs(data[:-4] + bytes(64) + data[-4:])
     with pytest.raises(FormatError, match="the data section has extra bytes"):
-        apr.load_from_bytes(forged)
+        apr.loads(forged)
 
 
 def test_codec_errors_surface_after_container_checks() -> None:
     meta = to_state(scaler()).meta
     data = craft({**meta, "model": {"class": "os.system"}}, [], b"")
     with pytest.raises(AprenderError, match="not on the allow-list"):
-        apr.load_from_bytes(data)
+        apr.loads(data)
 
 
 # -- compression -------------------------------------------------------------------------
@@ -336,7 +336,7 @@ def test_compressed_claims_larger_than_the_data_can_hold(algorithm: str) -> None
     huge = 1 << 40  # a terabyte of float64 claimed by a file of a few hundred bytes
     data = craft(meta, [IndexEntry("mean_", 3, (huge,), 0, huge * 8)], compress(bytes(64), algorithm, 1), flag)
     with pytest.raises(FormatError, match=f"more than .* bytes of {algorithm} can hold"):
-        apr.load_from_bytes(data)
+        apr.loads(data)
 
 
 @pytest.mark.parametrize("algorithm", ["zstd", "lz4"])
@@ -346,13 +346,13 @@ def test_corrupt_compressed_data(algorithm: str) -> None:
     broken = bytearray(data)
     broken[data_offset] ^= 0xFF  # the frame's magic number
     with pytest.raises(FormatError, match=f"corrupt {algorithm} data section"):
-        apr.load_from_bytes(refresh_crcs(broken))
+        apr.loads(refresh_crcs(broken))
     cut = refresh_crcs(data[: data_offset + 12] + data[-4:])
     with pytest.raises(FormatError, match=f"{algorithm}"):
-        apr.load_from_bytes(cut)
+        apr.loads(cut)
     longer = refresh_crcs(data[:-4] + b"\x00" + data[-4:])
     with pytest.raises(FormatError, match=f"{algorithm}"):
-        apr.load_from_bytes(longer)
+        apr.loads(longer)
 
 
 # -- signatures --------------------------------------------------------------------------
@@ -368,7 +368,7 @@ def test_every_change_to_a_signed_file_fails_verification(tmp_path: Path) -> Non
         # a changed magic is no .apr file at all; the footer lies outside the signature
         expected = FormatError if position < 4 else ChecksumMismatch if position >= len(data) - 4 else SignatureInvalid
         try:
-            apr.load_from_bytes(bytes(flipped), verifying_key=public)
+            apr.loads(bytes(flipped), verifying_key=public)
             failures.append(f"byte {position}: not detected")
         except AprenderError as exc:
             if type(exc) is not expected:
@@ -383,10 +383,10 @@ def test_every_change_to_a_signed_file_fails_verification(tmp_path: Path) -> Non
     loads = {
         "load_verified(key)": lambda: apr.load_verified(path, public),
         "load_verified()": lambda: apr.load_verified(path),
-        "apr.load": lambda: apr.load(path),
-        "apr.load(mmap=True)": lambda: apr.load(path, mmap=True),
+        "apr.load": lambda: apr.load_file(path),
+        "apr.load(mmap=True)": lambda: apr.load_file(path, mmap=True),
         "aprender.load": lambda: aprender.load(path),
-        "load_from_bytes": lambda: apr.load_from_bytes(path.read_bytes()),
+        "load_from_bytes": lambda: apr.loads(path.read_bytes()),
         "read_state": lambda: apr.read_state(path),
         "validate": lambda: aprender.validate(path),
     }
@@ -414,14 +414,14 @@ def test_unsigned_file_and_wrong_key(tmp_path: Path) -> None:
     with pytest.raises(SignatureInvalid, match="the file is not signed"):
         apr.load_verified(path)
     with pytest.raises(SignatureInvalid, match="not signed"):
-        apr.load(path, verifying_key=SIGNING_KEY.public_key())
+        apr.load_file(path, verifying_key=SIGNING_KEY.public_key())
     path.write_bytes(small(signing_key=SIGNING_KEY))
     with pytest.raises(SignatureInvalid, match="does not verify"):
         apr.load_verified(path, Ed25519PrivateKey.generate().public_key())
     # the memory-mapped path verifies too (reading every page once)
-    assert apr.load(path, mmap=True, verifying_key=SIGNING_KEY.public_key()).mean_[0] == scaler().mean_[0]
+    assert apr.load_file(path, mmap=True, verifying_key=SIGNING_KEY.public_key()).mean_[0] == scaler().mean_[0]
     with pytest.raises(SignatureInvalid, match="does not verify"):
-        apr.load(path, mmap=True, verifying_key=Ed25519PrivateKey.generate().public_key())
+        apr.load_file(path, mmap=True, verifying_key=Ed25519PrivateKey.generate().public_key())
 
 
 # -- encryption --------------------------------------------------------------------------
@@ -431,7 +431,7 @@ def test_key_required_wrong_password_wrong_recipient(tmp_path: Path) -> None:
     path = tmp_path / "secret.apr"
     path.write_bytes(small(password="pw"))
     with pytest.raises(KeyRequired, match="file is encrypted; pass password=") as info:
-        apr.load(path)
+        apr.load_file(path)
     assert isinstance(info.value, DecryptionFailed)
     with pytest.raises(DecryptionFailed, match="wrong password or key"):
         apr.load_encrypted(path, "not pw")
@@ -469,7 +469,7 @@ def test_header_metadata_index_and_data_are_authenticated(scheme: str) -> None:
     failures = []
     for what, file in forged.items():
         try:
-            apr.load_from_bytes(file, **load_kw)
+            apr.loads(file, **load_kw)
             failures.append(f"{what}: not detected")
         except DecryptionFailed as exc:
             if "were modified" not in str(exc):
@@ -482,18 +482,18 @@ def test_segments_cannot_be_dropped_or_swapped(monkeypatch: pytest.MonkeyPatch) 
     model = LinearRegression().fit([[0.0], [1.0]], [0.0, 1.0])
     model.coef_ = np.random.default_rng(0).standard_normal(2000)  # 16 000 incompressible bytes
     model.n_features_in_ = 2000
-    data = apr.save_to_bytes(model, recipient_public_key=RECIPIENT.public_key(), compression="lz4")
+    data = apr.dumps(model, recipient_public_key=RECIPIENT.public_key(), compression="lz4")
     _, _, data_offset = layout_of(data)
     sealed = 4096 + 16
     segments = [data[i : i + sealed] for i in range(data_offset, len(data) - 4, sealed)]
     assert len(segments) == 4
-    assert np.array_equal(apr.load_from_bytes(data, secret_key=RECIPIENT).coef_, model.coef_)
+    assert np.array_equal(apr.loads(data, secret_key=RECIPIENT).coef_, model.coef_)
     head = data[:data_offset]
     dropped = refresh_crcs(head + b"".join(segments[:3]) + bytes(4))  # whole segments: a clean cut
     swapped = refresh_crcs(head + b"".join([segments[1], segments[0], *segments[2:]]) + bytes(4))
     for forged in (dropped, swapped):
         with pytest.raises(DecryptionFailed, match="were modified"):
-            apr.load_from_bytes(forged, secret_key=RECIPIENT)
+            apr.loads(forged, secret_key=RECIPIENT)
 
 
 ENCRYPTION_CASES = {
@@ -514,7 +514,7 @@ def test_hostile_encryption_parameters(name: str) -> None:
     meta["encryption"].update(change)
     forged = craft(meta, [], data[data_offset:-4], Flags.ENCRYPTED)
     with pytest.raises(FormatError, match=message):
-        apr.load_from_bytes(forged, password="pw")
+        apr.loads(forged, password="pw")
 
 
 def test_inspect_never_reads_the_data(tmp_path: Path) -> None:
@@ -535,12 +535,12 @@ def test_inspect_checks_the_true_shape_of_quantized_tensors(shape: bytes, messag
     from aprender.cluster import KMeans
 
     path = tmp_path / "km.apr"
-    apr.save(KMeans(n_clusters=3, n_init=1, random_state=0).fit(iris()[0]), path, quantize="q8_0")
+    apr.save_file(KMeans(n_clusters=3, n_init=1, random_state=0).fit(iris()[0]), path, quantize="q8_0")
     path.write_bytes(_same_length_edit(path.read_bytes(), b'"shape":[3,4]', b'"shape":' + shape))
     with pytest.raises(FormatError, match="^" + re.escape(f"'{path}': {message}")):
         apr.inspect_file(path)
     with pytest.raises(FormatError):
-        apr.load(path)
+        apr.load_file(path)
 
 
 @pytest.fixture(params=["two halves (ISA-L combines CRCs)", "pipelined (zlib)"])
@@ -565,9 +565,9 @@ def _wide_model() -> LinearRegression:
 def test_a_large_file_read_in_chunks_loads_identically(tmp_path: Path) -> None:
     model = _wide_model()
     path = tmp_path / "m.apr"
-    apr.save(model, path)
+    apr.save_file(model, path)
     assert path.stat().st_size > 10 * 4096
-    loaded = apr.load(path)
+    loaded = apr.load_file(path)
     assert np.array_equal(loaded.coef_, model.coef_) and loaded.intercept_ == model.intercept_
 
 
@@ -575,22 +575,22 @@ def test_a_large_file_read_in_chunks_loads_identically(tmp_path: Path) -> None:
 @pytest.mark.parametrize("where", [0.3, 0.7, -5])
 def test_a_flipped_byte_in_either_half_of_a_chunked_read_fails_the_crc(tmp_path: Path, where: float) -> None:
     path = tmp_path / "m.apr"
-    apr.save(_wide_model(), path)
+    apr.save_file(_wide_model(), path)
     data = bytearray(path.read_bytes())
     i = int(len(data) * where) if where > 0 else len(data) + where
     data[i] ^= 0x01
     path.write_bytes(bytes(data))
     with pytest.raises(ChecksumMismatch, match=f"footer CRC32 of bytes 0-{len(data) - 5}"):
-        apr.load(path)
+        apr.load_file(path)
 
 
 @pytest.mark.usefixtures("chunked_read")
 def test_a_large_file_that_shrinks_while_it_is_read_is_refused(tmp_path: Path, request) -> None:
     path = tmp_path / "m.apr"
-    apr.save(_wide_model(), path)
+    apr.save_file(_wide_model(), path)
     request.getfixturevalue("files_seem_longer")  # after the save, which stats too
     with pytest.raises(FormatError, match="changed size while being read"):
-        apr.load(path)
+        apr.load_file(path)
 
 
 @pytest.mark.parametrize("suffix", [".apr", ".safetensors"])

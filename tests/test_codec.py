@@ -43,7 +43,7 @@ aprender.register_estimator(Bag, key="tests.Bag", model_type=ModelType.CUSTOM)
 
 
 def _roundtrip(model):
-    return safetensors.load(safetensors.save(model))
+    return safetensors.loads(safetensors.dumps(model))
 
 
 def test_user_class_registration_and_duplicate_is_error() -> None:
@@ -171,7 +171,7 @@ def test_corrupt_sparse_indices_are_rejected() -> None:
 def test_property_random_linear_models_roundtrip(data, fit_intercept) -> None:
     X, y = data[:, :-1], data[:, -1]
     model = LinearRegression(fit_intercept=fit_intercept).fit(X, y)
-    loaded = safetensors.load(safetensors.save(model))
+    loaded = safetensors.loads(safetensors.dumps(model))
     assert np.array_equal(loaded.predict(X), model.predict(X), equal_nan=True)
     assert type(loaded.intercept_) is type(model.intercept_)
 
@@ -184,9 +184,9 @@ def test_the_saving_machines_thread_count_is_never_stored() -> None:
     X = np.array([[0.0], [0.1], [5.0], [5.1]])
     one, two = (KMeans(n_clusters=2, n_init=1, random_state=0).fit(X) for _ in range(2))
     one._n_threads, two._n_threads = 1, 7  # as fitted on a 1-core and a 7-core machine
-    assert safetensors.save(one) == safetensors.save(two)
+    assert safetensors.dumps(one) == safetensors.dumps(two)
     assert to_state(one).meta["model"]["attrs"]["_n_threads"] == {"__t__": "n_threads"}
-    assert safetensors.load(safetensors.save(two))._n_threads == _openmp_effective_n_threads()
+    assert safetensors.loads(safetensors.dumps(two))._n_threads == _openmp_effective_n_threads()
 
 
 def test_an_n_threads_node_elsewhere_is_refused() -> None:

@@ -57,7 +57,7 @@ def test_structured_apr_mutations_get_past_the_checksums() -> None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                apr.load_from_bytes(data)
+                apr.loads(data)
         except AprenderError as exc:
             errors.append(exc)
     assert errors and not any(isinstance(e, ChecksumMismatch) for e in errors)

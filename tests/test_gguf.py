@@ -75,9 +75,9 @@ def test_zoo_roundtrip_is_bit_identical_and_deterministic(case, tmp_path) -> Non
     gguf.save_file(model, path, metadata={"name": "m"})
     assert_identical_outputs(model, gguf.load_file(path), X)
     _assert_same_state(gguf.read_state(path), to_state(model, metadata={"name": "m"}))
-    data = gguf.save(model, metadata={"name": "m"})
+    data = gguf.dumps(model, metadata={"name": "m"})
     assert data == path.read_bytes()  # same model, same bytes
-    assert_identical_outputs(model, gguf.load(data), X)
+    assert_identical_outputs(model, gguf.loads(data), X)
 
 
 def test_zoo_quantized_files_load_and_predict(case, tmp_path) -> None:
@@ -276,12 +276,12 @@ def test_mixin_and_format_dispatch(tmp_path) -> None:
     X, _ = iris()
     model = _logreg()
     path = tmp_path / "m.gguf"
-    model.to_gguf(path)
-    assert_identical_outputs(model, LogisticRegression.from_gguf(path), X)
+    model.save_gguf(path)
+    assert_identical_outputs(model, LogisticRegression.load_gguf(path), X)
     with pytest.raises(ModelTypeMismatch, match="file contains LogisticRegression, expected Ridge"):
-        Ridge.from_gguf(path)
-    model.to_gguf(path, quantize="q4_0")
-    assert (LogisticRegression.from_gguf(path).predict(X) == model.predict(X)).mean() > 0.9
+        Ridge.load_gguf(path)
+    model.save_gguf(path, quantize="q4_0")
+    assert (LogisticRegression.load_gguf(path).predict(X) == model.predict(X)).mean() > 0.9
     other = tmp_path / "n.gguf"
     aprender.save(model, other, quantize="q8_0", metadata={"name": "x"})
     assert type(aprender.load(other, ModelType.LOGISTIC_REGRESSION)) is LogisticRegression
@@ -291,7 +291,7 @@ def test_mixin_and_format_dispatch(tmp_path) -> None:
 def test_bad_quantize_option_fails_before_writing(tmp_path) -> None:
     path = tmp_path / "m.gguf"
     with pytest.raises(ValueError, match="quantize must be one of q8_0, q4_0, q4_1; got 'q3'"):
-        _logreg().to_gguf(path, quantize="q3")
+        _logreg().save_gguf(path, quantize="q3")
     assert not path.exists() and not list(tmp_path.iterdir())
 
 

@@ -29,7 +29,7 @@ def _model() -> LinearRegression:
 
 @functools.cache
 def _valid(quantize: str | None = None) -> bytes:
-    return gguf.save(_model(), quantize=quantize, metadata={"name": "lr"})
+    return gguf.dumps(_model(), quantize=quantize, metadata={"name": "lr"})
 
 
 def _data_offset(data: bytes, tmp_path: Path) -> int:
@@ -43,7 +43,7 @@ def _error(data: bytes, tmp_path: Path, name: str = "hostile.gguf") -> AprenderE
     path = tmp_path / name
     path.write_bytes(data)
     errors = []
-    for attempt in (lambda: gguf.load(data), lambda: gguf.load_file(path), lambda: aprender.load(path),
+    for attempt in (lambda: gguf.loads(data), lambda: gguf.load_file(path), lambda: aprender.load(path),
                     lambda: gguf.inspect_file(path) and gguf.validate_file(path), lambda: aprender.validate(path)):
         with pytest.raises(AprenderError) as info:
             attempt()
@@ -106,7 +106,7 @@ def test_byte_flips_in_tensor_data_change_exactly_what_the_model_reads(tmp_path)
     # (data_offset counts from the start of the file).
     read = {*range(coefficients.data_offset, coefficients.data_offset + 2 + X.shape[1]),
             *range(intercept.data_offset, intercept.data_offset + intercept.n_bytes)}
-    expected = gguf.load(data).predict(X)
+    expected = gguf.loads(data).predict(X)
     path = tmp_path / "flip.gguf"
     changed = set()
     for i in range(header, len(data)):
@@ -193,7 +193,7 @@ def _map(kv: dict, text: str) -> None:
 
 def test_crafting_helper_reproduces_a_loadable_file(tmp_path) -> None:
     data = _craft(tmp_path, lambda kv, t: None)
-    assert gguf.load(data).coef_.tolist() == _model().coef_.tolist()
+    assert gguf.loads(data).coef_.tolist() == _model().coef_.tolist()
 
 
 def test_another_architecture_is_no_model_but_valid_raw_tensors(tmp_path) -> None:

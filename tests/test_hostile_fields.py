@@ -202,7 +202,7 @@ def test_hostile_quantization_records_in_apr(old: bytes, new: bytes, message: st
     from aprender.cluster import KMeans
 
     km = KMeans(n_clusters=2, n_init=1, random_state=0).fit(np.random.default_rng(0).normal(size=(50, 40)))
-    raw = apr.save_to_bytes(km, quantize="q8_0")
+    raw = apr.dumps(km, quantize="q8_0")
     assert raw.count(old) == 1 and len(old) == len(new)
     raw = raw.replace(old, new)
     raw = raw[:-4] + zlib.crc32(raw[:-4]).to_bytes(4, "little")
@@ -340,7 +340,7 @@ def test_zstd_window_above_the_limit_is_refused(monkeypatch, tmp_path) -> None:
 
     monkeypatch.setattr(_compress, "compress", wide_window)  # the writer imports it when it compresses
     path = tmp_path / "wide.apr"
-    apr.save(_logistic(), path, compression="zstd")
+    apr.save_file(_logistic(), path, compression="zstd")
     monkeypatch.undo()
     with pytest.raises(FormatError, match="Frame requires too much memory"):
         aprender.load(path)
@@ -412,7 +412,7 @@ def test_remembered_hyperparameters_never_excuse_other_values() -> None:
     pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(*iris())
     state = to_state(pipe)
     for _ in range(2):
-        safetensors.load(safetensors.state_to_bytes(state))
+        safetensors.loads(safetensors.state_to_bytes(state))
     assert any(key[0].__name__ == "Pipeline" for key in _decode._VALID_PARAMS)
 
     def edited(edit: Callable[[dict], None]) -> bytes:
@@ -427,9 +427,9 @@ def test_remembered_hyperparameters_never_excuse_other_values() -> None:
         params["verbose"] = "loud"
 
     with pytest.raises(FormatError, match=r"invalid hyperparameters for .*LogisticRegression.*'C'"):
-        safetensors.load(edited(nested_c))
+        safetensors.loads(edited(nested_c))
     with pytest.raises(FormatError, match=r"invalid hyperparameters for .*Pipeline.*'verbose'"):
-        safetensors.load(edited(outer_verbose))
+        safetensors.loads(edited(outer_verbose))
 
 
 def test_remembered_hyperparameters_keep_their_json_types() -> None:
@@ -438,8 +438,8 @@ def test_remembered_hyperparameters_keep_their_json_types() -> None:
     model = LogisticRegression(max_iter=100).fit(*iris())
     state = to_state(model)
     for _ in range(2):
-        safetensors.load(safetensors.state_to_bytes(state))
+        safetensors.loads(safetensors.state_to_bytes(state))
     meta = copy.deepcopy(state.meta)
     meta["model"]["params"]["max_iter"] = 100.0
     with pytest.raises(FormatError, match=r"invalid hyperparameters for .*LogisticRegression.*'max_iter'"):
-        safetensors.load(safetensors.state_to_bytes(ModelState(dict(state.tensors), meta)))
+        safetensors.loads(safetensors.state_to_bytes(ModelState(dict(state.tensors), meta)))

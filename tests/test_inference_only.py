@@ -93,14 +93,14 @@ def test_partial_fit_is_refused(name: str) -> None:
 
 def test_same_bytes_twice_and_through_the_model_method(tmp_path) -> None:
     model = _fit("mlp-classifier")
-    assert apr.save_to_bytes(model, inference_only=True) == apr.save_to_bytes(model, inference_only=True)
+    assert apr.dumps(model, inference_only=True) == apr.dumps(model, inference_only=True)
     model.save_safetensors(tmp_path / "m.safetensors", inference_only=True)
-    assert (tmp_path / "m.safetensors").read_bytes() == safetensors.save(model, inference_only=True)
+    assert (tmp_path / "m.safetensors").read_bytes() == safetensors.dumps(model, inference_only=True)
 
 
 def test_estimators_without_a_training_only_list_are_unchanged() -> None:
     ridge = Ridge().fit(X, Y)
-    assert safetensors.save(ridge, inference_only=True) == safetensors.save(ridge)
+    assert safetensors.dumps(ridge, inference_only=True) == safetensors.dumps(ridge)
 
 
 @pytest.mark.parametrize(("dropped", "message"), [

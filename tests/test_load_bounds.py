@@ -149,7 +149,7 @@ def test_compressible_models_load_under_the_default_cap() -> None:
     from aprender.preprocessing import StandardScaler
 
     scaler = StandardScaler().fit(np.zeros((2, 1_000_000)))
-    loaded = apr.load_from_bytes(apr.save_to_bytes(scaler, compression="zstd-max"))
+    loaded = apr.loads(apr.dumps(scaler, compression="zstd-max"))
     assert np.array_equal(loaded.scale_, scaler.scale_)
 
 
@@ -165,14 +165,14 @@ def test_cli_allow_large(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
 
 @pytest.mark.parametrize("bad", [0, -1, "10", True, float("nan")])
 def test_the_ratio_option_is_checked(bad: Any) -> None:
-    data = apr.save_to_bytes(line(2.0))
+    data = apr.dumps(line(2.0))
     with pytest.raises(ValueError, match="max_decompressed_ratio must be a positive number or None"):
-        apr.load_from_bytes(data, max_decompressed_ratio=bad)
+        apr.loads(data, max_decompressed_ratio=bad)
 
 
 def safetensors_claim(path: Path) -> Path:
     """A SafeTensors file whose header claims 2 GiB for a tensor of 8 stored bytes."""
-    raw = safetensors.save(line(2.0))
+    raw = safetensors.dumps(line(2.0))
     n = int.from_bytes(raw[:8], "little")
     header = json.loads(raw[8 : 8 + n])
     header["coefficients"].update(shape=[1 << 28], data_offsets=[0, 1 << 31])
@@ -231,21 +231,21 @@ def test_a_signature_checked_mmap_load_does_not_follow_later_writes(verified: st
                                                                     tiny_map: None) -> None:
     path = tmp_path / "signed.apr"
     apr.save_signed(line(2.0), path, SIGNING_KEY)
-    other = apr.save_to_bytes(line(-7.0), signing_key=SIGNING_KEY)
+    other = apr.dumps(line(-7.0), signing_key=SIGNING_KEY)
     assert len(other) == path.stat().st_size
     keys = {"verifying_key": SIGNING_KEY.public_key()} if verified == "verifying_key" else {}
-    model = apr.load(path, mmap=True, **keys)
+    model = apr.load_file(path, mmap=True, **keys)
     overwrite_in_place(path, other)
     assert model.predict([[1.0]]) == pytest.approx([3.0])
-    assert apr.load(path, mmap=True, **keys).predict([[1.0]]) == pytest.approx([-6.0])  # the new file, verified anew
+    assert apr.load_file(path, mmap=True, **keys).predict([[1.0]]) == pytest.approx([-6.0])  # the new file
 
 
 def test_an_unsigned_mmap_load_follows_later_writes(tmp_path: Path, tiny_map: None) -> None:
     # what mmap=True promises and does not (docs/threat-model.md): the arrays are the file's pages
     path = tmp_path / "plain.apr"
-    apr.save(line(2.0), path)
-    model = apr.load(path, mmap=True)
-    overwrite_in_place(path, apr.save_to_bytes(line(-7.0)))
+    apr.save_file(line(2.0), path)
+    model = apr.load_file(path, mmap=True)
+    overwrite_in_place(path, apr.dumps(line(-7.0)))
     assert model.predict([[1.0]]) == pytest.approx([-6.0])
 
 
@@ -261,7 +261,7 @@ def test_served_signed_models_are_checked_against_the_scanned_key_at_load(tmp_pa
     version = scan([tmp_path], policy)["m"][1]
     assert (version.signature, version.mmap) == ("trusted", False)
     loaded = load_version(version, Limits(), policy)
-    overwrite_in_place(path, apr.save_to_bytes(line(-7.0), signing_key=SIGNING_KEY))
+    overwrite_in_place(path, apr.dumps(line(-7.0), signing_key=SIGNING_KEY))
     assert loaded.estimator.predict([[1.0]]) == pytest.approx([3.0])
     forger = Ed25519PrivateKey.generate()
     replacement = tmp_path / "new.apr"
@@ -287,14 +287,14 @@ def test_partial_fit_of_a_mapped_model_matches_a_plain_load_and_leaves_the_file(
     import hashlib
 
     path = tmp_path / "model.apr"
-    apr.save(make().fit(X, Y), path)
+    apr.save_file(make().fit(X, Y), path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    mapped, plain = apr.load(path, mmap=True), apr.load(path)
+    mapped, plain = apr.load_file(path, mmap=True), apr.load_file(path)
     for model in (mapped, plain):
         model.partial_fit(X, Y)
         model.partial_fit(X[::-1], Y[::-1])
     assert np.array_equal(mapped.predict_proba(X), plain.predict_proba(X))
-    assert not np.array_equal(mapped.predict_proba(X), apr.load(path).predict_proba(X))  # it did train
+    assert not np.array_equal(mapped.predict_proba(X), apr.load_file(path).predict_proba(X))  # it did train
     mapped.set_params(**{name: mapped.get_params()[name] for name in ("alpha",)}).fit(X[::-1], Y[::-1])
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
 
@@ -316,26 +316,26 @@ def test_partial_fit_into_a_read_only_map_is_an_aprender_error(make: Any, tmp_pa
 
     monkeypatch.setattr(apr_read.mmap, "mmap", no_private_maps)
     path = tmp_path / "model.apr"
-    apr.save(make().fit(X, Y), path)
-    model = apr.load(path, mmap=True)
+    apr.save_file(make().fit(X, Y), path)
+    model = apr.load_file(path, mmap=True)
     before = model.predict_proba(X)
     with pytest.raises(ReadOnlyModelError, match="load it from its file, or from a bytearray") as info:
         model.partial_fit(X, Y)
     assert isinstance(info.value, ValueError)
     assert np.array_equal(model.predict_proba(X), before)
-    writable = apr.load(path)
+    writable = apr.load_file(path)
     writable.partial_fit(X, Y)  # the advice works
     assert not np.array_equal(writable.predict_proba(X), before)
 
 
 def test_partial_fit_that_replaces_its_arrays_still_works_on_a_mapped_model(tmp_path: Path) -> None:
     path = tmp_path / "sgd.apr"
-    apr.save(SGDClassifier(random_state=0).fit(X, Y), path)
-    model = apr.load(path, mmap=True)
+    apr.save_file(SGDClassifier(random_state=0).fit(X, Y), path)
+    model = apr.load_file(path, mmap=True)
     model.partial_fit(X, Y)  # SGD writes its updated weights into new arrays
-    saved = apr.load(path).coef_
+    saved = apr.load_file(path).coef_
     assert not np.array_equal(model.coef_, saved)
-    assert np.array_equal(apr.load(path, mmap=True).coef_, saved)
+    assert np.array_equal(apr.load_file(path, mmap=True).coef_, saved)
 
 
 # -- no RecursionError escapes -------------------------------------------------------------------
@@ -411,7 +411,7 @@ def test_the_deepest_value_the_codec_writes_reads_back() -> None:
     for _ in range(62):  # the codec's own limit (MAX_DEPTH = 64) is nearly reached
         node = (node,)
     model = FunctionTransformer(kw_args={"a": node}).fit(np.zeros((2, 2)))
-    assert apr.load_from_bytes(apr.save_to_bytes(model)).kw_args == {"a": node}
+    assert apr.loads(apr.dumps(model)).kw_args == {"a": node}
 
 
 def test_preview_is_bounded() -> None:
@@ -431,4 +431,4 @@ def test_error_messages_show_a_preview_of_a_value_read_from_the_file() -> None:
     meta = json.loads(json.dumps(base.meta))
     meta["schema"] = [[[1]]] * 3
     with pytest.raises(FormatError, match="metadata 'schema' must be 1, found a list of 3 items"):
-        apr.load_from_bytes(apr.state_to_bytes(ModelState(base.tensors, meta)))
+        apr.loads(apr.state_to_bytes(ModelState(base.tensors, meta)))

@@ -35,7 +35,7 @@ from aprender.svm import SVC, SVR, LinearSVC
 pytestmark = pytest.mark.lower_bound
 
 ROUNDTRIPS = {
-    "safetensors-bytes": lambda m: safetensors.load(safetensors.save(m)),
+    "safetensors-bytes": lambda m: safetensors.loads(safetensors.dumps(m)),
     "state": lambda m: from_state(to_state(m)),
 }
 
@@ -67,24 +67,24 @@ def test_roundtrip_is_bit_identical(case, roundtrip) -> None:
 def test_extra_inference_methods_are_bit_identical() -> None:
     X, _ = wine()
     pca = PCA(n_components=4).fit(X)
-    loaded = safetensors.load(safetensors.save(pca))
+    loaded = safetensors.loads(safetensors.dumps(pca))
     for method in ("inverse_transform", "get_covariance", "get_precision"):
         args = (pca.transform(X),) if method == "inverse_transform" else ()
         assert np.array_equal(getattr(pca, method)(*args), getattr(loaded, method)(*args)), method
     assert pca.score(X) == loaded.score(X)
 
     nb = GaussianNB().fit(*wine())
-    loaded = safetensors.load(safetensors.save(nb))
+    loaded = safetensors.loads(safetensors.dumps(nb))
     assert np.array_equal(nb.predict_joint_log_proba(X), loaded.predict_joint_log_proba(X))
 
     X, y = iris()
     knn = KNeighborsClassifier(n_neighbors=4, algorithm="ball_tree").fit(X, y)
-    loaded = safetensors.load(safetensors.save(knn))
+    loaded = safetensors.loads(safetensors.dumps(knn))
     assert np.array_equal(knn.kneighbors(X, 2, return_distance=False), loaded.kneighbors(X, 2, return_distance=False))
     assert (knn.kneighbors_graph(X, mode="distance") != loaded.kneighbors_graph(X, mode="distance")).nnz == 0
 
     svc = SVC(kernel="linear").fit(X, y)
-    loaded = safetensors.load(safetensors.save(svc))
+    loaded = safetensors.loads(safetensors.dumps(svc))
     assert np.array_equal(svc.coef_, loaded.coef_) and np.array_equal(svc.n_support_, loaded.n_support_)
 
 
@@ -92,7 +92,7 @@ def test_multioutput_knn_probabilities_are_bit_identical() -> None:
     X, y = iris()
     targets = np.c_[y, X[:, 0] > 5.8]
     knn = KNeighborsClassifier(n_neighbors=3).fit(X, targets)
-    loaded = safetensors.load(safetensors.save(knn))
+    loaded = safetensors.loads(safetensors.dumps(knn))
     assert np.array_equal(knn.predict(X), loaded.predict(X))
     for a, b in zip(knn.predict_proba(X), loaded.predict_proba(X), strict=True):
         assert a.dtype == b.dtype and np.array_equal(a, b)
@@ -136,10 +136,10 @@ def test_pca_components_come_back_fortran_ordered() -> None:
     X, _ = wine()
     pca = PCA(n_components=3).fit(X)
     assert pca.components_.flags.f_contiguous and not pca.components_.flags.c_contiguous
-    raw = safetensors.save(pca)
+    raw = safetensors.dumps(pca)
     node = json.loads(_header(raw)["__metadata__"]["aprender"])["model"]["attrs"]["components_"]
     assert node == {"__t__": "tensor", "name": "components_", "order": "F"}
-    loaded = safetensors.load(raw)
+    loaded = safetensors.loads(raw)
     assert loaded.components_.flags.f_contiguous and not loaded.components_.flags.c_contiguous
     assert np.array_equal(loaded.transform(X), pca.transform(X))
     # The order matters on this data: a C-ordered copy changes transform in the last bits.
@@ -153,7 +153,7 @@ def test_pca_randomized_strided_components_come_back_column_major() -> None:
     pca = PCA(n_components=10, svd_solver="randomized", random_state=0).fit(X)
     # A row slice of an F-ordered matrix: neither C- nor F-contiguous, but column-major.
     assert not pca.components_.flags.c_contiguous and not pca.components_.flags.f_contiguous
-    loaded = safetensors.load(safetensors.save(pca))
+    loaded = safetensors.loads(safetensors.dumps(pca))
     assert loaded.components_.flags.f_contiguous
     assert np.array_equal(loaded.transform(X), pca.transform(X))
 
@@ -164,7 +164,7 @@ def test_pca_randomized_strided_components_come_back_column_major() -> None:
 def test_mlp_layers_are_named_tensors() -> None:
     X, y = wine()
     mlp = _quiet(MLPClassifier(hidden_layer_sizes=(16, 8), max_iter=5, random_state=0).fit, X, y)
-    raw = safetensors.save(mlp)
+    raw = safetensors.dumps(mlp)
     header = _header(raw)
     expected = {"layers.0.weight": [13, 16], "layers.0.bias": [16], "layers.1.weight": [16, 8], "layers.1.bias": [8],
                 "layers.2.weight": [8, 3], "layers.2.bias": [3]}
@@ -184,7 +184,7 @@ def test_mlp_forward_pass_from_tensors_alone() -> None:
     X, y = wine()
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     mlp = _quiet(MLPClassifier(hidden_layer_sizes=(8,), max_iter=30, random_state=0).fit, X, y)
-    tensors = official.load(safetensors.save(mlp))
+    tensors = official.load(safetensors.dumps(mlp))
     h = np.maximum(X @ tensors["layers.0.weight"] + tensors["layers.0.bias"], 0)
     logits = h @ tensors["layers.1.weight"] + tensors["layers.1.bias"]
     proba = np.exp(logits - logits.max(axis=1, keepdims=True))
@@ -199,7 +199,7 @@ def test_mlp_partial_fit_continues_exactly_after_loading(solver) -> None:
     mlp = MLPClassifier(hidden_layer_sizes=(6,), solver=solver, random_state=0)
     for _ in range(3):
         mlp.partial_fit(X, y, classes=np.unique(y))
-    loaded = safetensors.load(safetensors.save(mlp))
+    loaded = safetensors.loads(safetensors.dumps(mlp))
     assert type(loaded._optimizer) is type(mlp._optimizer)
     for model in (mlp, loaded):
         for _ in range(3):
@@ -214,9 +214,9 @@ def test_mlp_early_stopping_keeps_best_coefs_shared() -> None:
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     mlp = _quiet(MLPClassifier(hidden_layer_sizes=(5,), early_stopping=True, max_iter=15, random_state=0).fit, X, y)
     assert mlp._best_coefs is mlp.coefs_
-    raw = safetensors.save(mlp)
+    raw = safetensors.dumps(mlp)
     assert not any(name.startswith("_best_coefs") for name in _header(raw))  # stored once, as layers.{i}
-    loaded = safetensors.load(raw)
+    loaded = safetensors.loads(raw)
     assert loaded._best_coefs is loaded.coefs_ and loaded._best_intercepts is loaded.intercepts_
     assert loaded._label_binarizer.classes_ is loaded.classes_
 
@@ -225,7 +225,7 @@ def test_mlp_float32_stays_float32() -> None:
     X, y = diabetes()
     mlp = _quiet(MLPRegressor(hidden_layer_sizes=(4,), max_iter=5, random_state=0).fit,
                  X.astype(np.float32), y.astype(np.float32))
-    header = _header(safetensors.save(mlp))
+    header = _header(safetensors.dumps(mlp))
     assert header["layers.0.weight"]["dtype"] == "F32"
 
 
@@ -236,13 +236,13 @@ def test_mlp_float32_stays_float32() -> None:
 def test_knn_tree_is_stored_identically(algorithm) -> None:
     X, y = wine()
     knn = KNeighborsClassifier(algorithm=algorithm, leaf_size=5, p=1).fit(X, y)
-    raw = safetensors.save(knn)
+    raw = safetensors.dumps(knn)
     tree_tensors = ["_tree.idx_array", "_tree.idx_end", "_tree.idx_start", "_tree.is_leaf", "_tree.node_bounds",
                     "_tree.radius"]
     assert sorted(_header(raw)) == ["__metadata__", "_fit_X", *tree_tensors, "_y", "classes_"]
     attrs = json.loads(_header(raw)["__metadata__"]["aprender"])["model"]["attrs"]
     assert dict(attrs["_tree"]["items"])["leaf_size"] == 5
-    loaded = safetensors.load(raw)
+    loaded = safetensors.loads(raw)
     assert type(loaded._tree) is type(knn._tree)
     for a, b in zip(knn._tree.get_arrays(), loaded._tree.get_arrays(), strict=True):
         assert np.array_equal(a, b)
@@ -252,7 +252,7 @@ def test_knn_tree_given_to_fit_keeps_its_leaf_size() -> None:
     X, y = iris()
     tree = sk_neighbors.KDTree(X, leaf_size=3)
     knn = KNeighborsClassifier(leaf_size=30).fit(tree, y)
-    loaded = safetensors.load(safetensors.save(knn))
+    loaded = safetensors.loads(safetensors.dumps(knn))
     assert np.array_equal(loaded._tree.get_arrays()[2], tree.get_arrays()[2])
     assert_identical_outputs(knn, loaded, X)
 
@@ -262,7 +262,7 @@ def test_knn_tree_built_with_another_metric_is_refused() -> None:
     tree = sk_neighbors.BallTree(X, metric="manhattan")
     knn = KNeighborsClassifier(algorithm="ball_tree", metric="euclidean").fit(tree, y)
     with pytest.raises(aprender.exceptions.UnsupportedTypeError, match="the tree's metric is not effective_metric_"):
-        safetensors.save(knn)
+        safetensors.dumps(knn)
 
 
 # -- unfitted templates nested in a registered meta-estimator -------------------------
@@ -285,7 +285,7 @@ aprender.register_estimator(_Holder, key="tests.test_models.Holder")
 def test_unfitted_nested_templates_roundtrip() -> None:
     templates = [KNeighborsClassifier(algorithm="kd_tree"), SVC(), MLPClassifier(), PCA()]
     holder = _Holder(templates).fit(iris()[0])
-    loaded = safetensors.load(safetensors.save(holder))
+    loaded = safetensors.loads(safetensors.dumps(holder))
     assert [type(t) for t in loaded.estimators] == [type(t) for t in templates]
     assert [t.get_params() for t in loaded.estimators] == [t.get_params() for t in templates]
 
@@ -297,11 +297,11 @@ def test_pipeline_of_these_models_names_nested_layers() -> None:
     X, y = wine()
     pipe = _quiet(make_pipeline(StandardScaler(), PCA(n_components=5), MLPClassifier(max_iter=20, random_state=0)).fit,
                   X, y)
-    raw = safetensors.save(pipe)
+    raw = safetensors.dumps(pipe)
     names = set(_header(raw))
     assert {"steps.1.pca.components_", "steps.2.mlpclassifier.layers.0.weight",
             "steps.2.mlpclassifier.layers.1.bias"} <= names
-    loaded = safetensors.load(raw)
+    loaded = safetensors.loads(raw)
     assert_identical_outputs(pipe, loaded, X)
 
 

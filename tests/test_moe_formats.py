@@ -172,8 +172,8 @@ def test_apr_signed_and_encrypted(classifier, tmp_path, cheap_argon2) -> None:
 def test_gguf_roundtrip_is_bit_identical(regressor, data, tmp_path) -> None:
     X, _ = data
     path = tmp_path / "moe.gguf"
-    regressor.to_gguf(path)
-    _assert_same(regressor, MixtureOfExpertsRegressor.from_gguf(path), X)
+    regressor.save_gguf(path)
+    _assert_same(regressor, MixtureOfExpertsRegressor.load_gguf(path), X)
 
 
 def test_gating_and_expert_weights_are_quantizable(regressor, data, tmp_path) -> None:
@@ -182,10 +182,10 @@ def test_gating_and_expert_weights_are_quantizable(regressor, data, tmp_path) ->
         "experts.0.coefficients", "experts.1.coefficients", "experts.2.coefficients", "gating.weights",
     ]
     path = tmp_path / "q8.gguf"
-    regressor.to_gguf(path, quantize="q8_0")
+    regressor.save_gguf(path, quantize="q8_0")
     info = gguf.inspect_file(path)
     assert {t.name for t in info.tensors if t.quantization} == set(quantizable_tensors(to_state(regressor)))
-    loaded = MixtureOfExpertsRegressor.from_gguf(path)
+    loaded = MixtureOfExpertsRegressor.load_gguf(path)
     np.testing.assert_allclose(loaded.predict(X), regressor.predict(X), rtol=0.02, atol=0.05)
 
 

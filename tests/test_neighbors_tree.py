@@ -110,7 +110,7 @@ def test_the_tree_is_neither_rebuilt_on_save_nor_on_load(monkeypatch) -> None:
         raise AssertionError("the tree was rebuilt")
 
     monkeypatch.setattr(schema, "_build_tree", refuse)
-    loaded = safetensors.load(safetensors.save(model))
+    loaded = safetensors.loads(safetensors.dumps(model))
     assert np.array_equal(loaded.predict(Q), model.predict(Q))
 
 
@@ -126,7 +126,7 @@ def test_older_files_without_the_arrays_rebuild_the_tree(stored) -> None:
         meta["model"]["attrs"]["_tree"] = {"__t__": "binary_tree", "kind": "BallTree", "leaf_size": 3,
                                            "metric": "euclidean", "data": {"__t__": "tensor", "name": "_tree.data"}}
         tensors["_tree.data"] = X[::-1].copy()  # whatever the stored tree held, _fit_X decides
-    loaded = safetensors.load(safetensors.state_to_bytes(ModelState(tensors=tensors, meta=meta)))
+    loaded = safetensors.loads(safetensors.state_to_bytes(ModelState(tensors=tensors, meta=meta)))
     for a, b in zip(model._tree.get_arrays(), loaded._tree.get_arrays(), strict=True):
         assert np.array_equal(a, b)
     assert np.array_equal(loaded.predict_proba(Q), model.predict_proba(Q))
@@ -279,7 +279,7 @@ for dual in (False, True):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_crafted_tree_is_refused_before_any_query(case, crafted, child_results) -> None:
     with pytest.raises(FormatError) as info:
-        safetensors.load(crafted[case])
+        safetensors.loads(crafted[case])
     assert CASES[case][2] in str(info.value)
     assert "_tree" in str(info.value)
     assert child_results[case].startswith("AprenderError:"), child_results[case]
@@ -288,7 +288,7 @@ def test_crafted_tree_is_refused_before_any_query(case, crafted, child_results) 
 def test_the_crafting_keeps_an_unedited_tree_loadable(child_results) -> None:
     """The editing itself breaks nothing: the same round trip with no edit loads and answers, here and in the child."""
     assert child_results["unedited"] == "USED"
-    loaded = safetensors.load(_crafted("kd", lambda items, tensors: None))
+    loaded = safetensors.loads(_crafted("kd", lambda items, tensors: None))
     assert np.array_equal(loaded.kneighbors(Q)[1], _fits()["kd"]().kneighbors(Q)[1])
     assert set(dict(to_state(_fits()["ball"]()).meta["model"]["attrs"]["_tree"]["items"])) == FIELDS
 
@@ -338,7 +338,7 @@ def test_an_older_kernel_density_file_rebuilds_its_tree() -> None:
     dropped = {"n_levels", "n_nodes", "idx_array", "node_bounds", *schema_fields()}
     meta["model"]["attrs"]["tree_"] = {k: v for k, v in node.items() if k not in dropped}
     tensors = {k: v for k, v in state.tensors.items() if k.split(".")[-1] not in dropped}
-    loaded = safetensors.load(safetensors.state_to_bytes(ModelState(tensors=tensors, meta=meta)))
+    loaded = safetensors.loads(safetensors.state_to_bytes(ModelState(tensors=tensors, meta=meta)))
     for a, b in zip(model.tree_.get_arrays(), loaded.tree_.get_arrays(), strict=True):
         assert np.array_equal(a, b)
     assert np.array_equal(loaded.score_samples(Q), model.score_samples(Q))
@@ -398,7 +398,7 @@ def kde_child_results(tmp_path_factory) -> dict[str, str]:
 def test_crafted_kernel_density_tree_is_refused_before_use(case, kde_child_results) -> None:
     model, edit, message = KDE_CASES[case]
     with pytest.raises(FormatError) as info:
-        safetensors.load(_crafted_kde(model, edit))
+        safetensors.loads(_crafted_kde(model, edit))
     assert message in str(info.value) and str(info.value).startswith("at 'tree_': ")
     assert kde_child_results[case].startswith("AprenderError:"), kde_child_results[case]
     assert kde_child_results["unedited"] == "USED"

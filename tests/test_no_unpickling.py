@@ -50,7 +50,7 @@ def _saved(model, tmp_path):
     for name, save, load in [
         ("m.safetensors", aprender.save, aprender.load),
         ("m.apr", aprender.save, aprender.load),
-        ("z.apr", lambda m, p: apr.save(m, p, compression="zstd"), aprender.load),
+        ("z.apr", lambda m, p: apr.save_file(m, p, compression="zstd"), aprender.load),
         ("s.apr", lambda m, p: apr.save_signed(m, p, _KEY),
          lambda p: apr.load_verified(p, _KEY.public_key())),
         ("e.apr", lambda m, p: apr.save_encrypted(m, p, "pw"), lambda p: apr.load_encrypted(p, "pw")),

@@ -269,7 +269,7 @@ def test_user_metadata_must_be_json(classifier) -> None:
 
 
 def test_same_model_exports_identical_bytes(classifier) -> None:
-    assert apr_onnx.save(classifier) == apr_onnx.save(classifier)
+    assert apr_onnx.dumps(classifier) == apr_onnx.dumps(classifier)
 
 
 # -- the two pipelines of the issue -----------------------------------------------------
@@ -627,7 +627,7 @@ def test_loading_an_onnx_file_says_export_only(tmp_path, classifier) -> None:
     path = tmp_path / "m.onnx"
     classifier.save_onnx(path)
     for load in (lambda: aprender.load(path), lambda: apr_onnx.load_file(path, LogisticRegression),
-                 lambda: apr_onnx.load(path.read_bytes())):
+                 lambda: apr_onnx.loads(path.read_bytes())):
         with pytest.raises(UnsupportedExportError, match="export-only"):
             load()
     with pytest.raises(FileNotFoundError, match=r"missing\.onnx"):
@@ -679,7 +679,7 @@ def test_inspect_rejects_files_that_are_not_onnx_models(tmp_path, content) -> No
 
 def test_inspect_rejects_a_truncated_model(tmp_path, classifier) -> None:
     path = tmp_path / "cut.onnx"
-    path.write_bytes(apr_onnx.save(classifier)[:-40])
+    path.write_bytes(apr_onnx.dumps(classifier)[:-40])
     with pytest.raises(FormatError, match=r"cut\.onnx"):
         inspect_file(path)
 

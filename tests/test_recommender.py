@@ -153,7 +153,7 @@ def test_safetensors_roundtrip_is_identical(ids, tmp_path) -> None:
     for query in QUERIES:
         assert loaded.recommend_for_text(query) == model.recommend_for_text(query)
     assert np.array_equal(loaded.transform(QUERIES), model.transform(QUERIES))
-    assert safetensors.save(loaded) == path.read_bytes()
+    assert safetensors.dumps(loaded) == path.read_bytes()
     new_id = "new" if isinstance(ids[0], str) else 9999
     loaded.add_items(["spicy noodle soup"], item_ids=[new_id])
     model.add_items(["spicy noodle soup"], item_ids=[new_id])
@@ -207,7 +207,7 @@ HOSTILE = [
 def test_hostile_files_raise_format_error(rec, edit, message, tmp_path) -> None:
     data = _tamper(rec, edit)
     with pytest.raises(FormatError, match=message):
-        safetensors.load(data)
+        safetensors.loads(data)
     path = tmp_path / "hostile.safetensors"
     path.write_bytes(data)
     with pytest.raises(FormatError, match=message):

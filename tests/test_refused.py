@@ -2,7 +2,7 @@
 
 Each entry of ``REFUSED`` has a builder here that fits what a user would fit; saving it
 must raise UnsupportedTypeError with a message that names the offending value, in a
-SafeTensors and an .apr file alike, and leave no file behind. The README and
+SafeTensors and an .apr file alike, and leave no file behind. docs/estimators.md and
 docs/codec.md carry the list as tools/gen_refused.py writes it.
 """
 

@@ -115,12 +115,12 @@ def test_zoo_roundtrip_file(case, tmp_path) -> None:
 
 def test_zoo_roundtrip_bytes_and_determinism(case, tmp_path) -> None:
     model, X = case.make()
-    first, second = safetensors.save(model), safetensors.save(model)
+    first, second = safetensors.dumps(model), safetensors.dumps(model)
     assert first == second
     path = tmp_path / "m.safetensors"
     safetensors.save_file(model, path)
     assert path.read_bytes() == first
-    assert_identical_outputs(model, safetensors.load(first), X)
+    assert_identical_outputs(model, safetensors.loads(first), X)
 
 
 def test_in_memory_and_streamed_saves_write_the_same_bytes(tmp_path, monkeypatch) -> None:
@@ -136,7 +136,7 @@ def test_refit_model_saves_identical_bytes() -> None:
     X, y = iris()
     a = LogisticRegression(max_iter=1000).fit(X, y)
     b = LogisticRegression(max_iter=1000).fit(X, y)
-    assert safetensors.save(a) == safetensors.save(b)
+    assert safetensors.dumps(a) == safetensors.dumps(b)
 
 
 # -- class checks -------------------------------------------------------------------

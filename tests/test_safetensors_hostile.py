@@ -21,7 +21,7 @@ from aprender.linear_model import LinearRegression, LogisticRegression
 @pytest.fixture(scope="module")
 def valid() -> bytes:
     X, y = diabetes()
-    return safetensors.save(LinearRegression().fit(X, y))
+    return safetensors.dumps(LinearRegression().fit(X, y))
 
 
 def _split(raw: bytes) -> tuple[dict, bytes]:
@@ -47,7 +47,7 @@ def _load(data: bytes, tmp_path):
     path = tmp_path / "hostile.safetensors"
     path.write_bytes(data)
     errors = []
-    for attempt in (lambda: safetensors.load(data), lambda: aprender.load(path)):
+    for attempt in (lambda: safetensors.loads(data), lambda: aprender.load(path)):
         with pytest.raises(AprenderError) as info:
             attempt()
         errors.append(info.value)
@@ -174,7 +174,7 @@ def test_deep_nesting_is_bounded(valid, tmp_path) -> None:
 
 def test_classifier_shape_checks(tmp_path) -> None:
     X, y = iris()
-    raw = safetensors.save(LogisticRegression(max_iter=1000).fit(X, y))
+    raw = safetensors.dumps(LogisticRegression(max_iter=1000).fit(X, y))
 
     def edit(meta):
         meta["model"]["attrs"]["classes_"] = {"__t__": "strarray", "dtype": "<U1", "shape": [2], "v": ["a", "b"]}
@@ -187,7 +187,7 @@ def test_every_truncation_fails_cleanly(valid, tmp_path) -> None:
     path = tmp_path / "t.safetensors"
     for length in range(len(valid)):
         with pytest.raises(FormatError):
-            safetensors.load(valid[:length])
+            safetensors.loads(valid[:length])
         if length % 7 == 0:  # the file path shares the parser; sample it to stay fast
             path.write_bytes(valid[:length])
             with pytest.raises(FormatError):
@@ -258,7 +258,7 @@ def _overlap(raw: bytes) -> bytes:
 def test_reader_agrees_with_the_official_package(valid, corrupt, message) -> None:
     data = corrupt(valid)
     with pytest.raises(FormatError, match=message):
-        safetensors.load(data)
+        safetensors.loads(data)
     with pytest.raises(SafetensorError):
         deserialize(data)
 
@@ -274,7 +274,7 @@ def test_valid_file_is_read_identically_by_the_official_package(valid) -> None:
 def test_scaler_without_its_fitted_mean_is_rejected(tmp_path) -> None:
     from aprender.preprocessing import StandardScaler
 
-    raw = safetensors.save(StandardScaler().fit(iris()[0]))
+    raw = safetensors.dumps(StandardScaler().fit(iris()[0]))
 
     def edit(meta):
         del meta["model"]["attrs"]["mean_"]

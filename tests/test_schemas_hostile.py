@@ -235,20 +235,20 @@ def test_feature_bound_is_raised_by_assignment(states, monkeypatch) -> None:
     edit = _both(_set("n_features_in_", wide), _set("max_features_", wide), _set("tree_.n_features", wide))
     raw = _crafted(states["tree"], edit)
     with pytest.raises(FormatError, match=r"'n_features_in_' is 16777217.*MAX_FEATURES"):
-        safetensors.load(raw)
+        safetensors.loads(raw)
     monkeypatch.setattr(aprender._limits, "MAX_FEATURES", 2**25)
-    assert safetensors.load(raw).n_features_in_ == wide
+    assert safetensors.loads(raw).n_features_in_ == wide
 
 
 @pytest.mark.parametrize("name", ["n_outputs_", "n_classes_"])
 def test_output_and_class_counts_are_bounded(states, name) -> None:
     with pytest.raises(FormatError, match=f"'{name}' is {2**40}"):
-        safetensors.load(_crafted(states["tree"], _set(name, 2**40)))
+        safetensors.loads(_crafted(states["tree"], _set(name, 2**40)))
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_unedited_files_load_and_predict_identically(model, states) -> None:
-    original, loaded = MODELS[model](), safetensors.load(safetensors.state_to_bytes(states[model]))
+    original, loaded = MODELS[model](), safetensors.loads(safetensors.state_to_bytes(states[model]))
     for method in ("predict", "transform", "score_samples", "kneighbors"):
         if hasattr(original, method) and not (model == "lof" and method == "predict"):
             data = COUNTS if model in ("nmf", "mbnmf", "lda") else X[:, :1] if model == "nn" else X
@@ -262,7 +262,7 @@ def test_unedited_files_load_and_predict_identically(model, states) -> None:
 
 @pytest.mark.parametrize("model", ["sgd", "sgd3avg", "sgdr", "sgd1", "perceptron"])
 def test_loaded_sgd_models_continue_training_identically(model, states) -> None:
-    original, loaded = MODELS[model](), safetensors.load(safetensors.state_to_bytes(states[model]))
+    original, loaded = MODELS[model](), safetensors.loads(safetensors.state_to_bytes(states[model]))
     target = {"sgdr": (YR,), "sgd1": (), "sgd": (Y3 > 0,)}.get(model, (Y3,))
     for est in (original, loaded):
         est.partial_fit(X, *target)
@@ -272,14 +272,14 @@ def test_loaded_sgd_models_continue_training_identically(model, states) -> None:
 @pytest.mark.parametrize("build", [MODELS["sgd3"], lambda: LogisticRegression().fit(X, Y3)])
 def test_sparsified_classifiers_load(build) -> None:
     original = build().sparsify()
-    loaded = safetensors.load(safetensors.state_to_bytes(to_state(original)))
+    loaded = safetensors.loads(safetensors.state_to_bytes(to_state(original)))
     assert np.array_equal(original.predict(X), loaded.predict(X))
     bad = to_state(MODELS["sgd"]().sparsify())  # a binary model's one row, under three classes
     meta = copy.deepcopy(bad.meta)
     meta["model"]["attrs"]["classes_"] = {"__t__": "tensor", "name": "classes_"}
     tensors = {**bad.tensors, "classes_": np.arange(3)}
     with pytest.raises(FormatError, match="sparse 'coef_' has shape"):
-        safetensors.load(safetensors.state_to_bytes(ModelState(tensors=tensors, meta=meta)))
+        safetensors.loads(safetensors.state_to_bytes(ModelState(tensors=tensors, meta=meta)))
 
 
 def test_neighbors_file_with_a_stored_tree_still_loads(states) -> None:

@@ -104,7 +104,7 @@ _HOSTILE = {
 def test_crafted_loss_is_refused(case) -> None:
     edit, message = _HOSTILE[case]
     with pytest.raises(FormatError, match=message):
-        safetensors.load(_loss_file(edit))
+        safetensors.loads(_loss_file(edit))
 
 
 _CHILD = textwrap.dedent("""

@@ -35,7 +35,7 @@ def _one_openmp_thread():
 
 
 def _roundtrip(model):
-    return safetensors.load(safetensors.save(model))
+    return safetensors.loads(safetensors.dumps(model))
 
 
 def _tree_arrays(tree) -> dict:
@@ -84,10 +84,10 @@ def test_roundtrip_is_bit_identical(case) -> None:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_saving_twice_gives_identical_bytes(case) -> None:
     model, _ = case.make()
-    first = safetensors.save(model)
-    assert safetensors.save(model) == first
-    assert safetensors.save(case.fresh()[0]) == first  # a refit with the same seed too
-    assert safetensors.save(_roundtrip(model)) == first  # and the loaded model
+    first = safetensors.dumps(model)
+    assert safetensors.dumps(model) == first
+    assert safetensors.dumps(case.fresh()[0]) == first  # a refit with the same seed too
+    assert safetensors.dumps(_roundtrip(model)) == first  # and the loaded model
 
 
 def test_decision_tree_tensors_are_the_node_fields() -> None:
@@ -289,9 +289,9 @@ def test_downcast_rounds_thresholds_and_values_only() -> None:
     """dtype="float32" is lossy for trees: thresholds round, so samples near a split may move."""
     X, y = diabetes()
     model = RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0).fit(X, y)
-    data = safetensors.save(model, dtype="float32")
-    assert len(data) < len(safetensors.save(model))
-    loaded = safetensors.load(data)
+    data = safetensors.dumps(model, dtype="float32")
+    assert len(data) < len(safetensors.dumps(model))
+    loaded = safetensors.loads(data)
     for a, b in zip(model.estimators_, loaded.estimators_, strict=True):
         assert b.tree_.threshold.dtype == np.float64
         assert np.array_equal(b.tree_.threshold, a.tree_.threshold.astype(np.float32))

@@ -65,7 +65,7 @@ def _crafted(model, edit: Edit) -> bytes:
 
 def _error(model, edit: Edit, error: type = FormatError) -> str:
     with pytest.raises(error) as info:
-        safetensors.load(_crafted(model, edit))
+        safetensors.loads(_crafted(model, edit))
     return str(info.value)
 
 

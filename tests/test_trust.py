@@ -150,7 +150,7 @@ def test_fromfunction_of_an_allowed_function_is_refused(target, args) -> None:
 
     before = scipy.special.geterr()
     with pytest.raises(UntrustedFunctionError, match=r"'numpy.fromfunction' at 'steps.1.b.func.func'"):
-        safetensors.load(_craft(_pipeline(), edit))
+        safetensors.loads(_craft(_pipeline(), edit))
     assert scipy.special.geterr() == before
 
 
@@ -171,7 +171,7 @@ def test_partial_arguments_must_be_bounded_literals(arg, why) -> None:
         _step_func(meta, 1)["args"] = [arg]
 
     with pytest.raises(FormatError, match=rf"steps\.1\.b\.func\.0.*bounded literals, found .*{why}"):
-        safetensors.load(_craft(_pipeline(), edit))
+        safetensors.loads(_craft(_pipeline(), edit))
 
 
 def test_a_partial_may_not_change_the_callers_data_in_place() -> None:
@@ -183,10 +183,10 @@ def test_a_partial_may_not_change_the_callers_data_in_place() -> None:
         meta["model"]["params"]["func"]["keywords"]["copy"] = False
 
     with pytest.raises(FormatError, match=r"func\.copy.*copy=False, which changes the caller's data in place"):
-        safetensors.load(_craft(model, edit))
+        safetensors.loads(_craft(model, edit))
     with pytest.raises(UnsupportedTypeError, match="in place"):
-        safetensors.save(FunctionTransformer(functools.partial(np.nan_to_num, copy=False)).fit(X))
-    loaded = safetensors.load(safetensors.save(model))
+        safetensors.dumps(FunctionTransformer(functools.partial(np.nan_to_num, copy=False)).fit(X))
+    loaded = safetensors.loads(safetensors.dumps(model))
     np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
     assert np.isnan(X[0, 0])
 
@@ -194,13 +194,13 @@ def test_a_partial_may_not_change_the_callers_data_in_place() -> None:
 def test_saving_a_partial_of_an_array_is_refused() -> None:
     model = FunctionTransformer(functools.partial(np.clip, a_min=np.zeros(4))).fit(iris()[0])
     with pytest.raises(UnsupportedTypeError, match=r"func\.a_min.*bounded literals.*a 'tensor' node"):
-        safetensors.save(model)
+        safetensors.dumps(model)
 
 
 def test_a_partial_with_a_literal_list_roundtrips() -> None:
     X = iris()[0]
     model = FunctionTransformer(functools.partial(np.percentile, q=[25.0, 75.0], axis=1)).fit(X)
-    loaded = safetensors.load(safetensors.save(model))
+    loaded = safetensors.loads(safetensors.dumps(model))
     np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
 
 
@@ -221,7 +221,7 @@ def test_a_user_function_loads_only_when_the_caller_trusts_it(tmp_path) -> None:
     loaders = {
         "safetensors": (tmp_path / "m.safetensors", model.save_safetensors, AprFunctionTransformer.load_safetensors),
         "apr": (tmp_path / "m.apr", model.save_apr, AprFunctionTransformer.load_apr),
-        "gguf": (tmp_path / "m.gguf", model.to_gguf, AprFunctionTransformer.from_gguf),
+        "gguf": (tmp_path / "m.gguf", model.save_gguf, AprFunctionTransformer.load_gguf),
     }
     for path, save, load_as in loaders.values():
         save(path)
@@ -234,10 +234,10 @@ def test_a_user_function_loads_only_when_the_caller_trusts_it(tmp_path) -> None:
             np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
         with pytest.raises(UntrustedFunctionError):  # the trust was for that load only
             aprender.load(path)
-    data = safetensors.save(model)
-    assert safetensors.load(data, trusted=[_cube]).func is _cube
-    assert apr.load_from_bytes(apr.save_to_bytes(model), trusted=[_cube]).func is _cube
-    assert gguf.load(gguf.save(model), trusted=[_cube]).func is _cube
+    data = safetensors.dumps(model)
+    assert safetensors.loads(data, trusted=[_cube]).func is _cube
+    assert apr.loads(apr.dumps(model), trusted=[_cube]).func is _cube
+    assert gguf.loads(gguf.dumps(model), trusted=[_cube]).func is _cube
 
 
 def test_trusted_takes_function_objects_not_names(tmp_path) -> None:
@@ -296,8 +296,8 @@ def test_hostile_hyperparameters_are_refused_unless_trusted(model, cls, name, va
     data = _with_param(fitted, cls, name, value)
     expected = rf"'{name}' at .* a file may set it only to.*trusted=\['{name}'\]"
     with pytest.raises(UntrustedParameterError, match=expected):
-        safetensors.load(data)
-    loaded = safetensors.load(data, trusted=[name])
+        safetensors.loads(data)
+    loaded = safetensors.loads(data, trusted=[name])
     found = [est for est in [loaded, *getattr(loaded, "named_steps", {}).values()] if type(est).__name__ == cls]
     assert found[0].get_params(deep=False)[name] == value
 
@@ -312,7 +312,7 @@ def test_hostile_hyperparameters_are_refused_unless_trusted(model, cls, name, va
 ])
 def test_ordinary_hyperparameters_load_and_predict(model, cls, name, value) -> None:
     fitted = _fitted(model)
-    loaded = safetensors.load(_with_param(fitted, cls, name, value))
+    loaded = safetensors.loads(_with_param(fitted, cls, name, value))
     assert loaded.get_params(deep=False)[name] == value
     np.testing.assert_array_equal(loaded.predict(iris()[0]), fitted.predict(iris()[0]))
 
@@ -326,9 +326,9 @@ def test_a_partial_keyword_follows_the_hyperparameter_rules() -> None:
 
     data = _craft(model, edit)
     with pytest.raises(UntrustedParameterError, match=r"'n_jobs' at 'score_func'"):
-        safetensors.load(data)
-    assert safetensors.load(data, trusted=["n_jobs"]).score_func.keywords["n_jobs"] == 100000
-    np.testing.assert_array_equal(safetensors.load(safetensors.save(model)).transform(X), model.transform(X))
+        safetensors.loads(data)
+    assert safetensors.loads(data, trusted=["n_jobs"]).score_func.keywords["n_jobs"] == 100000
+    np.testing.assert_array_equal(safetensors.loads(safetensors.dumps(model)).transform(X), model.transform(X))
 
 
 def test_a_scorers_keyword_arguments_are_bounded_literals_too() -> None:
@@ -338,7 +338,7 @@ def test_a_scorers_keyword_arguments_are_bounded_literals_too() -> None:
     X, y = iris()
     search = GridSearchCV(LogisticRegression(max_iter=300), {"C": [1.0]}, cv=2,
                           scoring=make_scorer(f1_score, average="macro")).fit(X, y)
-    assert safetensors.load(safetensors.save(search)).scorer_._kwargs == {"average": "macro"}
+    assert safetensors.loads(safetensors.dumps(search)).scorer_._kwargs == {"average": "macro"}
 
     def edit(meta):
         meta["model"]["attrs"]["scorer_"]["state"]["_kwargs"]["items"].append(
@@ -346,4 +346,4 @@ def test_a_scorers_keyword_arguments_are_bounded_literals_too() -> None:
                                "params": {}, "attrs": {}}])
 
     with pytest.raises(FormatError, match=r"scorer_\._kwargs.*bounded literals, found an? 'estimator' node"):
-        safetensors.load(_craft(search, edit))
+        safetensors.loads(_craft(search, edit))

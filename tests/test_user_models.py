@@ -143,7 +143,7 @@ def test_what_lies_under_a_mask_is_not_written(tmp_path: Path) -> None:
     saved = []
     for junk in (0, 1):
         column.data.view(np.uint8)[column.mask] = 7 * junk  # 7 is no bool: a GGUF reader refuses it
-        saved.append(aprender.format.safetensors.save(search))
+        saved.append(aprender.format.safetensors.dumps(search))
         aprender.save(search, tmp_path / f"s{junk}.gguf")
         loaded = aprender.load(tmp_path / f"s{junk}.gguf")
         got = loaded.cv_results_["param_fit_intercept"]

@@ -122,9 +122,9 @@ def make_seeds(families: tuple[str, ...] | None, all_cases: bool, breadth: bool 
         for family, model in _models(families, all_cases, breadth):
             writers: dict[tuple[str, str], Callable[..., None]] = {
                 ("safetensors", "plain"): aprender.save,
-                ("apr", "plain"): apr.save,
-                ("apr", "zstd"): lambda m, p: apr.save(m, p, compression="zstd"),
-                ("apr", "lz4"): lambda m, p: apr.save(m, p, compression="lz4"),
+                ("apr", "plain"): apr.save_file,
+                ("apr", "zstd"): lambda m, p: apr.save_file(m, p, compression="zstd"),
+                ("apr", "lz4"): lambda m, p: apr.save_file(m, p, compression="lz4"),
                 ("apr", "signed"): lambda m, p: apr.save_signed(m, p, key),
                 ("apr", "encrypted"): lambda m, p: apr.save_encrypted(m, p, PASSWORD),
                 ("gguf", "plain"): aprender.save,

@@ -185,7 +185,7 @@ def entry_for_class(cls: type, path: str = "") -> Entry:
     if entry is None:
         library = cls.__module__.partition(".")[0]
         reason = (f"{library} classes are rebuilt only from aprender's allow-list, and this one is not on it "
-                  "(the README lists the refused estimators)" if library in ("sklearn", "aprender") else
+                  "(docs/estimators.md lists the refused estimators)" if library in ("sklearn", "aprender") else
                   "this class is not registered; call aprender.register_estimator() on it")
         raise UnsupportedTypeError(path or "<model>", f"{cls.__module__}.{cls.__qualname__}", reason)
     return entry

@@ -1,4 +1,4 @@
-"""What saving refuses, and why: the reviewed list behind the README and docs/codec.md.
+"""What saving refuses, and why: the reviewed list behind docs/estimators.md and docs/codec.md.
 
 Saving raises :class:`~aprender.exceptions.UnsupportedTypeError`, naming the attribute,
 for a value the codec cannot store without pickle or cannot rebuild from a table of its

@@ -93,7 +93,7 @@ def model_bytes(model_or_path: Any, trusted_key: bytes | None = None, trusted: A
     from aprender.format import apr
 
     if not isinstance(model_or_path, (str, os.PathLike)):
-        return ModelBytes(apr.save_to_bytes(model_or_path), ".apr", model_or_path)
+        return ModelBytes(apr.dumps(model_or_path), ".apr", model_or_path)
     path = Path(model_or_path)
     if not path.is_file():
         raise FileNotFoundError(f"no such model file: '{path}'")

@@ -25,11 +25,11 @@ def _load_bytes(data: bytes, path: Path, trusted: Any) -> Any:
     from aprender.format import apr, gguf, load, safetensors
 
     if data[:4] == b"APR\x00":
-        return apr.load_from_bytes(data, trusted=trusted)
+        return apr.loads(data, trusted=trusted)
     if data[:4] == b"GGUF":
-        return gguf.load(data, trusted=trusted)
+        return gguf.loads(data, trusted=trusted)
     if data[8:9] == b"{":
-        return safetensors.load(data, trusted=trusted)
+        return safetensors.loads(data, trusted=trusted)
     return load(path, trusted=trusted)  # raises the error that says what the file is (pickle, ONNX, unknown)
 
 

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from aprender.format.apr import (
         load_as_recipient,
         load_encrypted,
-        load_from_bytes,
         load_verified,
         save_encrypted,
         save_for_recipient,
@@ -39,7 +38,6 @@ __all__ = [
     "load",
     "load_as_recipient",
     "load_encrypted",
-    "load_from_bytes",
     "load_verified",
     "save",
     "save_encrypted",
@@ -49,6 +47,7 @@ __all__ = [
 ]
 
 # Imported on first use: inspecting a GGUF file needs neither the .apr backend nor the codec's encoder.
+# load_from_bytes is .apr's deprecated older name of apr.loads, kept for saved code.
 _getattr, __dir__ = lazy_attributes("aprender.format", {
     "_api": ["inspect", "load", "save", "validate"],
     "_info": ["ModelInfo", "TensorInfo", "ValidationReport"],

@@ -46,9 +46,9 @@ class Backend(Protocol):
     everything. A backend whose format cannot be read back into a model (ONNX) has
     the load verbs raise, and its row says ``loads=False``.
 
-    The modules keep older names beside these: ``save`` / ``load`` (bytes in
-    SafeTensors, GGUF and ONNX, a path in .apr), and .apr's ``save_to_bytes`` /
-    ``load_from_bytes``.
+    The modules keep older names beside these for saved code (``save`` / ``load``,
+    .apr's ``save_to_bytes`` / ``load_from_bytes``); they warn with a
+    ``DeprecationWarning``, and docs/formats.md lists what to use instead.
     """
 
     def dumps(self, model: Any, **options: Any) -> bytes: ...

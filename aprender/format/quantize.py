@@ -178,10 +178,12 @@ def quantizable_tensors(state: ModelState) -> list[str]:
     >>> quantizable_tensors(to_state(km))
     ['cluster_centers_']
     """
-    names = set()
+    names: set[str] = set()
     for node in _quantizable_nodes(state.meta.get("model")):
         name = node.get("name")
-        array = state.tensors.get(name) if isinstance(name, str) else None
+        if not isinstance(name, str):
+            continue
+        array = state.tensors.get(name)
         if array is not None and _eligible(node, array):
             names.add(name)
     return sorted(names)
@@ -313,6 +315,7 @@ def dequantize(state: ModelState) -> ModelState:
     qtype, record = _record(meta)
     tensors = dict(state.tensors)
     targets = {}
+    name: Any  # a record's tensor name, then a node's, which a hostile file may make anything
     for name, info in record.items():
         if name not in tensors:  # JSON object keys are strings
             raise FormatError(f"quantized tensor {preview(name, 80)} is missing")

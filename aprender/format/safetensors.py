@@ -17,8 +17,8 @@ Examples
 >>> from aprender.linear_model import LinearRegression
 >>> from aprender.format import safetensors
 >>> model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
->>> data = safetensors.save(model)
->>> safetensors.load(data).predict([[2.0]])
+>>> data = safetensors.dumps(model)
+>>> safetensors.loads(data).predict([[2.0]])
 array([5.])
 """
 
@@ -36,6 +36,7 @@ from safetensors import SafetensorError, TensorSpec, safe_open, serialize, seria
 
 from aprender._lazy import LazyValues, bfloat16
 from aprender._limits import checked_shape
+from aprender._warn import deprecated_alias
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, parse_json, to_state
 from aprender.codec._nodes import preview
 from aprender.exceptions import FormatError
@@ -48,12 +49,10 @@ __all__ = [
     "METADATA_KEY",
     "dumps",
     "inspect_file",
-    "load",
     "load_file",
     "load_tensors",
     "loads",
     "read_state",
-    "save",
     "save_file",
     "state_from_bytes",
     "state_to_bytes",
@@ -136,7 +135,7 @@ def write_state(state: ModelState, path: str | os.PathLike) -> None:
 
 def dumps(model: Any, *, dtype: str | None = None, metadata: Mapping[str, Any] | None = None,
           inference_only: bool = False) -> bytes:
-    """Serialize a fitted model to SafeTensors bytes (also named ``save``).
+    """Serialize a fitted model to SafeTensors bytes.
 
     Examples
     --------
@@ -149,8 +148,8 @@ def dumps(model: Any, *, dtype: str | None = None, metadata: Mapping[str, Any] |
     return state_to_bytes(to_state(model, dtype=dtype, metadata=metadata, inference_only=inference_only))
 
 
-#: The older name of :func:`dumps`.
-save = dumps
+#: The older name of :func:`dumps` (``save`` takes a path at the top level: one meaning per verb).
+save = deprecated_alias(dumps, "aprender.format.safetensors.save", "dumps (bytes) or save_file (a path)")
 
 
 def save_file(
@@ -305,7 +304,7 @@ def state_from_bytes(data: bytes | bytearray | memoryview) -> ModelState:
 @model_type_keyword
 def loads(data: bytes | bytearray | memoryview, model_type: type | ModelType | None = None, *,
           trusted: Any = None) -> Any:
-    """Rebuild a model from SafeTensors bytes (also named ``load``; arguments as for :func:`load_file`).
+    """Rebuild a model from SafeTensors bytes (arguments as for :func:`load_file`).
 
     Examples
     --------
@@ -319,7 +318,7 @@ def loads(data: bytes | bytearray | memoryview, model_type: type | ModelType | N
 
 
 #: The older name of :func:`loads`.
-load = loads
+load = deprecated_alias(loads, "aprender.format.safetensors.load", "loads (bytes) or load_file (a path)")
 
 
 @model_type_keyword

@@ -9,9 +9,9 @@ loading.
 
 Two load paths, explicitly:
 
-- ``load(path)`` verifies everything, including the CRC over the whole file, and
+- ``load_file(path)`` verifies everything, including the CRC over the whole file, and
   returns writable arrays in one buffer read from disk.
-- ``load(path, mmap=True)`` maps an uncompressed, unencrypted file and verifies the
+- ``load_file(path, mmap=True)`` maps an uncompressed, unencrypted file and verifies the
   header CRC, metadata, index and every offset against the file length, but never
   reads the tensor data: tensors are views into a private (copy-on-write) map, so the
   model can keep training without changing the file, and load time does not grow with
@@ -26,8 +26,8 @@ Examples
 >>> from aprender.format import apr
 >>> model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
 >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
->>> apr.save(model, path, compression="zstd", name="line")
->>> apr.load(path, LinearRegression).predict([[2.0]])
+>>> apr.save_file(model, path, compression="zstd", name="line")
+>>> apr.load_file(path, LinearRegression).predict([[2.0]])
 array([5.])
 >>> apr.inspect_file(path).metadata["name"]
 'line'
@@ -45,11 +45,9 @@ if TYPE_CHECKING:
     from aprender.format.apr._inspect import inspect_file
     from aprender.format.apr._load import (
         MMAP_MIN_BYTES,
-        load,
         load_as_recipient,
         load_encrypted,
         load_file,
-        load_from_bytes,
         loads,
         read_state,
         state_from_bytes,
@@ -57,12 +55,10 @@ if TYPE_CHECKING:
     from aprender.format.apr._options import Compression, SaveOptions
     from aprender.format.apr._save import (
         dumps,
-        save,
         save_encrypted,
         save_file,
         save_for_recipient,
         save_signed,
-        save_to_bytes,
         state_to_bytes,
         write_state,
     )
@@ -77,20 +73,16 @@ __all__ = [
     "dumps",
     "inspect_file",
     "kdf_limits",
-    "load",
     "load_as_recipient",
     "load_encrypted",
     "load_file",
-    "load_from_bytes",
     "load_verified",
     "loads",
     "read_state",
-    "save",
     "save_encrypted",
     "save_file",
     "save_for_recipient",
     "save_signed",
-    "save_to_bytes",
     "state_from_bytes",
     "state_to_bytes",
     "validate_file",
@@ -101,6 +93,7 @@ __all__ = [
 
 # Imported on first use: a load reads with _load and _read alone, without the writer, the
 # verifier or the cryptography (kdf_limits comes with the first encrypted file).
+# load, save, load_from_bytes and save_to_bytes are the deprecated older names (docs/formats.md).
 __getattr__, __dir__ = lazy_attributes("aprender.format.apr", {
     "_compress": ["MAX_DECOMPRESSED_RATIO"],
     "_inspect": ["inspect_file"],

@@ -17,8 +17,9 @@ PathLike = str | os.PathLike
 
 
 def _model_type(meta: dict[str, Any]) -> ModelType | None:
+    code: Any = meta.get("model_type")  # anything a file holds: ModelType refuses what is not a code
     try:
-        return ModelType(meta.get("model_type"))
+        return ModelType(code)
     except ValueError:
         return None
 

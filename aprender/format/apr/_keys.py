@@ -20,14 +20,19 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 __all__ = ["KIND", "KeyKindError", "coerce_key", "key_from_pem"]
 
 #: How errors name each kind of key.
-KIND = {Ed25519PrivateKey: "Ed25519 private", X25519PrivateKey: "X25519 private",
+KIND: dict[type, str] = {Ed25519PrivateKey: "Ed25519 private", X25519PrivateKey: "X25519 private",
         Ed25519PublicKey: "Ed25519 public", X25519PublicKey: "X25519 public"}
-_PUBLIC_OF = {Ed25519PublicKey: Ed25519PrivateKey, X25519PublicKey: X25519PrivateKey}
+_PUBLIC_OF: dict[type, type[Any]] = {Ed25519PublicKey: Ed25519PrivateKey, X25519PublicKey: X25519PrivateKey}
 _PEM = b"-----BEGIN "
 
 
 class KeyKindError(TypeError):
     """A key of another kind than the one wanted (an X25519 key to sign, ...)."""
+
+
+def _is_private_of(key: Any, cls: type) -> bool:
+    """Whether ``key`` is the private key whose public half ``cls`` is (it gives that half)."""
+    return isinstance(key, _PUBLIC_OF.get(cls, ()))
 
 
 def _kind(key: object) -> str:
@@ -47,18 +52,18 @@ def key_from_pem(data: bytes, cls: type, where: str) -> Any:
             key = serialization.load_pem_private_key(data, password=None)
         except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
             raise ValueError(f"{where} is not an unencrypted PEM {KIND[cls].split()[-1]} key ({exc})") from None
-        if isinstance(key, _PUBLIC_OF.get(cls, ())):
+        if _is_private_of(key, cls):
             key = key.public_key()
     if not isinstance(key, cls):
         raise KeyKindError(f"{where} holds an {_kind(key)} key; this needs an {KIND[cls]} key")
     return key
 
 
-def coerce_key(key: object, cls: type, from_raw: Callable[[bytes], Any], what: str) -> Any:
+def coerce_key(key: Any, cls: type, from_raw: Callable[[bytes], Any], what: str) -> Any:
     """``key`` as a ``cls`` object: accepts the object, 32 raw bytes, PEM text or bytes, or a PEM file path."""
     if isinstance(key, cls):
         return key
-    if isinstance(key, _PUBLIC_OF.get(cls, ())):
+    if _is_private_of(key, cls):
         return key.public_key()
     if isinstance(key, str) and key.lstrip().startswith(_PEM.decode()):
         return key_from_pem(key.encode(), cls, what)

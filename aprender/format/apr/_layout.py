@@ -180,7 +180,7 @@ def header_crc(header: bytes | memoryview) -> int:
     return crc32(header[44:64], crc32(header[:40]))
 
 
-def check_magic(head: bytes | memoryview, total: int, where: str) -> None:
+def check_magic(head: bytes | memoryview | np.ndarray, total: int, where: str) -> None:
     """Reject what is not an .apr file at all, before anything else is read."""
     if total == 0:
         raise FormatError(f"{where}: the file is empty")
@@ -189,7 +189,7 @@ def check_magic(head: bytes | memoryview, total: int, where: str) -> None:
         raise FormatError(f"{where}: not an .apr file (bytes 0-3 are {found.hex()}, expected {MAGIC.hex()})")
 
 
-def parse_header(head: bytes | memoryview, total: int, where: str) -> Header:
+def parse_header(head: bytes | memoryview | np.ndarray, total: int, where: str) -> Header:
     """Validate the first 64 bytes of a ``total``-byte file and return its header.
 
     Checks, in order: magic, version, header CRC, reserved bytes, flags, and that
@@ -358,16 +358,16 @@ def parse_index(raw: bytes, header: Header, where: str) -> tuple[list[IndexEntry
         count = math.prod(shape)
         if not 0 < count <= MAX_ELEMENTS:
             checked_shape(shape, f"{_at(where, i, base + start)}: tensor '{name[:80]}'")
-        shape = tuple(shape)
-        expected_size = count * itemsize if itemsize else _block_nbytes(code, shape)
+        dims = tuple(shape)
+        expected_size = count * itemsize if itemsize else _block_nbytes(code, dims)
         if size != expected_size:
-            raise FormatError(f"{_at(where, i, base + start)}: tensor '{name[:80]}' of shape {list(shape)} and "
+            raise FormatError(f"{_at(where, i, base + start)}: tensor '{name[:80]}' of shape {shape} and "
                               f"dtype {DTYPES[code].name} cannot occupy {size} bytes")
         if offset != expected_offset:
             raise FormatError(f"{_at(where, i, base + start)}: tensor '{name[:80]}' starts at data byte {offset}, "
                               f"expected {expected_offset} (tensors tile the data section in name order, "
                               "64-byte aligned)")
-        entries.append(IndexEntry(name, code, shape, offset, size))
+        entries.append(IndexEntry(name, code, dims, offset, size))
         previous, expected_offset = name_bytes, align(offset + size)
     if align(pos) != end or any(raw[pos:]):
         raise FormatError(f"{where}: the tensor index ends at byte {base + pos}; bytes {base + pos}-"

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from aprender._warn import deprecated_alias
 from aprender.codec import ModelState, ModelType, from_state
 from aprender.format._crc import crc32
 from aprender.format._formats import model_type_keyword
@@ -14,8 +15,8 @@ from aprender.format.apr._compress import MAX_DECOMPRESSED_RATIO, check_ratio_op
 from aprender.format.apr._layout import FLAG_SIGNED
 from aprender.format.apr._read import Keys, Parsed, check, map_file, read_file, state_of
 
-__all__ = ["MMAP_MIN_BYTES", "load", "load_as_recipient", "load_encrypted", "load_file", "load_from_bytes", "loads",
-           "read_state", "state_from_bytes"]
+__all__ = ["MMAP_MIN_BYTES", "load_as_recipient", "load_encrypted", "load_file", "loads", "read_state",
+           "state_from_bytes"]
 
 PathLike = str | os.PathLike
 Expected = type | ModelType | None
@@ -72,7 +73,7 @@ def read_state(
     """Read and verify the :class:`~aprender.codec.ModelState` stored in an .apr file.
 
     Quantized tensors stay GGML blocks (see :mod:`aprender.format.quantize`). Keys and
-    ``max_decompressed_ratio`` as for :func:`load`.
+    ``max_decompressed_ratio`` as for :func:`load_file`.
     """
     keys = key_set(password, secret_key, verifying_key, max_decompressed_ratio)
     return read(path, keys, mmap=mmap, verify=verifying_key is not None)
@@ -105,7 +106,7 @@ def build(state: ModelState, expected: Expected, trusted: Any = None) -> Any:
 
 
 @model_type_keyword
-def load(
+def load_file(
     path: PathLike,
     model_type: Expected = None,
     *,
@@ -168,8 +169,8 @@ def load(
     >>> from aprender.linear_model import LinearRegression
     >>> from aprender.format import apr
     >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> apr.save(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path)
-    >>> model = apr.load(path, mmap=True)  # a private map: the model can keep training, the file never changes
+    >>> apr.save_file(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path)
+    >>> model = apr.load_file(path, mmap=True)  # a private map: the model can keep training, the file never changes
     >>> model.coef_.flags.writeable
     True
     """
@@ -178,8 +179,6 @@ def load(
     return build(state, model_type, trusted)
 
 
-#: The path verb every backend has (:func:`aprender.load` calls it); ``load`` is .apr's own name for it.
-load_file = load
 
 
 @model_type_keyword
@@ -193,9 +192,9 @@ def loads(
     max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
     trusted: Any = None,
 ) -> Any:
-    """Load a model from .apr bytes, verifying them fully (also named ``load_from_bytes``).
+    """Load a model from .apr bytes, verifying them fully.
 
-    Keys, options and ``trusted`` as for :func:`load`.
+    Keys, options and ``trusted`` as for :func:`load_file`.
 
     Examples
     --------
@@ -212,13 +211,14 @@ def loads(
 
 def load_encrypted(path: PathLike, password: str | bytes, model_type: Expected = None, **keys: Any) -> Any:
     """Load a file saved with :func:`save_encrypted`; ``DecryptionFailed`` on a wrong password."""
-    return load(path, model_type, password=password, **keys)
+    return load_file(path, model_type, password=password, **keys)
 
 
 def load_as_recipient(path: PathLike, secret_key: Any, model_type: Expected = None, **keys: Any) -> Any:
     """Load a file saved with :func:`save_for_recipient`; ``DecryptionFailed`` on a wrong key."""
-    return load(path, model_type, secret_key=secret_key, **keys)
+    return load_file(path, model_type, secret_key=secret_key, **keys)
 
 
-#: The older name of :func:`loads`.
-load_from_bytes = loads
+#: The older names: ``load`` takes a path in .apr alone among the backends, ``load_from_bytes`` reads bytes.
+load = deprecated_alias(load_file, "aprender.format.apr.load", "load_file (a path) or loads (bytes)")
+load_from_bytes = deprecated_alias(loads, "aprender.format.apr.load_from_bytes", "loads")

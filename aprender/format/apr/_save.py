@@ -6,14 +6,15 @@ import dataclasses
 import os
 from typing import Any
 
+from aprender._warn import deprecated_alias
 from aprender.codec import ModelState, ModelType, to_state
 from aprender.exceptions import ModelTypeMismatch
 from aprender.format._io import write_atomic
 from aprender.format.apr._options import Compression, SaveOptions
 from aprender.format.apr._write import encode
 
-__all__ = ["dumps", "save", "save_encrypted", "save_file", "save_for_recipient", "save_signed", "save_to_bytes",
-           "state_to_bytes", "write_state"]
+__all__ = ["dumps", "save_encrypted", "save_file", "save_for_recipient", "save_signed", "state_to_bytes",
+           "write_state"]
 
 PathLike = str | os.PathLike
 
@@ -54,7 +55,7 @@ def state_to_bytes(
 ) -> bytes:
     """Serialize a :class:`~aprender.codec.ModelState` to .apr bytes.
 
-    Parameters are those of :func:`save` that concern the container.
+    Parameters are those of :func:`save_file` that concern the container.
 
     Examples
     --------
@@ -89,7 +90,7 @@ def write_state(
     write_atomic(path, chunks)
 
 
-def save(
+def save_file(
     model: Any,
     path: PathLike,
     model_type: ModelType | int | None = None,
@@ -146,7 +147,7 @@ def save(
     >>> from aprender.format import SaveOptions, apr
     >>> km = KMeans(n_clusters=2, n_init=1, random_state=0).fit([[0.0], [0.1], [5.0], [5.1]])
     >>> opts = SaveOptions().with_name("km").with_license("MIT")
-    >>> apr.save(km, os.path.join(tempfile.mkdtemp(), "km.apr"), ModelType.KMEANS, opts)
+    >>> apr.save_file(km, os.path.join(tempfile.mkdtemp(), "km.apr"), ModelType.KMEANS, opts)
     """
     write_state(_state(model, model_type, quantize, dtype, metadata, inference_only), path, options,
                 compression=compression,
@@ -164,7 +165,7 @@ def dumps(
     inference_only: bool = False,
     **container: Any,
 ) -> bytes:
-    """Serialize a fitted model to .apr bytes (also named ``save_to_bytes``); parameters as for :func:`save`.
+    """Serialize a fitted model to .apr bytes; parameters as for :func:`save_file`.
 
     Examples
     --------
@@ -178,10 +179,9 @@ def dumps(
                           **container)
 
 
-#: The path verb every backend has (:func:`aprender.save` calls it); ``save`` is .apr's own name for it.
-save_file = save
-#: The older name of :func:`dumps`.
-save_to_bytes = dumps
+#: The older names: ``save`` takes a path in .apr alone among the backends, ``save_to_bytes`` gives bytes.
+save = deprecated_alias(save_file, "aprender.format.apr.save", "save_file (a path) or dumps (bytes)")
+save_to_bytes = deprecated_alias(dumps, "aprender.format.apr.save_to_bytes", "dumps")
 
 
 def save_signed(model: Any, path: PathLike, signing_key: Any, model_type: ModelType | int | None = None,
@@ -193,7 +193,7 @@ def save_signed(model: Any, path: PathLike, signing_key: Any, model_type: ModelT
     signing_key : cryptography Ed25519PrivateKey or 32 raw bytes
         The signer's private key.
     model_type, options, **kwargs
-        As for :func:`save`.
+        As for :func:`save_file`.
 
     Examples
     --------
@@ -207,7 +207,7 @@ def save_signed(model: Any, path: PathLike, signing_key: Any, model_type: ModelT
     >>> apr.load_verified(path, key.public_key()).predict([[2.0]])
     array([5.])
     """
-    save(model, path, model_type, options, signing_key=signing_key, **kwargs)
+    save_file(model, path, model_type, options, signing_key=signing_key, **kwargs)
 
 
 def save_encrypted(model: Any, path: PathLike, password: str | bytes, model_type: ModelType | int | None = None,
@@ -228,7 +228,7 @@ def save_encrypted(model: Any, path: PathLike, password: str | bytes, model_type
     >>> apr.load_encrypted(path, "correct horse").predict([[2.0]])
     array([5.])
     """
-    save(model, path, model_type, options, password=password, **kwargs)
+    save_file(model, path, model_type, options, password=password, **kwargs)
 
 
 def save_for_recipient(model: Any, path: PathLike, recipient_public_key: Any,
@@ -252,4 +252,4 @@ def save_for_recipient(model: Any, path: PathLike, recipient_public_key: Any,
     >>> apr.load_as_recipient(path, secret).predict([[2.0]])
     array([5.])
     """
-    save(model, path, model_type, options, recipient_public_key=recipient_public_key, **kwargs)
+    save_file(model, path, model_type, options, recipient_public_key=recipient_public_key, **kwargs)

@@ -26,7 +26,7 @@ def validate_file(
     max_decompressed_ratio: float | None = MAX_DECOMPRESSED_RATIO,
     trusted: Any = None,
 ) -> ValidationReport:
-    """Verify an .apr file completely: every check of :func:`load`, and more.
+    """Verify an .apr file completely: every check of :func:`load_file`, and more.
 
     Checks the header and footer CRCs over every byte, the metadata and index, the
     signature of a signed file (against ``verifying_key`` or else the embedded key),
@@ -35,9 +35,9 @@ def validate_file(
     to its ciphertext, which the CRC covers. A file of raw tensors with no estimator
     (model type Custom, from ``apr import`` or :func:`write_state`) is checked the
     same way up to its tensors; there is no model to rebuild. Raises the error
-    :func:`load` (or :func:`read_state`, for raw tensors) would, and otherwise returns
+    :func:`load_file` (or :func:`read_state`, for raw tensors) would, and otherwise returns
     a :class:`~aprender.format.ValidationReport` of what was checked. ``trusted`` is
-    :func:`load`'s: functions the model may name beyond the default table.
+    :func:`load_file`'s: functions the model may name beyond the default table.
 
     Examples
     --------
@@ -45,7 +45,7 @@ def validate_file(
     >>> from aprender.linear_model import LinearRegression
     >>> from aprender.format import apr
     >>> path = os.path.join(tempfile.mkdtemp(), "model.apr")
-    >>> apr.save(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path)
+    >>> apr.save_file(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path)
     >>> apr.validate_file(path).checks[:2]
     ('header CRC32, layout, metadata and tensor index', 'footer CRC32 over the whole file')
     """

@@ -40,7 +40,7 @@ def load_verified(
     >>> from aprender.linear_model import LinearRegression
     >>> from aprender.format import apr
     >>> path = os.path.join(tempfile.mkdtemp(), "plain.apr")
-    >>> apr.save(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path)
+    >>> apr.save_file(LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]), path)
     >>> try:
     ...     apr.load_verified(path)
     ... except SignatureInvalid as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -86,7 +87,7 @@ def encode(
     header = Header(flags, len(entries), len(meta_bytes), index_offset, index_offset + len(index))
     prefix = b"".join([header.pack(), meta_bytes, bytes(align(len(meta_bytes)) - len(meta_bytes)), index])
 
-    data = _data_chunks(state, entries)
+    data: Sequence[Chunk] = _data_chunks(state, entries)
     if algorithm is not None:
         from aprender.format.apr._compress import compress
 

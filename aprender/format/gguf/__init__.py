@@ -17,10 +17,10 @@ Examples
 >>> from aprender.linear_model import LinearRegression
 >>> from aprender.format import gguf
 >>> model = LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0])
->>> data = gguf.save(model)
+>>> data = gguf.dumps(model)
 >>> data[:4]
 b'GGUF'
->>> gguf.load(data).predict([[2.0]])
+>>> gguf.loads(data).predict([[2.0]])
 array([5.])
 """
 
@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from gguf import GGML_QUANT_VERSION, GGUFValueType, GGUFWriter, LlamaFileType
 
+from aprender._warn import deprecated_alias
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, to_state
 from aprender.format import quantize as _quantize
 from aprender.format._formats import model_type_keyword
@@ -48,12 +49,10 @@ from aprender.format.gguf._reader import check_extent, open_any, quantized_type,
 __all__ = [
     "dumps",
     "inspect_file",
-    "load",
     "load_file",
     "load_tensors",
     "loads",
     "read_state",
-    "save",
     "save_file",
     "state_from_bytes",
     "state_to_bytes",
@@ -227,7 +226,7 @@ def dumps(
     metadata: Mapping[str, Any] | None = None,
     inference_only: bool = False,
 ) -> bytes:
-    """Serialize a fitted model to GGUF bytes (also named ``save``; see :func:`save_file` for the options).
+    """Serialize a fitted model to GGUF bytes (see :func:`save_file` for the options).
 
     Examples
     --------
@@ -240,8 +239,8 @@ def dumps(
                                             inference_only=inference_only))
 
 
-#: The older name of :func:`dumps`.
-save = dumps
+#: The older name of :func:`dumps` (``save`` takes a path at the top level: one meaning per verb).
+save = deprecated_alias(dumps, "aprender.format.gguf.save", "dumps (bytes) or save_file (a path)")
 
 
 # -- reading ---------------------------------------------------------------------
@@ -274,7 +273,7 @@ def _model(state: ModelState, model_type: type | ModelType | None, trusted: Any 
 @model_type_keyword
 def loads(data: bytes | bytearray | memoryview, model_type: type | ModelType | None = None, *,
           trusted: Any = None) -> Any:
-    """Rebuild a model from GGUF bytes, dequantized (also named ``load``; arguments as for :func:`load_file`).
+    """Rebuild a model from GGUF bytes, dequantized (arguments as for :func:`load_file`).
 
     Examples
     --------
@@ -288,7 +287,7 @@ def loads(data: bytes | bytearray | memoryview, model_type: type | ModelType | N
 
 
 #: The older name of :func:`loads`.
-load = loads
+load = deprecated_alias(loads, "aprender.format.gguf.load", "loads (bytes) or load_file (a path)")
 
 
 @model_type_keyword
@@ -407,7 +406,7 @@ def inspect_file(path: str | os.PathLike) -> ModelInfo:
     check_extent(reader, where)
     meta, tensor_map = read_fields(reader, where)
     qtype = quantized_type(meta)
-    record = meta["quantization"].get("tensors") if qtype else None
+    record: Any = meta["quantization"].get("tensors") if qtype else None  # the file's: checked as it is used
     tensors = []
     for t in reader.tensors:
         dtype, shape = layout.stored_form(t.tensor_type, t.shape.tolist())
@@ -417,7 +416,7 @@ def inspect_file(path: str | os.PathLike) -> ModelInfo:
             shape, _ = _quantize.true_shape(record[name], name)
         tensors.append(TensorInfo(name, block or dtype.name, shape, int(t.n_bytes), offset=int(t.data_offset),
                                   quantization=block))
-    model_type = meta.get("model_type")
+    model_type: Any = meta.get("model_type")
     return ModelInfo(
         format="gguf",
         path=str(p),

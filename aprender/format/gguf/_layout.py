@@ -66,7 +66,7 @@ MAX_NAME_BYTES = 63
 MAX_DIMS = 4
 
 #: numpy dtype -> GGML type for the dtypes GGUF stores natively.
-_NATIVE = {
+_NATIVE: dict[np.dtype, GGMLQuantizationType] = {
     np.dtype(np.float64): GGMLQuantizationType.F64,
     np.dtype(np.float32): GGMLQuantizationType.F32,
     np.dtype(np.float16): GGMLQuantizationType.F16,
@@ -77,7 +77,7 @@ _NATIVE = {
 }
 
 #: dtypes GGML lacks -> the same-width signed integer they are stored as (bits unchanged).
-_STORED_AS = {
+_STORED_AS: dict[np.dtype, np.dtype] = {
     np.dtype(np.uint64): np.dtype(np.int64),
     np.dtype(np.uint32): np.dtype(np.int32),
     np.dtype(np.uint16): np.dtype(np.int16),

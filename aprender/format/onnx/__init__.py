@@ -52,6 +52,7 @@ except ImportError as exc:
         f"ONNX support needs the optional ONNX packages ({exc.name} is missing): pip install 'aprender[onnx]'"
     ) from exc
 
+from aprender._warn import deprecated_alias
 from aprender.exceptions import AprenderError, UnsupportedExportError
 from aprender.format._formats import model_type_keyword
 from aprender.format._io import existing_file, write_atomic
@@ -69,13 +70,11 @@ __all__ = [
     "dumps",
     "input_feed",
     "inspect_file",
-    "load",
     "load_file",
     "load_tensors",
     "loads",
     "read_state",
     "register_converter",
-    "save",
     "save_file",
     "state_from_bytes",
     "state_to_bytes",
@@ -430,7 +429,7 @@ def to_onnx(
 
 
 def dumps(model: Any, X: Any = None, **options: Any) -> bytes:
-    """Serialize :func:`to_onnx`'s model to bytes (also named ``save``).
+    """Serialize :func:`to_onnx`'s model to bytes.
 
     Examples
     --------
@@ -444,8 +443,8 @@ def dumps(model: Any, X: Any = None, **options: Any) -> bytes:
     return to_onnx(model, X, **options).SerializeToString()
 
 
-#: The older name of :func:`dumps`.
-save = dumps
+#: The older name of :func:`dumps` (``save`` takes a path at the top level: one meaning per verb).
+save = deprecated_alias(dumps, "aprender.format.onnx.save", "dumps (bytes) or save_file (a path)")
 
 
 def save_file(model: Any, path: str | os.PathLike, X: Any = None, **options: Any) -> None:
@@ -485,12 +484,12 @@ def write_state(state: Any, path: str | os.PathLike, X: Any = None, **options: A
 
 @model_type_keyword
 def loads(data: bytes | bytearray | memoryview, model_type: Any = None, **options: Any) -> NoReturn:
-    """Always raises :class:`UnsupportedExportError`: ONNX is export-only (also named ``load``)."""
+    """Always raises :class:`UnsupportedExportError`: ONNX is export-only."""
     raise UnsupportedExportError(f"cannot load a model from ONNX bytes: {EXPORT_ONLY}.")
 
 
 #: The older name of :func:`loads`.
-load = loads
+load = deprecated_alias(loads, "aprender.format.onnx.load", "loads (bytes) or load_file (a path)")
 
 
 def state_from_bytes(data: bytes | bytearray | memoryview, **options: Any) -> NoReturn:

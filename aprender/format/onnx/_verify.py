@@ -120,8 +120,8 @@ def _splits(est: Any) -> tuple[np.ndarray, np.ndarray, bool] | None:
         nodes = [p.nodes[~p.nodes["is_leaf"].astype(bool)] for iteration in est._predictors for p in iteration]
         if not nodes:
             return None
-        nodes = np.concatenate(nodes)
-        return nodes["feature_idx"].astype(np.intp), nodes["num_threshold"], True
+        merged = np.concatenate(nodes)
+        return merged["feature_idx"].astype(np.intp), merged["num_threshold"], True
     tree = getattr(est, "tree_", None)
     if tree is None or not hasattr(tree, "feature"):
         return None
@@ -227,7 +227,7 @@ def _values(expected: np.ndarray, actual: np.ndarray, tol: Mapping[str, float], 
 def _distances(expected: np.ndarray, actual: np.ndarray, X: np.ndarray, tol: Mapping[str, float]) -> dict[str, Any]:
     """KMeans distances, compared squared with an absolute bound of 4 eps32 max |x|^2."""
     scale = float(np.max(np.sum(np.square(X), axis=1))) if len(X) else 0.0
-    atol = max(tol["atol"], 4 * np.finfo(np.float32).eps * scale)
+    atol = max(tol["atol"], float(4 * np.finfo(np.float32).eps * scale))
     squared = np.square(actual.astype(np.float64))
     if actual.shape == expected.shape:  # sqrt of a difference that rounding made negative: a distance of ~0
         squared[np.isnan(squared) & (np.square(expected) <= atol)] = 0.0
