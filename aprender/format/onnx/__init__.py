@@ -409,8 +409,9 @@ def to_onnx(
     # a DataFrame model fed through a ColumnTransformer gets its per-column inputs from its fitted state
     sample = probe_frame(model) if X is None else X
     types = initial_types(model, sample, dtype)
-    if read_columns(sample) is not None:
-        types = [t for t in types if t[0] in read_columns(sample)]
+    read = read_columns(sample)
+    if read is not None:
+        types = [t for t in types if t[0] in read]
     onx = _convert(model, types, opset, _options(model, options))
     _restore_input_names(onx, types)
     apply_inverse_links(onx, model)
