@@ -286,7 +286,7 @@ def _model_json(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> st
               for f in range(meta["n_features"])]
     leaves = leaf_offsets(arrays["tree_depths"]).tolist()
     dim = meta["dimension"]
-    values, weights = arrays["leaf_values"].tolist(), arrays["leaf_weights"].tolist()
+    weights = arrays["leaf_weights"].tolist()
     features, indices = arrays["split_feature"].tolist(), arrays["split_border"].tolist()
     trees, s = [], 0
     for t, depth in enumerate(arrays["tree_depths"].tolist()):
@@ -295,7 +295,8 @@ def _model_json(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> st
             splits.append({"border": borders[offsets[f] + i], "float_feature_index": f,
                            "split_index": offsets[f] + i, "split_type": _FEATURE_SPLIT})
         s += depth
-        trees.append({"leaf_values": values[leaves[t] * dim:leaves[t + 1] * dim],
+        # Zeros: _load sets the exact values afterwards, and printing doubles is most of the text's cost.
+        trees.append({"leaf_values": [0] * ((leaves[t + 1] - leaves[t]) * dim),
                       "leaf_weights": weights[leaves[t]:leaves[t + 1]], "splits": splits})
     params = dict(meta["loss_params"])
     if params:
