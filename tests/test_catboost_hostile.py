@@ -118,6 +118,9 @@ LIES: dict[str, Lie] = {
     "a label twice": Lie("multiclass-strings", "meta", _booster(class_params={
         "class_label_type": "String", "class_names": ["ant", "ant", "cat"], "class_to_label": [0, 1, 2],
         "classes_count": 0}), "twice"),
+    "label index past the labels": Lie("multiclass-strings", "meta", _booster(class_params={
+        "class_label_type": "String", "class_names": ["ant", "bee", "cat"], "class_to_label": [0, 2**31 - 1, 2],
+        "classes_count": 0}), "class_to_label"),
     "feature names short": Lie("binary", "meta", _booster(feature_ids=["a"]), "feature_ids"),
     "width of 2**40": Lie("binary", "meta", _booster(n_features=2**40), "n_features"),
     "best iteration past the trees": Lie("early-stopping", "meta", _booster(training={"metrics": {

@@ -207,9 +207,10 @@ def _class_params(params: Any, loss: str, dimension: int, path: str) -> dict[str
             raise fail(path, f"class label {preview(name, 40)} is not a {params['class_label_type']} label")
     if len(set(names)) != len(names):
         raise fail(path, "'class_names' lists a label twice")
+    # CatBoost indexes its labels by these (the semantic fuzzer crashed it with one of 2**31 - 1).
     if type(to_label) is not list or len(to_label) != len(names) or not all(
-            type(v) in (int, float) and math.isfinite(v) for v in to_label):
-        raise fail(path, f"'class_to_label' must hold one finite number per class ({len(names)})")
+            type(v) is int and 0 <= v < len(names) for v in to_label):
+        raise fail(path, f"'class_to_label' must hold one label index in [0, {len(names)}) per class")
     if type(params["classes_count"]) is not int or not 0 <= params["classes_count"] <= len(names):
         raise fail(path, f"'classes_count' must be an int in [0, {len(names)}]")
     expected = len(names) if width == "classes" else width
