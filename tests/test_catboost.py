@@ -54,6 +54,8 @@ def assert_same(model: Any, loaded: Any, data: Any = X) -> None:
     assert loaded.get_params() == model.get_params()
     assert loaded.tree_count_ == model.tree_count_ and loaded.n_features_in_ == model.n_features_in_
     assert loaded.feature_names_ == model.feature_names_
+    if not isinstance(model, CatBoostRanker):  # a ranker computes importances from data only
+        np.testing.assert_array_equal(loaded.feature_importances_, model.feature_importances_)
 
 
 @pytest.mark.parametrize("suffix", ["safetensors", "apr", "gguf"])
