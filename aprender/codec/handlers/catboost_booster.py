@@ -92,6 +92,7 @@ def _refuse(path: str, reason: str) -> UnsupportedTypeError:
 
 
 def _check_savable(model: Any, dump: Mapping[str, Any], path: str) -> None:
+    """Refuse, with the reason, a model whose parts have no checked layout here."""
     if "oblivious_trees" not in dump or not model._is_oblivious():
         raise _refuse(path, "only symmetric trees (grow_policy='SymmetricTree', the default) are stored: "
                             "Depthwise and Lossguide trees are not supported yet")
@@ -109,6 +110,7 @@ def _check_savable(model: Any, dump: Mapping[str, Any], path: str) -> None:
 
 
 def _split_arrays(trees: list, borders: list[np.ndarray], path: str) -> dict[str, np.ndarray]:
+    """Each tree's depth, and each split's float feature and the index of its border among that feature's."""
     depths, features, indices = [], [], []
     for tree in trees:
         splits = tree.get("splits", [])
