@@ -167,3 +167,12 @@ def test_an_untouched_file_loads_in_the_child(tmp_path: Path) -> None:
     setup = (f"import numpy as np\nX = np.load({str(tmp_path / 'X.npy')!r})\n"
              f"expected = np.load({str(tmp_path / 'p.npy')!r})\n")
     assert load_and_use({"clean": (path, "assert (m.predict(X) == expected).all()")}, setup) == {"clean": "USED"}
+
+
+def test_catboost_refusing_checked_text_is_a_format_error() -> None:
+    """Should CatBoost's reader refuse text made from checked values, the load fails with a FormatError."""
+    from aprender.codec.handlers import catboost_booster
+    from aprender.exceptions import FormatError
+
+    with pytest.raises(FormatError, match="CatBoost refused the checked model"):
+        catboost_booster._load("not JSON", {}, "m")

@@ -45,6 +45,7 @@ __all__ = ["BOOSTER", "LOSSES", "METRIC_NAME", "loss_role"]
 
 #: The model class, from CatBoost's compiled module (``require`` names the extra when CatBoost is missing).
 _CatBoost = require("catboost")._catboost._CatBoost
+_CatBoostError = require("catboost").CatBoostError
 
 #: Loss function -> (the estimator role it trains, leaf dimension: an int, or "classes"
 #: for one value per class, or "any" for one per target of a multi-target regression).
@@ -226,7 +227,7 @@ def _metrics(record: Any, path: str, where: str) -> dict[str, float]:
     if type(record) is not dict or len(record) > 64:
         raise fail(path, f"training record {where} must map at most 64 metric names to numbers")
     for name, value in record.items():
-        if not METRIC_NAME.fullmatch(name) or type(value) not in (int, float):
+        if not METRIC_NAME.fullmatch(name) or type(value) not in (int, float) or not math.isfinite(value):
             raise fail(path, f"training record {where}: {preview(name, 40)}={preview(value, 40)} is not a metric "
                              "name and a number")
     return record
@@ -309,7 +310,7 @@ def _model_json(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> st
     if meta["class_params"] is not None:
         info["class_params"] = meta["class_params"]
     if meta["training"] is not None:
-        info["training"] = json.dumps(meta["training"])
+        info["training"] = json.dumps(meta["training"], allow_nan=False)
     model = {"features_info": {"float_features": floats}, "oblivious_trees": trees, "model_info": info,
              "scale_and_bias": [arrays["scale"][0].item(), arrays["bias"].tolist()]}
     return json.dumps(model, allow_nan=False)
@@ -317,14 +318,17 @@ def _model_json(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> st
 
 def _load(text: str, arrays: Mapping[str, np.ndarray], path: str) -> Any:
     model = _CatBoost()
-    with tempfile.TemporaryDirectory(prefix="aprender-catboost-") as folder:
-        file = os.path.join(folder, "model.json")
-        with open(file, "x", encoding="utf-8") as stream:
-            stream.write(text)
-        model._load_model(file, "json")
-    # CatBoost's JSON reader rounds some doubles by an ulp: the exact values come from the file's arrays.
-    model._set_leaf_values(np.array(arrays["leaf_values"], dtype=np.float64))
-    model._set_scale_and_bias(float(arrays["scale"][0]), arrays["bias"].tolist())
+    try:
+        with tempfile.TemporaryDirectory(prefix="aprender-catboost-") as folder:
+            file = os.path.join(folder, "model.json")
+            with open(file, "x", encoding="utf-8") as stream:
+                stream.write(text)
+            model._load_model(file, "json")
+        # CatBoost's JSON reader rounds some doubles by an ulp: the exact values come from the file's arrays.
+        model._set_leaf_values(np.array(arrays["leaf_values"], dtype=np.float64))
+        model._set_scale_and_bias(float(arrays["scale"][0]), arrays["bias"].tolist())
+    except _CatBoostError as exc:  # checked values CatBoost still refuses: a format error, never its own
+        raise fail(path, f"CatBoost refused the checked model: {exc}") from None
     if model._get_tree_count() != arrays["tree_depths"].shape[0] or not np.array_equal(
             model._get_leaf_values(), arrays["leaf_values"]):
         raise fail(path, "CatBoost built a model that differs from the checked arrays")
