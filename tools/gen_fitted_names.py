@@ -201,6 +201,15 @@ def _fit_zoo(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]])
                 _record(user_models.fitted_search(kind)[0], names, flags)
             except Exception:
                 continue
+        try:
+            import catboost_models
+
+            boosters = catboost_models.fitted()
+        except ImportError:  # CatBoost, an optional extra, is not installed
+            boosters = {}
+        for model in boosters.values():
+            _use(model, catboost_models.X)
+            _record(model, names, flags)
         selector = user_models.selector_pipeline()
         _record(selector, names, flags)
         import numpy as np

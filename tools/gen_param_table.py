@@ -57,6 +57,42 @@ OVERRIDES = {
     "max_iter_predict": "sizes", "random_state": "checked", "dtype": "checked", "fill_value": "checked",
 }
 
+#: CatBoost's estimators have no ``_parameter_constraints``; CatBoost checks its parameters
+#: itself when fitting. Reviewed by name: counts that size a later fit's work are ``sizes``;
+#: threads, folders, files and devices ``resource`` (their PARAM_RULES); the user's callbacks
+#: ``path`` (functions load only under the function trust rules); every other one ``checked``
+#: (CatBoost's checks at fit; the loss and metric names by aprender's table at load,
+#: aprender/codec/schemas/catboost_models.py). A parameter a new CatBoost adds is a KeyError.
+CATBOOST_KINDS = {
+    **dict.fromkeys(["iterations", "n_estimators", "num_boost_round", "num_trees", "depth", "max_depth",
+                     "border_count", "max_bin", "od_wait", "early_stopping_rounds", "max_leaves", "num_leaves",
+                     "max_ctr_complexity", "leaf_estimation_iterations", "one_hot_max_size",
+                     "ctr_target_border_count", "fold_permutation_block", "dev_efb_max_buckets",
+                     "dev_score_calc_obj_block_size"], "sizes"),
+    **dict.fromkeys(["thread_count", "train_dir", "snapshot_file", "save_snapshot", "input_borders",
+                     "output_borders", "task_type"], "resource"),
+    "callback": "path",
+    **dict.fromkeys([
+        "allow_const_label", "allow_writing_files", "approx_on_full_history", "auto_class_weights",
+        "bagging_temperature", "best_model_min_trees", "boost_from_average", "boosting_type", "bootstrap_type",
+        "cat_features", "class_names", "class_weights", "classes_count", "colsample_bylevel", "combinations_ctr",
+        "counter_calc_method", "ctr_description", "ctr_history_unit", "ctr_leaf_count_limit", "custom_loss",
+        "custom_metric", "data_partition", "device_config", "devices", "dictionaries", "diffusion_temperature",
+        "embedding_features", "eta", "eval_fraction", "eval_metric", "feature_border_type", "feature_calcers",
+        "feature_weights", "final_ctr_computation_mode", "first_feature_use_penalties", "fixed_binary_splits",
+        "fold_len_multiplier", "gpu_cat_features_storage", "gpu_ram_part", "grow_policy", "has_time",
+        "ignored_features", "l2_leaf_reg", "langevin", "leaf_estimation_backtracking", "leaf_estimation_method",
+        "learning_rate", "logging_level", "loss_function", "metadata", "metric_period", "min_child_samples",
+        "min_data_in_leaf", "model_shrink_mode", "model_shrink_rate", "model_size_reg", "monotone_constraints",
+        "mvs_reg", "name", "nan_mode", "objective", "od_pval", "od_type", "penalties_coefficient",
+        "per_feature_ctr", "per_float_feature_quantization", "per_object_feature_penalties",
+        "pinned_memory_size", "posterior_sampling", "random_score_type", "random_seed", "random_state",
+        "random_strength", "reg_lambda", "rsm", "sampling_frequency", "sampling_unit", "scale_pos_weight",
+        "score_function", "silent", "simple_ctr", "snapshot_interval", "sparse_features_conflict_fraction",
+        "store_all_simple_ctr", "subsample", "target_border", "text_features", "text_processing", "tokenizers",
+        "use_best_model", "used_ram_limit", "verbose"], "checked"),
+}
+
 
 def _kind(name: str, constraints: list, resource_names: frozenset) -> str:
     from sklearn.base import BaseEstimator
@@ -104,7 +140,8 @@ def classify() -> dict[str, dict[str, str]]:
             if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
             given = constraints.get(name, [])
-            kinds[name] = _kind(name, [given] if isinstance(given, str) else list(given), resource_names)
+            kinds[name] = CATBOOST_KINDS[name] if entry.key.startswith("catboost.") else _kind(
+                name, [given] if isinstance(given, str) else list(given), resource_names)
         table[entry.key] = kinds
     return table
 

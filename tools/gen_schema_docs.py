@@ -177,6 +177,15 @@ def _examples() -> dict[type, tuple[str, Any, Any]]:
         est, rows = case.make()
         if type(est) not in found:
             found[type(est)] = (f"tests/support/zoo.py case `{case.id}`{_rows(rows)}", est, rows)
+    try:  # the optional libraries' estimators, when their extra is installed
+        import catboost_models
+
+        boosters = catboost_models.fitted()
+    except ImportError:
+        boosters = {}
+    for case, est in boosters.items():
+        found.setdefault(type(est), (f"tests/support/catboost_models.py case `{case}`{_rows(catboost_models.X)}",
+                                     est, catboost_models.X))
     imputer, rows = _iterative_imputer()  # experimental: neither the instance generator nor the zoo builds one
     found.setdefault(type(imputer), (f"`IterativeImputer(random_state=0, max_iter=2)`{_rows(rows)}", imputer, rows))
     return found
@@ -198,6 +207,7 @@ def _iterative_imputer() -> tuple[Any, Any]:
 def sections() -> tuple[dict[str, list[Section]], dict[str, str]]:
     """Module name -> sections for every allow-listed class with a fitted example; refused keys."""
     from aprender.codec import to_state
+    from aprender.codec._optional import LIBRARIES
     from aprender.codec._registry import registered
     from aprender.codec.schemas._generic import GENERIC
     from aprender.exceptions import UnsupportedTypeError
@@ -231,7 +241,9 @@ def sections() -> tuple[dict[str, list[Section]], dict[str, str]]:
         section.params = sorted(model["params"])
         _walk(model, "", section, state, set())
         section.outputs = _outputs(est, rows)
-        pages[entry.key.split(".")[1]].append(section)
+        library = entry.key.split(".")[0]
+        # An optional library's classes get a page of their own (catboost.md), not one per module.
+        pages[library if library in LIBRARIES else entry.key.split(".")[1]].append(section)
     return pages, refused
 
 

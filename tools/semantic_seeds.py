@@ -94,6 +94,28 @@ EXTRA: dict[str, Callable[[], tuple[Any, Any]]] = {
 }
 
 
+def _catboost(case: str) -> Callable[[], tuple[Any, Any]]:
+    def fit() -> tuple[Any, Any]:
+        import catboost_models
+
+        return catboost_models.CASES[case](), catboost_models.X
+
+    return fit
+
+
+def _optional_seeds() -> dict[str, Callable[[], tuple[Any, Any]]]:
+    """Seeds of the optional libraries' estimators, when their extra is installed."""
+    from aprender.codec._optional import available
+
+    if not available("catboost"):
+        return {}
+    return {f"CatBoost-{case}": _catboost(case)
+            for case in ("binary", "multiclass-strings", "early-stopping", "multi-rmse", "ranker")}
+
+
+EXTRA.update(_optional_seeds())
+
+
 def seed_ids(zoo: bool = True, breadth: bool = True) -> list[str]:
     """``zoo:<case id>`` for every zoo case, ``sk:<key>`` for every scikit-learn instance, ``extra:<name>``."""
     _tests_on_path()

@@ -74,6 +74,17 @@ def _param_names(est: Any) -> Any:
     return est.get_params(deep=False)
 
 
+def _param_value(est: Any, names: Any, name: str) -> Any:
+    """A hyperparameter that is not an instance attribute: a class-level default, or a value only ``get_params`` holds.
+
+    CatBoost's estimators keep their parameters in a dict of their own, not as
+    attributes: their ``get_params`` returns the values.
+    """
+    if type(names) is dict and not hasattr(est, name):
+        return names[name]
+    return getattr(est, name)
+
+
 def float_dtype(dtype: str | np.dtype) -> np.dtype:
     """Parse a ``dtype=`` option: one of float32, float16, bfloat16."""
     key = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
@@ -167,8 +178,9 @@ class Encoder:
         # The load-time guard on a model's fit is not state: the next load installs it again.
         state = {k: v for k, v in vars(est).items() if not is_warm_start_guard(k, v)}
         params = {}
-        for name in _param_names(est):
-            params[name] = state.pop(name) if name in state else getattr(est, name)
+        names = _param_names(est)
+        for name in names:
+            params[name] = state.pop(name) if name in state else _param_value(est, names, name)
         dropped = [name for name in entry.spec.training_only if name in state] if self.inference_only else []
         for name in dropped:
             del state[name]

@@ -16,6 +16,9 @@ NAMES: dict[str, frozenset[str]] = {
     'aprender.ensemble.SoftmaxGating': frozenset(['alpha_', 'bias_', 'classes_', 'cv_losses_', 'feature_names_in_', 'n_features_in_', 'n_iter_', 'weights_']),
     'aprender.recommend.ContentRecommender': frozenset(['item_ids_', 'item_matrix_', 'vectorizer_']),
     'aprender.text.NgramLm': frozenset(['adjusted_counts_', 'context_parent_', 'context_token_', 'counts_', 'next_ids_', 'offsets_', 'vocabulary_']),
+    'catboost.core.CatBoostClassifier': frozenset(['_is_fitted_', '_learning_rate', '_n_features_in', '_object', '_prediction_values_change', '_random_seed', '_tree_count']),
+    'catboost.core.CatBoostRanker': frozenset(['_is_fitted_', '_learning_rate', '_n_features_in', '_object', '_random_seed', '_tree_count']),
+    'catboost.core.CatBoostRegressor': frozenset(['_is_fitted_', '_learning_rate', '_loss_value_change', '_n_features_in', '_object', '_prediction_values_change', '_random_seed', '_tree_count']),
     'sklearn.calibration.CalibratedClassifierCV': frozenset(['calibrated_classifiers_', 'classes_', 'feature_names_in_', 'n_features_in_']),
     'sklearn.calibration._SigmoidCalibration': frozenset(['a_', 'b_']),
     'sklearn.calibration._TemperatureScaling': frozenset(['beta_']),
@@ -233,7 +236,10 @@ NAMES: dict[str, frozenset[str]] = {
     'sklearn.tree.ExtraTreeRegressor': frozenset(['class_weight', 'feature_importances_', 'feature_names_in_', 'max_features_', 'n_features_in_', 'n_outputs_', 'tree_']),
 }
 
-FLAGS: dict[str, dict[str, tuple[bool, ...]]] = {'sklearn.cross_decomposition.CCA': {'_norm_y_weights': (True,)},
+FLAGS: dict[str, dict[str, tuple[bool, ...]]] = {'catboost.core.CatBoostClassifier': {'_is_fitted_': (True,)},
+ 'catboost.core.CatBoostRanker': {'_is_fitted_': (True,)},
+ 'catboost.core.CatBoostRegressor': {'_is_fitted_': (True,)},
+ 'sklearn.cross_decomposition.CCA': {'_norm_y_weights': (True,)},
  'sklearn.cross_decomposition.PLSCanonical': {'_norm_y_weights': (True,)},
  'sklearn.cross_decomposition.PLSRegression': {'_norm_y_weights': (False,)},
  'sklearn.manifold.MDS': {'_metric_mds': (False, True)},

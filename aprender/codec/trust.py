@@ -195,6 +195,24 @@ def _input(value: Any) -> bool:
     return value == "content"
 
 
+def _relative_folder(value: Any) -> bool:
+    """None, or a short relative path that stays below the working folder."""
+    if value is None:
+        return True
+    if not isinstance(value, str) or not value or len(value) > 255 or value.startswith(("/", "\\", "~")):
+        return False
+    parts = re.split(r"[/\\]", value)
+    return ".." not in parts and ":" not in value
+
+
+def _none_or_false(value: Any) -> bool:
+    return value is None or value is False
+
+
+def _cpu(value: Any) -> bool:
+    return value is None or value == "CPU"
+
+
 #: Hyperparameters a file may set only to the values a rule allows, unless the caller
 #: names the hyperparameter in ``trusted=``: name -> (rule, what the rule allows).
 #: Rules go by name, for every class: each name means the same thing wherever
@@ -209,6 +227,14 @@ PARAM_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     # CountVectorizer, TfidfVectorizer, HashingVectorizer: 'filename' and 'file' make transform
     # open whatever paths its input rows name.
     "input": (_input, "'content' ('filename' and 'file' open the paths the input names)"),
+    # CatBoost: the threads a fit starts, the folders a fit writes into, the files it reads.
+    "thread_count": (_n_jobs, f"None or an integer from -{MAX_JOBS} to {MAX_JOBS}"),
+    "train_dir": (_relative_folder, "None or a relative folder below the working one (a fit writes its logs there)"),
+    "snapshot_file": (_relative_folder, "None or a relative path below the working folder"),
+    "save_snapshot": (_none_or_false, "None or False (a fit resumes from whatever snapshot file it finds)"),
+    "input_borders": (_memory, "None (a fit reads borders from the file it names)"),
+    "output_borders": (_memory, "None (a fit writes borders to the file it names)"),
+    "task_type": (_cpu, "None or 'CPU' (a fit on 'GPU' claims the devices the file names)"),
 }
 
 

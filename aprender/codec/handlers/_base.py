@@ -63,6 +63,7 @@ TAG_MODULES: dict[str, str] = {
     "range": "std",
     "datetime": "std",
     "sklearn_tree": "tree",
+    "catboost_booster": "catboost_booster",
 }
 
 #: Handler module -> the modules its handlers' types are defined under (a prefix covers
@@ -70,6 +71,7 @@ TAG_MODULES: dict[str, str] = {
 #: MRO comes from one of them, and that module is then imported already.
 TYPE_ROOTS: dict[str, tuple[str, ...]] = {
     "callbacks": ("sklearn.callback",),
+    "catboost_booster": ("_catboost",),  # CatBoost's compiled module, top-level
     "column_selector": ("sklearn.compose",),
     "compiled": ("sklearn.neighbors", "scipy.interpolate"),
     "containers": ("numpy.ma", "collections", "sklearn.utils"),

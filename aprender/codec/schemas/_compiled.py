@@ -76,8 +76,17 @@ _KMEANS = Reach("`cluster_centers_`, `_counts`", "`sklearn.cluster._k_means_lloy
 _NMF = Reach("`components_`, `_n_components`", "`sklearn.decomposition._cdnmf_fast` (transform, cd solver)", "schema",
              "`schemas/decomposition.py` `check_nmf`: `components_` is `_n_components` = `n_components_` rows by "
              "`n_features_in_`")
+_CATBOOST = Reach("`_object`: symmetric trees (split features, border indices, depths), float-feature borders and "
+                  "NaN treatments, leaf values and weights, scale and bias, loss, class labels, training record",
+                  "CatBoost's C++ model and evaluator (`_catboost`), loaded from JSON that aprender writes", "schema",
+                  "`handlers/catboost_booster.py` and `schemas/_oblivious.py` (every rule of `RULES`; strings by "
+                  "table) before CatBoost sees anything; `schemas/catboost_models.py`: counts against the model, "
+                  "loss against the estimator's role")
 #: class key -> what reaches compiled code and what guards it.
 COMPILED: dict[str, Reach] = {
+    "catboost.core.CatBoostClassifier": _CATBOOST,
+    "catboost.core.CatBoostRanker": _CATBOOST,
+    "catboost.core.CatBoostRegressor": _CATBOOST,
     "sklearn.tree.DecisionTreeClassifier": _TREE,
     "sklearn.tree.DecisionTreeRegressor": _TREE,
     "sklearn.tree.ExtraTreeClassifier": _TREE,

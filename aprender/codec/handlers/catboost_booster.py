@@ -1,0 +1,348 @@
+"""CatBoost's fitted model (the ``_catboost._CatBoost`` inside every CatBoost estimator) as checked arrays.
+
+Saving reads the model's documented JSON dump for its structure (the symmetric trees'
+splits, the float features' borders and NaN handling, the loss, the class labels,
+the training record) and the model's own getters for the leaf values, scale and bias,
+which the dump prints with too few digits to give them back exactly. The trees become
+the arrays of :mod:`aprender.codec.schemas._oblivious`; the rest is checked metadata.
+
+Loading checks every array by the rules of that module and every string against the
+tables below, then writes a CatBoost JSON model itself from the checked values only,
+loads it through CatBoost's public JSON loader (from a file in a private temporary
+directory: CatBoost reads JSON from no other source) and sets the exact leaf values,
+scale and bias through CatBoost's setters. The file's bytes never reach CatBoost's
+parsers.
+
+What is refused at save, with the reason: non-symmetric trees (``grow_policy``
+Depthwise or Lossguide), categorical, text and embedding features (their CTR tables
+and hash maps are not stored as checked arrays yet) and losses outside :data:`LOSSES`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from aprender import _limits
+from aprender.codec._checks import bounded_int, fail
+from aprender.codec._nodes import preview
+from aprender.codec._optional import require
+from aprender.codec.handlers._base import NULL, TENSOR, Handler, register_handler, tensor_field
+from aprender.codec.schemas._oblivious import ARRAYS, NAN_TREATMENTS, check_oblivious, leaf_offsets
+from aprender.exceptions import FormatError, UnsupportedTypeError
+
+if TYPE_CHECKING:
+    from aprender.codec.handlers._base import Decoding, Encoding
+
+__all__ = ["BOOSTER", "LOSSES", "METRIC_NAME", "loss_role"]
+
+#: The model class, from CatBoost's compiled module (``require`` names the extra when CatBoost is missing).
+_CatBoost = require("catboost")._catboost._CatBoost
+_CatBoostError = require("catboost").CatBoostError
+
+#: Loss function -> (the estimator role it trains, leaf dimension: an int, or "classes"
+#: for one value per class, or "any" for one per target of a multi-target regression).
+LOSSES: dict[str, tuple[str, int | str]] = {
+    **dict.fromkeys(["Logloss", "CrossEntropy"], ("classifier", 1)),
+    **dict.fromkeys(["MultiClass", "MultiClassOneVsAll"], ("classifier", "classes")),
+    **dict.fromkeys(["RMSE", "MAE", "Quantile", "Expectile", "LogLinQuantile", "MAPE", "Poisson", "Tweedie",
+                     "Huber", "Lq", "LogCosh", "FairLoss"], ("regressor", 1)),
+    "RMSEWithUncertainty": ("regressor", 2),
+    "MultiRMSE": ("regressor", "any"),
+    **dict.fromkeys(["YetiRank", "YetiRankPairwise", "PairLogit", "PairLogitPairwise", "QueryRMSE", "QuerySoftMax",
+                     "QueryCrossEntropy", "LambdaMart", "StochasticFilter", "StochasticRank"], ("ranker", 1)),
+}
+#: How CatBoost types class labels, and the JSON type of each label.
+LABEL_TYPES: dict[str, tuple[type, ...]] = {"Integer": (int,), "Float": (float, int), "String": (str,),
+                                            "Boolean": (bool,)}
+#: A loss parameter's name and value (CatBoost writes numbers, booleans and metric names as strings).
+_PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_PARAM_VALUE = re.compile(r"[A-Za-z0-9_.+\-]{0,64}")
+#: A metric name in the training record (``Logloss``, ``Quantile:alpha=0.3``, ``NDCG:top=10;type=Base``).
+METRIC_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_:=;.,+\-]{0,127}")
+_MAX_LABEL = 1024  # characters of one class label or feature name
+_FEATURE_SPLIT = "FloatFeature"
+
+
+def loss_role(loss: str) -> str:
+    """The estimator role (classifier, regressor, ranker) that ``loss``, a key of :data:`LOSSES`, trains."""
+    return LOSSES[loss][0]
+
+
+# -- save -------------------------------------------------------------------------------
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    """The model's JSON dump (CatBoost writes it only to a file)."""
+    with tempfile.TemporaryDirectory(prefix="aprender-catboost-") as folder:
+        file = os.path.join(folder, "model.json")
+        model._save_model(file, "json", "", None)
+        with open(file, encoding="utf-8") as stream:
+            return json.load(stream)
+
+
+def _refuse(path: str, reason: str) -> UnsupportedTypeError:
+    return UnsupportedTypeError(path, "catboost model", reason)
+
+
+def _check_savable(model: Any, dump: Mapping[str, Any], path: str) -> None:
+    """Refuse, with the reason, a model whose parts have no checked layout here."""
+    if "oblivious_trees" not in dump or not model._is_oblivious():
+        raise _refuse(path, "only symmetric trees (grow_policy='SymmetricTree', the default) are stored: "
+                            "Depthwise and Lossguide trees are not supported yet")
+    info = dump.get("features_info", {})
+    others = sorted(set(info) - {"float_features"})
+    if others or "ctr_data" in dump or any(s.get("split_type") != _FEATURE_SPLIT
+                                            for tree in dump["oblivious_trees"] for s in tree.get("splits", [])):
+        raise _refuse(path, "models with categorical, text or embedding features (cat_features=..., their CTR "
+                            "tables and hash maps) are not stored yet: aprender keeps CatBoost trees as checked "
+                            f"arrays and has no checked layout for {', '.join(others) or 'CTR splits'}; "
+                            "encode such columns before CatBoost (e.g. OrdinalEncoder in a Pipeline)")
+    for i, feature in enumerate(info.get("float_features", [])):
+        if feature.get("feature_index") != i or feature.get("flat_feature_index") != i:
+            raise _refuse(path, "a model whose float features are not its columns in order is not supported")
+
+
+def _split_arrays(trees: list, borders: list[np.ndarray], path: str) -> dict[str, np.ndarray]:
+    """Each tree's depth, and each split's float feature and the index of its border among that feature's."""
+    depths, features, indices = [], [], []
+    for tree in trees:
+        splits = tree.get("splits", [])
+        depths.append(len(splits))
+        for split in splits:
+            f = split["float_feature_index"]
+            border = np.float32(split["border"])
+            i = int(np.searchsorted(borders[f], border))
+            if i == borders[f].shape[0] or borders[f][i] != border:
+                raise _refuse(path, f"a split's border {border} is not one of feature {f}'s borders")
+            features.append(f)
+            indices.append(i)
+    return {"tree_depths": np.array(depths, dtype=np.int32), "split_feature": np.array(features, dtype=np.int32),
+            "split_border": np.array(indices, dtype=np.int32)}
+
+
+def _encode(model: Any, enc: Encoding, path: str) -> dict[str, Any]:
+    dump = _dump(model)
+    _check_savable(model, dump, path)
+    floats = dump["features_info"].get("float_features", [])
+    borders = [np.asarray(f.get("borders", []), dtype=np.float32) for f in floats]
+    codes = {name: code for code, name in enumerate(NAN_TREATMENTS)}
+    counts = np.array([len(b) for b in borders], dtype=np.int64)
+    arrays = {
+        "borders": np.concatenate([np.zeros(0, np.float32), *borders]),
+        "border_offsets": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+        "nan_treatment": np.array([codes[f["nan_value_treatment"]] for f in floats], dtype=np.int8),
+        "has_nans": np.array([bool(f.get("has_nans")) for f in floats], dtype=np.int8),
+        **_split_arrays(dump["oblivious_trees"], borders, path),
+        "leaf_values": np.asarray(model._get_leaf_values(), dtype=np.float64),
+        "leaf_weights": np.concatenate([np.zeros(0), *(np.asarray(t.get("leaf_weights", []), dtype=np.float64)
+                                                        for t in dump["oblivious_trees"])]),
+    }
+    scale, bias = model._get_scale_and_bias()
+    arrays["scale"] = np.array([scale], dtype=np.float64)
+    arrays["bias"] = np.atleast_1d(np.asarray(bias, dtype=np.float64))
+    info = dump["model_info"]
+    loss = info["params"]["loss_function"]
+    node: dict[str, Any] = {
+        "n_features": len(floats),
+        "dimension": int(arrays["bias"].shape[0]),
+        "feature_ids": [f.get("feature_id", "") for f in floats],
+        "loss": loss["type"],
+        "loss_params": {k: v for k, v in loss.get("params", {}).items() if k != "__params_key_order"},
+        "class_params": info.get("class_params"),
+        "training": json.loads(info["training"]) if "training" in info else None,
+    }
+    try:  # what a load would refuse is refused now, not found out when the file is read
+        _check_node(node, arrays, path)
+    except FormatError as exc:
+        raise _refuse(path, f"aprender cannot check this model: {exc}") from None
+    for name in ARRAYS:
+        node[name] = enc.tensor(arrays[name], f"{path}.{name}")
+    return node
+
+
+# -- load -------------------------------------------------------------------------------
+
+
+def _string(value: Any, what: str, path: str) -> str:
+    if type(value) is not str or len(value) > _MAX_LABEL:
+        raise fail(path, f"{what} must be a string of at most {_MAX_LABEL} characters, found {preview(value, 40)}")
+    return value
+
+
+def _loss_params(params: Any, path: str) -> dict[str, str]:
+    if type(params) is not dict or len(params) > 16:
+        raise fail(path, "'loss_params' must map at most 16 parameter names to strings")
+    for name, value in params.items():
+        if not _PARAM_NAME.fullmatch(name) or type(value) is not str or not _PARAM_VALUE.fullmatch(value):
+            raise fail(path, f"loss parameter {preview(name, 40)}={preview(value, 40)} is not a name and a "
+                             "number, boolean or identifier")
+    return params
+
+
+def _class_params(params: Any, loss: str, dimension: int, path: str) -> dict[str, Any] | None:
+    """The class labels of a classifier's model, checked against its loss and leaf dimension."""
+    role, width = LOSSES[loss]
+    if role != "classifier":
+        if params is not None:
+            raise fail(path, f"a {loss} model has no class labels, found 'class_params'")
+        return None
+    if type(params) is not dict or set(params) != {"class_label_type", "class_names", "class_to_label",
+                                                   "classes_count"}:
+        raise fail(path, "'class_params' must hold class_label_type, class_names, class_to_label and classes_count")
+    kinds = LABEL_TYPES.get(params["class_label_type"])
+    if kinds is None:
+        raise fail(path, f"class_label_type {preview(params['class_label_type'], 40)} is not one of "
+                         f"{sorted(LABEL_TYPES)}")
+    names, to_label = params["class_names"], params["class_to_label"]
+    if type(names) is not list or not 2 <= len(names) <= _limits.MAX_CLASSES:
+        raise fail(path, f"'class_names' must list 2 to {_limits.MAX_CLASSES} labels")
+    for name in names:
+        if type(name) not in kinds or (type(name) is str and len(name) > _MAX_LABEL) or (
+                type(name) is float and not math.isfinite(name)):
+            raise fail(path, f"class label {preview(name, 40)} is not a {params['class_label_type']} label")
+    if len(set(names)) != len(names):
+        raise fail(path, "'class_names' lists a label twice")
+    # CatBoost indexes its labels by these (the semantic fuzzer crashed it with one of 2**31 - 1).
+    if type(to_label) is not list or len(to_label) != len(names) or not all(
+            type(v) is int and 0 <= v < len(names) for v in to_label):
+        raise fail(path, f"'class_to_label' must hold one label index in [0, {len(names)}) per class")
+    if type(params["classes_count"]) is not int or not 0 <= params["classes_count"] <= len(names):
+        raise fail(path, f"'classes_count' must be an int in [0, {len(names)}]")
+    expected = len(names) if width == "classes" else width
+    if dimension != expected:
+        raise fail(path, f"a {loss} model of {len(names)} classes has leaves of dimension {expected}, "
+                         f"found {dimension}")
+    return params
+
+
+def _metrics(record: Any, path: str, where: str) -> dict[str, float]:
+    if type(record) is not dict or len(record) > 64:
+        raise fail(path, f"training record {where} must map at most 64 metric names to numbers")
+    for name, value in record.items():
+        if not METRIC_NAME.fullmatch(name) or type(value) not in (int, float) or not math.isfinite(value):
+            raise fail(path, f"training record {where}: {preview(name, 40)}={preview(value, 40)} is not a metric "
+                             "name and a number")
+    return record
+
+
+def _training(record: Any, n_trees: int, path: str) -> dict[str, Any] | None:
+    """CatBoost's training record (best iteration, best scores, metric history), checked field by field."""
+    if record is None:
+        return None
+    metrics = record.get("metrics") if type(record) is dict and set(record) == {"metrics"} else None
+    allowed = {"best_iteration", "learn_best_error", "test_best_error", "learn_metrics_history",
+               "test_metrics_history"}
+    if type(metrics) is not dict or not set(metrics) <= allowed:
+        raise fail(path, f"the training record must be {{'metrics': {{...}}}} with keys among {sorted(allowed)}")
+    best = metrics.get("best_iteration")
+    if best is not None:
+        bounded_int(best, "best_iteration", path, high=max(n_trees - 1, 0))
+    if "learn_best_error" in metrics:
+        _metrics(metrics["learn_best_error"], path, "learn_best_error")
+    for name in ("test_best_error", "learn_metrics_history", "test_metrics_history"):
+        items = metrics.get(name, [])
+        if type(items) is not list:
+            raise fail(path, f"training record '{name}' must be a list")
+        for i, item in enumerate(items):
+            for j, entry in enumerate(item if name == "test_metrics_history" and type(item) is list else [item]):
+                _metrics(entry, path, f"{name}[{i}][{j}]")
+    return {"metrics": metrics}
+
+
+def _check_node(node: Mapping[str, Any], arrays: Mapping[str, np.ndarray], path: str) -> dict[str, Any]:
+    n_features = bounded_int(node["n_features"], "n_features", path, low=1, high=_limits.MAX_FEATURES)
+    dimension = bounded_int(node["dimension"], "dimension", path, low=1, high=_limits.MAX_CLASSES)
+    check_oblivious(arrays, n_features, dimension, path)
+    loss = node["loss"]
+    if loss not in LOSSES:
+        raise fail(path, f"loss {preview(loss, 40)} is not one of {sorted(LOSSES)}")
+    width = LOSSES[loss][1]
+    if type(width) is int and dimension != width:
+        raise fail(path, f"a {loss} model has leaves of dimension {width}, found {dimension}")
+    ids = node["feature_ids"]
+    if type(ids) is not list or len(ids) != n_features:
+        raise fail(path, f"'feature_ids' must list {n_features} names")
+    for name in ids:
+        _string(name, "a feature name", path)
+    return {
+        "n_features": n_features, "dimension": dimension, "loss": loss, "feature_ids": ids,
+        "loss_params": _loss_params(node["loss_params"], path),
+        "class_params": _class_params(node["class_params"], loss, dimension, path),
+        "training": _training(node["training"], arrays["tree_depths"].shape[0], path),
+    }
+
+
+def _model_json(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> str:
+    """A CatBoost JSON model made from checked arrays and metadata only."""
+    offsets = arrays["border_offsets"].tolist()
+    borders = arrays["borders"].tolist()
+    floats = [{"borders": borders[offsets[f]:offsets[f + 1]], "feature_id": meta["feature_ids"][f],
+               "feature_index": f, "flat_feature_index": f, "has_nans": bool(arrays["has_nans"][f]),
+               "nan_value_treatment": NAN_TREATMENTS[arrays["nan_treatment"][f]]}
+              for f in range(meta["n_features"])]
+    leaves = leaf_offsets(arrays["tree_depths"]).tolist()
+    dim = meta["dimension"]
+    weights = arrays["leaf_weights"].tolist()
+    features, indices = arrays["split_feature"].tolist(), arrays["split_border"].tolist()
+    trees, s = [], 0
+    for t, depth in enumerate(arrays["tree_depths"].tolist()):
+        splits = []
+        for f, i in zip(features[s:s + depth], indices[s:s + depth], strict=True):
+            splits.append({"border": borders[offsets[f] + i], "float_feature_index": f,
+                           "split_index": offsets[f] + i, "split_type": _FEATURE_SPLIT})
+        s += depth
+        # Zeros: _load sets the exact values afterwards, and printing doubles is most of the text's cost.
+        trees.append({"leaf_values": [0] * ((leaves[t + 1] - leaves[t]) * dim),
+                      "leaf_weights": weights[leaves[t]:leaves[t + 1]], "splits": splits})
+    params = dict(meta["loss_params"])
+    if params:
+        params["__params_key_order"] = json.dumps(list(meta["loss_params"]))
+    # Without flat_params CatBoost's reader says on stderr that "there are invalid params".
+    info: dict[str, Any] = {"params": {"flat_params": {}, "loss_function": {"type": meta["loss"], "params": params}}}
+    if meta["class_params"] is not None:
+        info["class_params"] = meta["class_params"]
+    if meta["training"] is not None:
+        info["training"] = json.dumps(meta["training"], allow_nan=False)
+    model = {"features_info": {"float_features": floats}, "oblivious_trees": trees, "model_info": info,
+             "scale_and_bias": [arrays["scale"][0].item(), arrays["bias"].tolist()]}
+    return json.dumps(model, allow_nan=False)
+
+
+def _load(text: str, arrays: Mapping[str, np.ndarray], path: str) -> Any:
+    model = _CatBoost()
+    try:
+        with tempfile.TemporaryDirectory(prefix="aprender-catboost-") as folder:
+            file = os.path.join(folder, "model.json")
+            with open(file, "x", encoding="utf-8") as stream:
+                stream.write(text)
+            model._load_model(file, "json")
+        # CatBoost's JSON reader rounds some doubles by an ulp: the exact values come from the file's arrays.
+        model._set_leaf_values(np.array(arrays["leaf_values"], dtype=np.float64))
+        model._set_scale_and_bias(float(arrays["scale"][0]), arrays["bias"].tolist())
+    except _CatBoostError as exc:  # checked values CatBoost still refuses: a format error, never its own
+        raise fail(path, f"CatBoost refused the checked model: {exc}") from None
+    if model._get_tree_count() != arrays["tree_depths"].shape[0] or not np.array_equal(
+            model._get_leaf_values(), arrays["leaf_values"]):
+        raise fail(path, "CatBoost built a model that differs from the checked arrays")
+    return model
+
+
+def _decode(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
+    arrays = {name: tensor_field(dec, node, name, path, "biuf") for name in ARRAYS}
+    meta = _check_node(node, arrays, path)
+    return _load(_model_json(arrays, meta), arrays, path)
+
+
+#: The handler of CatBoost's model object.
+BOOSTER = register_handler(Handler(
+    "catboost_booster", (_CatBoost,), _encode, _decode,
+    {"n_features": (int,), "dimension": (int,), "feature_ids": (list,), "loss": (str,), "loss_params": (dict,),
+     "class_params": (dict, NULL), "training": (dict, NULL), **dict.fromkeys(ARRAYS, TENSOR)}))
