@@ -168,13 +168,17 @@ def test_other_boosters_are_refused_at_save(booster: str, tmp_path: Path) -> Non
     assert not (tmp_path / "m.apr").exists()
 
 
-def test_callable_objective_is_refused_at_save(tmp_path: Path) -> None:
-    def squared(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return y_pred - y_true, np.ones_like(y_pred)
+def _squared(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return y_pred - y_true, np.ones_like(y_pred)
 
-    model = xgboost.XGBRegressor(n_estimators=2, objective=squared).fit(_X, _X[:, 0])
-    with pytest.raises(UnsupportedTypeError, match="objective"):
+
+@pytest.mark.parametrize("param", ["objective", "eval_metric"])
+def test_callable_objective_is_refused_at_save(param: str, tmp_path: Path) -> None:
+    # A module-level function, which aprender could otherwise store by name.
+    model = xgboost.XGBRegressor(n_estimators=2, **{param: _squared}).fit(_X, _X[:, 0])
+    with pytest.raises(UnsupportedTypeError, match=f"custom XGBoost {param} is code"):
         aprender.save(model, tmp_path / "m.apr")
+    assert not (tmp_path / "m.apr").exists()
 
 
 def test_without_xgboost_the_load_names_the_extra(models: dict, tmp_path: Path) -> None:

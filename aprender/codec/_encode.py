@@ -169,6 +169,8 @@ class Encoder:
         params = {}
         for name in _param_names(est):
             params[name] = state.pop(name) if name in state else getattr(est, name)
+        if entry.spec.check_save is not None:
+            entry.spec.check_save(params, path)
         dropped = [name for name in entry.spec.training_only if name in state] if self.inference_only else []
         for name in dropped:
             del state[name]

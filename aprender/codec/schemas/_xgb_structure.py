@@ -73,6 +73,8 @@ CATEGORY_TYPES: dict[int, np.dtype] = {9: np.dtype(np.int8), 10: np.dtype(np.uin
                                        13: np.dtype(np.int32), 15: np.dtype(np.int64)}
 #: A number as XGBoost writes one in a setting string: ``1``, ``0.699999988``, ``-1.5E-1``.
 NUMBER = re.compile(r"^-?[0-9]{1,20}(\.[0-9]{1,20})?([eE][-+]?[0-9]{1,3})?$")
+#: A float as Python writes one (XGBoost's Python package stores ``best_score`` so).
+_FLOAT = re.compile(r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$")
 _VECTOR = re.compile(r"^\[(-?[0-9.eE+-]{1,40})(,-?[0-9.eE+-]{1,40}){0,1023}\]$")
 _LAMBDARANK = {"lambdarank_bias_norm": "number", "lambdarank_normalization": "flag",
                "lambdarank_num_pair_per_sample": "number", "lambdarank_pair_method": ("topk", "mean"),
@@ -166,6 +168,19 @@ def check_settings(settings: Mapping[str, Any], path: str) -> None:
     check_objective(settings.get("objective"), num_class, path)
 
 
+def _check_attributes(attributes: Mapping[str, str], rounds: int, path: str) -> None:
+    """Early stopping's ``best_iteration`` names a round the booster has; ``best_score`` is a number.
+
+    XGBoost's Python package predicts with the rounds up to ``best_iteration``.
+    """
+    best = attributes.get("best_iteration")
+    if best is not None and not (best.isdigit() and len(best) < 12 and int(best) < rounds):
+        raise fail(path, f"best_iteration {preview(best, 40)} is not one of the booster's {rounds} rounds")
+    score = attributes.get("best_score")
+    if score is not None and not (len(score) < 40 and _FLOAT.match(score) and math.isfinite(float(score))):
+        raise fail(path, f"best_score {preview(score, 40)} is not a finite number")
+
+
 def _check_array(packed: Mapping[str, Any], name: str, dtype: np.dtype, path: str) -> np.ndarray:
     array = packed.get(name)
     if not isinstance(array, np.ndarray) or array.ndim != 1 or array.dtype != dtype:
@@ -203,6 +218,7 @@ def check_booster(packed: Mapping[str, Any], settings: Mapping[str, Any], catego
     layout = Layout(offsets["node_offsets"], (n_trees,))
     internal = _check_nodes(layout, arrays, features, path)
     _check_categories(layout, arrays, offsets, internal, settings, category_counts, path)
+    _check_attributes(settings["attributes"], n_trees // per_round, path)
     base_score = packed.get("base_score")
     groups = groups_of(settings)
     if not isinstance(base_score, np.ndarray) or base_score.dtype != np.float32 or base_score.shape != (groups,) \

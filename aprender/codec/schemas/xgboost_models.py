@@ -21,9 +21,10 @@ from typing import Any
 
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import fail
-from aprender.codec._nodes import preview
+from aprender.codec._nodes import join, preview
 from aprender.codec._optional import require
 from aprender.codec._spec import Validator
+from aprender.exceptions import UnsupportedTypeError
 
 xgboost = require("xgboost")
 
@@ -36,6 +37,23 @@ CLASSIFIER_OBJECTIVES = frozenset(["binary:logistic", "binary:logitraw", "binary
 _CODE_PARAMS = ("objective", "eval_metric", "callbacks")
 
 
+def _code_param(params: Mapping[str, Any]) -> str | None:
+    """The first hyperparameter that holds a callable (alone or in a list), if any."""
+    for name in _CODE_PARAMS:
+        value = params.get(name)
+        if callable(value) or (isinstance(value, list) and any(callable(v) for v in value)):
+            return name
+    return None
+
+
+def _check_save(params: Mapping[str, Any], path: str) -> None:
+    """Refuse a custom objective, metric or callback at save: it is code, and files hold none."""
+    name = _code_param(params)
+    if name is not None:
+        raise UnsupportedTypeError(join(path, name), "callable", f"a custom XGBoost {name} is code, which aprender "
+                                   "never stores; pass a named objective/metric (a string), or refit without it")
+
+
 def _learner(booster: Any) -> Mapping[str, Any]:
     return json.loads(booster.save_config())["learner"]
 
@@ -46,11 +64,10 @@ def _validator(classifier: bool) -> Validator:
         booster = attrs.get("_Booster")
         if not isinstance(booster, xgboost.Booster):
             raise fail(path, f"'_Booster' must be an XGBoost booster, found {type(booster).__name__}")
-        for name in _CODE_PARAMS:
-            value = params.get(name)
-            if callable(value) or (isinstance(value, list) and any(callable(v) for v in value)):
-                raise fail(path, f"hyperparameter '{name}' holds a callable; aprender stores objectives and "
-                                 "metrics by name only")
+        name = _code_param(params)
+        if name is not None:
+            raise fail(path, f"hyperparameter '{name}' holds a callable; aprender stores objectives and metrics "
+                             "by name only")
         learner = _learner(booster)
         objective = learner["objective"]["name"]
         if isinstance(params.get("objective"), str) and params["objective"] != objective:
@@ -73,7 +90,8 @@ def _validator(classifier: bool) -> Validator:
 
 
 def _spec(classifier: bool) -> Spec:
-    return Spec(ModelType.GRADIENT_BOOSTING, validate=_validator(classifier), training_only=("evals_result_",))
+    return Spec(ModelType.GRADIENT_BOOSTING, validate=_validator(classifier), training_only=("evals_result_",),
+                check_save=_check_save)
 
 
 SCHEMAS = [
