@@ -21,14 +21,23 @@ xgboost = pytest.importorskip("xgboost", reason="XGBoost is an optional extra: p
 
 import pandas as pd  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
+from sklearn.calibration import CalibratedClassifierCV  # noqa: E402
+from sklearn.compose import ColumnTransformer  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
+from sklearn.ensemble import StackingClassifier, VotingClassifier  # noqa: E402
+from sklearn.impute import SimpleImputer  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.model_selection import GridSearchCV  # noqa: E402
+from sklearn.multioutput import MultiOutputRegressor  # noqa: E402
+from sklearn.pipeline import Pipeline  # noqa: E402
+from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder  # noqa: E402
 
 import aprender  # noqa: E402
 from aprender.exceptions import MissingDependencyError, UnsupportedTypeError  # noqa: E402
 from aprender.format.apr import Compression  # noqa: E402
 from aprender.format.apr import _crypto as crypto  # noqa: E402
 
-_METHODS = ("predict", "predict_proba", "apply")
+_METHODS = ("predict", "predict_proba", "decision_function", "apply")
 _X, _Y = make_classification(240, 6, n_informative=4, n_classes=3, random_state=0)
 _X[::9, 2] = np.nan  # missing values take each split's default direction
 
@@ -72,6 +81,7 @@ def models() -> dict[str, tuple[Any, Any]]:
 
 
 def _outputs(model: Any, X: Any) -> dict[str, np.ndarray]:
+    # hasattr asks available_if: a Pipeline has decision_function only when its last step does.
     return {name: getattr(model, name)(X) for name in _METHODS if hasattr(model, name)}
 
 
@@ -99,6 +109,49 @@ def test_round_trip(models: dict, name: str, suffix: str, tmp_path: Path) -> Non
     path = tmp_path / f"m.{suffix}"
     aprender.save(model, path)
     _assert_same(model, aprender.load(path), X)
+
+
+def _nested() -> dict[str, tuple[Any, Any]]:
+    frame, y = _frame()
+    X = np.nan_to_num(_X)  # LogisticRegression takes no missing values
+    frame["text"] = np.where(frame["a"].fillna(0) > 0, "up", "down")
+    small = {"n_estimators": 3, "max_depth": 2}
+    columns = ColumnTransformer([("num", SimpleImputer(), ["a", "count"]),
+                                 ("str", OneHotEncoder(handle_unknown="ignore"), ["text"]),
+                                 ("cat", OrdinalEncoder(), ["size"])])
+    native = ColumnTransformer([("keep", "passthrough", ["a", "colour", "size"])]).set_output(transform="pandas")
+    return {
+        "pipeline": (Pipeline([("columns", columns), ("xgb", xgboost.XGBClassifier(**small))]).fit(frame, y), frame),
+        "pipeline_categorical": (Pipeline([("columns", native), ("xgb", xgboost.XGBClassifier(
+            enable_categorical=True, **small))]).fit(frame, y), frame),
+        "grid_search": (GridSearchCV(xgboost.XGBClassifier(**small), {"max_depth": [1, 2]}, cv=2).fit(X, _Y), X),
+        "stacking": (StackingClassifier([("xgb", xgboost.XGBClassifier(**small)), ("lr", LogisticRegression())],
+                                        cv=2).fit(X, _Y), X),
+        "voting": (VotingClassifier([("xgb", xgboost.XGBClassifier(**small)), ("lr", LogisticRegression())],
+                                    voting="soft").fit(X, _Y), X),
+        "multi_output": (MultiOutputRegressor(xgboost.XGBRegressor(**small)).fit(_X, X[:, :2]), X),
+        "calibrated": (CalibratedClassifierCV(xgboost.XGBClassifier(**small), cv=2).fit(X, _Y), X),
+    }
+
+
+@pytest.fixture(scope="module")
+def nested() -> dict[str, tuple[Any, Any]]:
+    return _nested()
+
+
+@pytest.mark.parametrize("suffix", ["safetensors", "apr", "gguf"])
+@pytest.mark.parametrize("name", ["pipeline", "pipeline_categorical", "grid_search", "stacking", "voting",
+                                  "multi_output", "calibrated"])
+def test_nested_round_trip(nested: dict, name: str, suffix: str, tmp_path: Path) -> None:
+    model, X = nested[name]
+    path = tmp_path / f"m.{suffix}"
+    aprender.save(model, path)
+    loaded = aprender.load(path)
+    assert type(loaded) is type(model)
+    expected, found = _outputs(model, X), _outputs(loaded, X)
+    assert expected.keys() == found.keys() and "predict" in expected
+    for method in expected:
+        np.testing.assert_array_equal(found[method], expected[method], err_msg=method)
 
 
 _SIGNING_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))

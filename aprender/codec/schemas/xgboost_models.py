@@ -61,13 +61,15 @@ def _learner(booster: Any) -> Mapping[str, Any]:
 def _validator(classifier: bool) -> Validator:
     def check(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
         """The booster, the class count and the objective hyperparameter agree."""
-        booster = attrs.get("_Booster")
-        if not isinstance(booster, xgboost.Booster):
-            raise fail(path, f"'_Booster' must be an XGBoost booster, found {type(booster).__name__}")
         name = _code_param(params)
         if name is not None:
             raise fail(path, f"hyperparameter '{name}' holds a callable; aprender stores objectives and metrics "
                              "by name only")
+        if not attrs:  # an unfitted template (a search's or a meta-estimator's ``estimator``)
+            return
+        booster = attrs.get("_Booster")
+        if not isinstance(booster, xgboost.Booster):
+            raise fail(path, f"'_Booster' must be an XGBoost booster, found {type(booster).__name__}")
         learner = _learner(booster)
         objective = learner["objective"]["name"]
         if isinstance(params.get("objective"), str) and params["objective"] != objective:
