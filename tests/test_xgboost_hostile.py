@@ -162,6 +162,10 @@ CASES: dict[str, tuple[str, Any, str]] = {
     "best_score_text": ("multiclass", _setting("attributes", {"best_score": "nan"}), "best_score"),
     "n_classes_lie": ("multiclass", _attr("n_classes_", 7), "n_classes_"),
     "objective_param_lie": ("multiclass", _param("objective", "binary:logistic"), "trained with"),
+    "unknown_hyperparameter": ("multiclass", _param("updater", "prune"), "no hyperparameter 'updater'"),
+    "tree_method_word": ("multiclass", _param("tree_method", "gpu_evil"), "is not one of"),
+    "booster_word": ("multiclass", _param("booster", "gblinear"), "is not one of"),
+    "metric_word": ("multiclass", _param("eval_metric", ["auc", "../x"]), "not an XGBoost metric"),
     "category_past_count": ("categorical", lambda s: _set("categories", -1, 6), "lie in [0, 6)"),
     "category_2_30": ("categorical", lambda s: _set("categories", -1, 2**30), "lie in [0"),
     "categories_not_sorted": ("categorical", lambda s: _tensor(

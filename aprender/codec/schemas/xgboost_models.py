@@ -16,6 +16,7 @@ naming one of these classes raises MissingDependencyError naming the extra.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,17 +25,34 @@ from aprender.codec._checks import fail
 from aprender.codec._nodes import join, preview
 from aprender.codec._optional import require
 from aprender.codec._spec import Validator
+from aprender.codec.schemas._xgb_structure import OBJECTIVES
 from aprender.exceptions import UnsupportedTypeError
 
 xgboost = require("xgboost")
 
-__all__ = ["CLASSIFIER_OBJECTIVES", "SCHEMAS"]
+__all__ = ["CLASSIFIER_OBJECTIVES", "METRIC", "PARAM_ENUMS", "SCHEMAS"]
 
 #: Objectives an XGBoost classifier's booster may have (its predict_proba reads them).
 CLASSIFIER_OBJECTIVES = frozenset(["binary:logistic", "binary:logitraw", "binary:hinge", "multi:softmax",
                                    "multi:softprob"])
 #: Hyperparameters that may hold code (a custom objective, metric or callbacks): refused as callables.
 _CODE_PARAMS = ("objective", "eval_metric", "callbacks")
+#: String hyperparameters and the words each may hold (or None); tools/gen_param_table.py classifies
+#: them ``checked``: this table is their check. ``objective`` must also be the booster's own.
+PARAM_ENUMS: dict[str, frozenset[str]] = {
+    "objective": frozenset(OBJECTIVES),
+    "booster": frozenset(["gbtree"]),
+    "tree_method": frozenset(["auto", "exact", "approx", "hist"]),
+    "grow_policy": frozenset(["depthwise", "lossguide"]),
+    "sampling_method": frozenset(["uniform", "gradient_based"]),
+    "multi_strategy": frozenset(["one_output_per_tree"]),
+    "device": frozenset(["cpu", "cuda", "gpu"]),
+    "importance_type": frozenset(["gain", "weight", "cover", "total_gain", "total_cover"]),
+}
+#: XGBoost's evaluation metrics by name, with an optional ``@cutoff`` and ``-`` suffix.
+METRIC = re.compile(r"^(rmse|rmsle|mae|mape|mphe|logloss|error|merror|mlogloss|auc|aucpr|pre|ndcg|map|"
+                    r"poisson-nloglik|gamma-nloglik|cox-nloglik|gamma-deviance|tweedie-nloglik|aft-nloglik|"
+                    r"interval-regression-accuracy|quantile)(@[0-9.]{1,12})?-?$")
 
 
 def _code_param(params: Mapping[str, Any]) -> str | None:
@@ -54,17 +72,36 @@ def _check_save(params: Mapping[str, Any], path: str) -> None:
                                    "never stores; pass a named objective/metric (a string), or refit without it")
 
 
+def _check_words(params: Mapping[str, Any], path: str) -> None:
+    """String hyperparameters hold one of their words (:data:`PARAM_ENUMS`, :data:`METRIC`)."""
+    for name, words in PARAM_ENUMS.items():
+        value = params.get(name)
+        if value is not None and value not in words:
+            raise fail(join(path, name), f"{preview(value, 60)} is not one of {sorted(words)}")
+    metrics = params.get("eval_metric")
+    for metric in metrics if isinstance(metrics, list) else [] if metrics is None else [metrics]:
+        if type(metric) is not str or METRIC.match(metric) is None:
+            raise fail(join(path, "eval_metric"), f"{preview(metric, 60)} is not an XGBoost metric name")
+
+
 def _learner(booster: Any) -> Mapping[str, Any]:
     return json.loads(booster.save_config())["learner"]
 
 
-def _validator(classifier: bool) -> Validator:
+def _validator(cls: type, classifier: bool) -> Validator:
+    # XGBoost's estimators take any keyword as a training parameter: a file may hold only the named ones.
+    names = frozenset(cls().get_params(deep=False))
+
     def check(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
-        """The booster, the class count and the objective hyperparameter agree."""
+        """The hyperparameters are named ones; the booster, the class count and the objective agree."""
+        unknown = sorted(set(params) - names)
+        if unknown:
+            raise fail(path, f"{cls.__name__} has no hyperparameter {preview(unknown[0], 60)}")
         name = _code_param(params)
         if name is not None:
             raise fail(path, f"hyperparameter '{name}' holds a callable; aprender stores objectives and metrics "
                              "by name only")
+        _check_words(params, path)
         if not attrs:  # an unfitted template (a search's or a meta-estimator's ``estimator``)
             return
         booster = attrs.get("_Booster")
@@ -91,15 +128,11 @@ def _validator(classifier: bool) -> Validator:
     return check
 
 
-def _spec(classifier: bool) -> Spec:
-    return Spec(ModelType.GRADIENT_BOOSTING, validate=_validator(classifier), training_only=("evals_result_",),
+def _spec(cls: type, classifier: bool) -> Spec:
+    return Spec(ModelType.GRADIENT_BOOSTING, validate=_validator(cls, classifier), training_only=("evals_result_",),
                 check_save=_check_save)
 
 
-SCHEMAS = [
-    ((xgboost.XGBClassifier,), _spec(True)),
-    ((xgboost.XGBRegressor,), _spec(False)),
-    ((xgboost.XGBRanker,), _spec(False)),
-    ((xgboost.XGBRFClassifier,), _spec(True)),
-    ((xgboost.XGBRFRegressor,), _spec(False)),
-]
+SCHEMAS = [((cls,), _spec(cls, classifier)) for cls, classifier in (
+    (xgboost.XGBClassifier, True), (xgboost.XGBRegressor, False), (xgboost.XGBRanker, False),
+    (xgboost.XGBRFClassifier, True), (xgboost.XGBRFRegressor, False))]
