@@ -244,3 +244,31 @@ def test_without_xgboost_the_load_names_the_extra(models: dict, tmp_path: Path) 
                           check=True)
     assert done.stdout.startswith("MISSING") and "aprender[xgboost]" in done.stdout, done.stdout + done.stderr
     assert issubclass(MissingDependencyError, ImportError)
+
+
+_DOC = Path(__file__).resolve().parent.parent / "docs" / "boosting.md"
+
+
+def test_the_documented_snippet_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _DOC.read_text()
+    snippet = text[text.index("```python\n") + 10:]
+    snippet = snippet[:snippet.index("```")]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(snippet, str(_DOC), "exec"), {})
+    assert (tmp_path / "xgb.apr").exists()
+
+
+def test_every_booster_tensor_is_documented() -> None:
+    from aprender.codec.handlers.xgboost_booster import BOOSTER_TENSORS
+
+    text = _DOC.read_text()
+    assert all(f"`{name}`" in text for name in BOOSTER_TENSORS)
+
+
+def test_inference_only_leaves_out_the_eval_history(models: dict, tmp_path: Path) -> None:
+    model, frame = models["categorical"]
+    path = tmp_path / "m.apr"
+    aprender.save(model, path, inference_only=True)
+    loaded = aprender.load(path)
+    assert not hasattr(loaded, "evals_result_")
+    np.testing.assert_array_equal(loaded.predict_proba(frame), model.predict_proba(frame))
