@@ -6,8 +6,9 @@ its trees as packed node arrays (``left_children``, ``split_indices``,
 categories of its categorical splits, and its settings (objective, counts, base score,
 feature names and types, attributes such as ``best_iteration``, the categories of each
 pandas ``category`` column) as plain JSON. Loading checks everything
-(``aprender.codec.schemas._xgb_structure``), then writes a JSON model from the checked
-values only and hands that to ``Booster.load_model``: a file's bytes never reach
+(``aprender.codec.schemas._xgb_structure``), then writes the model from the checked
+values only, as UBJSON (the binary JSON XGBoost saves and loads, whose typed arrays keep
+every float32 exactly), and hands that to ``Booster.load_model``: a file's bytes never reach
 XGBoost's parser. What can be derived is not stored: each node's parent, each tree's
 group (``tree_info``), the round boundaries, the category recorder's segments and sort
 order.

@@ -82,7 +82,7 @@ _XGBOOST = Reach("`_Booster` (every tree's node arrays, categorical splits, cate
                  "each tree, acyclic, one parent each; split features below `num_feature`; finite conditions, "
                  "leaves and base score; categories increasing and below each feature's category count; tree "
                  "count whole rounds of outputs x parallel trees; objective and setting strings from tables; the "
-                 "booster is rebuilt from JSON aprender writes; `schemas/xgboost_models.py`: the estimator's class "
+                 "booster is rebuilt from UBJSON aprender writes; `schemas/xgboost_models.py`: the estimator's class "
                  "count and objective agree with it")
 #: class key -> what reaches compiled code and what guards it.
 COMPILED: dict[str, Reach] = {

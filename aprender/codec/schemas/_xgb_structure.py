@@ -4,7 +4,7 @@ An XGBoost booster is stored as the packed node arrays of its trees (every tree'
 concatenated, ``node_offsets`` marking where each starts), the categories of its
 categorical splits, and a few settings (objective, class and feature counts, base
 score). At load, :func:`check_booster` applies every rule below to what the file holds;
-only values that pass are written back into the JSON model that XGBoost's own loader
+only values that pass are written back into the (UBJSON) model that XGBoost's own loader
 reads (``aprender.codec.handlers.xgboost_booster``). XGBoost's predictor follows child
 indices and reads category bitsets and feature vectors without bounds checks, so every
 index and count it follows is checked here:
