@@ -73,6 +73,8 @@ def _models() -> dict[str, tuple[Any, Any]]:
             early_stopping_rounds=2).fit(frame[:160], y[:160], eval_set=[(frame[160:], y[160:])], verbose=False),
             frame),
         "multi_target": (xgboost.XGBRegressor(**small).fit(_X, _X[:, :2]), _X),
+        "quantiles": (xgboost.XGBRegressor(**small, objective="reg:quantileerror",
+                                           quantile_alpha=np.array([0.2, 0.8])).fit(_X, _X[:, 0]), _X),
     }
 
 
@@ -92,19 +94,13 @@ def _assert_same(model: Any, loaded: Any, X: Any) -> None:
     assert expected.keys() == found.keys()
     for name in expected:
         np.testing.assert_array_equal(found[name], expected[name], err_msg=name)
-    assert loaded.get_params() == model.get_params() or _nan_params_equal(loaded, model)
-
-
-def _nan_params_equal(a: Any, b: Any) -> bool:
-    # ``missing`` defaults to NaN, which is not equal to itself.
-    pa, pb = a.get_params(), b.get_params()
-    return pa.keys() == pb.keys() and all(
-        pa[k] == pb[k] or (isinstance(pa[k], float) and np.isnan(pa[k]) and np.isnan(pb[k])) for k in pa)
+    # assert_equal compares arrays (quantile_alpha) and takes NaN (``missing``) as equal to itself.
+    np.testing.assert_equal(loaded.get_params(), model.get_params())
 
 
 @pytest.mark.parametrize("suffix", ["safetensors", "apr", "gguf"])
 @pytest.mark.parametrize("name", ["multiclass", "binary", "regressor", "ranker", "rf_classifier", "rf_regressor",
-                                  "categorical", "multi_target"])
+                                  "categorical", "multi_target", "quantiles"])
 def test_round_trip(models: dict, name: str, suffix: str, tmp_path: Path) -> None:
     model, X = models[name]
     path = tmp_path / f"m.{suffix}"
@@ -241,6 +237,12 @@ def test_callable_objective_is_refused_at_save(param: str, tmp_path: Path) -> No
     with pytest.raises(UnsupportedTypeError, match=f"custom XGBoost {param} is code"):
         aprender.save(model, tmp_path / "m.apr")
     assert not (tmp_path / "m.apr").exists()
+
+
+def test_a_keyword_without_a_rule_is_refused_at_save(tmp_path: Path) -> None:
+    model = xgboost.XGBRegressor(n_estimators=2, max_cached_hist_node=8).fit(_X, _X[:, 0])
+    with pytest.raises(UnsupportedTypeError, match="no rule for"):
+        aprender.save(model, tmp_path / "m.apr")
 
 
 def test_without_xgboost_the_load_names_the_extra(models: dict, tmp_path: Path) -> None:

@@ -166,6 +166,8 @@ CASES: dict[str, tuple[str, Any, str]] = {
     "tree_method_word": ("multiclass", _param("tree_method", "gpu_evil"), "is not one of"),
     "booster_word": ("multiclass", _param("booster", "gblinear"), "is not one of"),
     "metric_word": ("multiclass", _param("eval_metric", ["auc", "../x"]), "not an XGBoost metric"),
+    "keyword_nan": ("multiclass", _param("huber_slope", {"__t__": "float", "v": "nan"}), "huber_slope"),
+    "keyword_word": ("multiclass", _param("aft_loss_distribution", "cauchy"), "is not one of"),
     "category_past_count": ("categorical", lambda s: _set("categories", -1, 6), "lie in [0, 6)"),
     "category_2_30": ("categorical", lambda s: _set("categories", -1, 2**30), "lie in [0"),
     "categories_not_sorted": ("categorical", lambda s: _tensor(

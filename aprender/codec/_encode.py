@@ -74,6 +74,15 @@ def _param_names(est: Any) -> Any:
     return est.get_params(deep=False)
 
 
+def _param_value(est: Any, name: str) -> Any:
+    """A hyperparameter that is not an instance attribute of its own: a property, or (XGBoost) a
+    keyword the constructor keeps in a dict, which only ``get_params`` names."""
+    try:
+        return getattr(est, name)
+    except AttributeError:
+        return est.get_params(deep=False)[name]
+
+
 def float_dtype(dtype: str | np.dtype) -> np.dtype:
     """Parse a ``dtype=`` option: one of float32, float16, bfloat16."""
     key = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
@@ -168,7 +177,7 @@ class Encoder:
         state = {k: v for k, v in vars(est).items() if not is_warm_start_guard(k, v)}
         params = {}
         for name in _param_names(est):
-            params[name] = state.pop(name) if name in state else getattr(est, name)
+            params[name] = state.pop(name) if name in state else _param_value(est, name)
         if entry.spec.check_save is not None:
             entry.spec.check_save(params, path)
         dropped = [name for name in entry.spec.training_only if name in state] if self.inference_only else []

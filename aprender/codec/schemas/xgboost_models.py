@@ -16,9 +16,12 @@ naming one of these classes raises MissingDependencyError naming the extra.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import fail
@@ -30,7 +33,7 @@ from aprender.exceptions import UnsupportedTypeError
 
 xgboost = require("xgboost")
 
-__all__ = ["CLASSIFIER_OBJECTIVES", "METRIC", "PARAM_ENUMS", "SCHEMAS"]
+__all__ = ["CLASSIFIER_OBJECTIVES", "KEYWORDS", "METRIC", "PARAM_ENUMS", "SCHEMAS"]
 
 #: Objectives an XGBoost classifier's booster may have (its predict_proba reads them).
 CLASSIFIER_OBJECTIVES = frozenset(["binary:logistic", "binary:logitraw", "binary:hinge", "multi:softmax",
@@ -49,6 +52,14 @@ PARAM_ENUMS: dict[str, frozenset[str]] = {
     "device": frozenset(["cpu", "cuda", "gpu"]),
     "importance_type": frozenset(["gain", "weight", "cover", "total_gain", "total_cover"]),
 }
+#: Training parameters XGBoost's estimators take as extra keywords (kept in their ``kwargs``), each with the
+#: rule of its value: "number" (finite), "numbers" (a finite number or 1-d array of them), or the allowed words.
+KEYWORDS: dict[str, Any] = {
+    "quantile_alpha": "numbers", "huber_slope": "number", "tweedie_variance_power": "number",
+    "aft_loss_distribution": frozenset(["normal", "logistic", "extreme"]), "aft_loss_distribution_scale": "number",
+    "lambdarank_pair_method": frozenset(["topk", "mean"]), "lambdarank_num_pair_per_sample": "number",
+    "lambdarank_unbiased": "number", "lambdarank_bias_norm": "number", "ndcg_exp_gain": "number",
+}
 #: XGBoost's evaluation metrics by name, with an optional ``@cutoff`` and ``-`` suffix.
 METRIC = re.compile(r"^(rmse|rmsle|mae|mape|mphe|logloss|error|merror|mlogloss|auc|aucpr|pre|ndcg|map|"
                     r"poisson-nloglik|gamma-nloglik|cox-nloglik|gamma-deviance|tweedie-nloglik|aft-nloglik|"
@@ -65,11 +76,37 @@ def _code_param(params: Mapping[str, Any]) -> str | None:
 
 
 def _check_save(params: Mapping[str, Any], path: str) -> None:
-    """Refuse a custom objective, metric or callback at save: it is code, and files hold none."""
+    """Refuse a custom objective, metric or callback at save (it is code, and files hold none), and an
+    extra keyword aprender does not know the rule of."""
     name = _code_param(params)
     if name is not None:
         raise UnsupportedTypeError(join(path, name), "callable", f"a custom XGBoost {name} is code, which aprender "
                                    "never stores; pass a named objective/metric (a string), or refit without it")
+    for name in params:
+        if name not in _NAMES and name not in KEYWORDS:
+            raise UnsupportedTypeError(join(path, name), "keyword", "an XGBoost training keyword aprender has no "
+                                       f"rule for (it stores {', '.join(sorted(KEYWORDS))})")
+
+
+def _check_keyword(name: str, value: Any, path: str) -> None:
+    rule = KEYWORDS[name]
+    if isinstance(rule, frozenset):
+        good = value in rule
+    else:
+        numbers = np.asarray(value) if rule == "numbers" and isinstance(value, (list, np.ndarray)) else value
+        if isinstance(numbers, np.ndarray):
+            good = numbers.ndim == 1 and 0 < numbers.size <= 1024 and numbers.dtype.kind in "iuf" and bool(
+                np.isfinite(numbers).all())
+        else:
+            good = type(numbers) in (int, float) and math.isfinite(numbers)
+    if not good:
+        what = f"one of {sorted(rule)}" if isinstance(rule, frozenset) else f"{rule} (finite)"
+        raise fail(join(path, name), f"{preview(value, 60)} is not {what}")
+
+
+def _pack(attrs: dict[str, Any]) -> dict[str, Any]:
+    # XGBoost keeps extra keywords in ``kwargs``, which get_params lists as parameters: stored there only.
+    return {k: v for k, v in attrs.items() if k != "kwargs"}
 
 
 def _check_words(params: Mapping[str, Any], path: str) -> None:
@@ -94,9 +131,11 @@ def _validator(cls: type, classifier: bool) -> Validator:
 
     def check(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
         """The hyperparameters are named ones; the booster, the class count and the objective agree."""
-        unknown = sorted(set(params) - names)
-        if unknown:
-            raise fail(path, f"{cls.__name__} has no hyperparameter {preview(unknown[0], 60)}")
+        for name, value in params.items():
+            if name in KEYWORDS:
+                _check_keyword(name, value, path)
+            elif name not in names:
+                raise fail(path, f"{cls.__name__} has no hyperparameter {preview(name, 60)}")
         name = _code_param(params)
         if name is not None:
             raise fail(path, f"hyperparameter '{name}' holds a callable; aprender stores objectives and metrics "
@@ -130,8 +169,12 @@ def _validator(cls: type, classifier: bool) -> Validator:
 
 def _spec(cls: type, classifier: bool) -> Spec:
     return Spec(ModelType.GRADIENT_BOOSTING, validate=_validator(cls, classifier), training_only=("evals_result_",),
-                check_save=_check_save)
+                check_save=_check_save, pack=_pack)
 
+
+#: Every constructor parameter of the five classes (their own ``get_params`` names).
+_NAMES = frozenset(xgboost.XGBRFClassifier().get_params(deep=False)) | frozenset(
+    xgboost.XGBRanker().get_params(deep=False))
 
 SCHEMAS = [((cls,), _spec(cls, classifier)) for cls, classifier in (
     (xgboost.XGBClassifier, True), (xgboost.XGBRegressor, False), (xgboost.XGBRanker, False),
