@@ -218,9 +218,12 @@ def test_fresh_process(models: dict, tmp_path: Path) -> None:
         np.testing.assert_array_equal(np.asarray(found[name], dtype=expected.dtype), expected, err_msg=name)
 
 
-@pytest.mark.parametrize("booster", ["gblinear", "dart"])
+@pytest.mark.parametrize("booster", ["gblinear", "dart", "multi_output_tree"])
 def test_other_boosters_are_refused_at_save(booster: str, tmp_path: Path) -> None:
-    model = xgboost.XGBRegressor(n_estimators=2, booster=booster).fit(_X, _X[:, 0])
+    if booster == "multi_output_tree":
+        model = xgboost.XGBRegressor(n_estimators=2, multi_strategy=booster).fit(_X, _X[:, :2])
+    else:
+        model = xgboost.XGBRegressor(n_estimators=2, booster=booster).fit(_X, _X[:, 0])
     with pytest.raises(UnsupportedTypeError, match=booster):
         aprender.save(model, tmp_path / "m.apr")
     assert not (tmp_path / "m.apr").exists()
@@ -230,10 +233,11 @@ def _squared(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[np.ndarray, np.nda
     return y_pred - y_true, np.ones_like(y_pred)
 
 
-@pytest.mark.parametrize("param", ["objective", "eval_metric"])
+@pytest.mark.parametrize("param", ["objective", "eval_metric", "callbacks"])
 def test_callable_objective_is_refused_at_save(param: str, tmp_path: Path) -> None:
-    # A module-level function, which aprender could otherwise store by name.
-    model = xgboost.XGBRegressor(n_estimators=2, **{param: _squared}).fit(_X, _X[:, 0])
+    # A module-level function, which aprender could otherwise store by name; a callback object.
+    value = [xgboost.callback.EvaluationMonitor()] if param == "callbacks" else _squared
+    model = xgboost.XGBRegressor(n_estimators=2, **{param: value}).fit(_X, _X[:, 0])
     with pytest.raises(UnsupportedTypeError, match=f"custom XGBoost {param} is code"):
         aprender.save(model, tmp_path / "m.apr")
     assert not (tmp_path / "m.apr").exists()

@@ -94,6 +94,11 @@ def _edit_objective(meta: dict, tensors: dict) -> None:
     _booster(meta)["objective"]["softmax_multiclass_param"]["num_class"] = "1e9"
 
 
+def _no_trees(meta: dict, tensors: dict) -> None:
+    for name in [n for n in tensors if n.startswith(_B) and n != _B + "base_score"]:
+        tensors[name] = np.zeros(1, dtype=np.int64) if name.endswith("_offsets") else tensors[name][:0]
+
+
 def _five_classes(meta: dict, tensors: dict) -> None:
     # The objective agrees, so the rule reached is the tree count: 3 rounds x 3 classes is not rounds of 5.
     _booster(meta)["num_class"] = 5
@@ -149,6 +154,7 @@ CASES: dict[str, tuple[str, Any, str]] = {
     "tree_count_num_class": ("multiclass", _five_classes, "whole rounds"),
     "num_class_one": ("multiclass", _setting("num_class", 1), "num_class"),
     "parallel_trees": ("multiclass", _setting("num_parallel_tree", 2), "rounds"),
+    "no_trees": ("multiclass", lambda s: _no_trees, "0 trees"),
     "num_feature_2_40": ("multiclass", _setting("num_feature", 2**40), "num_feature"),
     "base_score_shape": ("multiclass", _tensor("base_score", np.zeros(2, dtype=np.float32)), "base_score"),
     "base_score_nan": ("multiclass", _tensor("base_score", np.full(3, np.nan, dtype=np.float32)), "base_score"),

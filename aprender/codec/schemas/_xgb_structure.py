@@ -210,8 +210,8 @@ def check_booster(packed: Mapping[str, Any], settings: Mapping[str, Any], catego
         if arrays[name].shape[0] != n_nodes:
             raise fail(path, f"'{name}' has {arrays[name].shape[0]} entries, 'left_children' has {n_nodes}")
     n_trees = packed.get("node_offsets").shape[0] - 1 if isinstance(packed.get("node_offsets"), np.ndarray) else -1
-    if n_trees < 0 or n_trees % per_round:
-        raise fail(path, f"{max(n_trees, 0)} trees are not whole rounds of {per_round} trees "
+    if n_trees <= 0 or n_trees % per_round:  # a fit grows at least one round
+        raise fail(path, f"{max(n_trees, 0)} trees are not one or more whole rounds of {per_round} trees "
                          f"({groups_of(settings)} outputs x {settings['num_parallel_tree']} parallel trees)")
     offsets = {name: check_offsets(packed.get(name), n_trees, arrays[of].shape[0], path, name,
                                    empty_ok=name != "node_offsets") for name, of in PER_TREE.items()}

@@ -67,10 +67,12 @@ METRIC = re.compile(r"^(rmse|rmsle|mae|mape|mphe|logloss|error|merror|mlogloss|a
 
 
 def _code_param(params: Mapping[str, Any]) -> str | None:
-    """The first hyperparameter that holds a callable (alone or in a list), if any."""
+    """The first hyperparameter that holds code, if any: a callable (alone or in a list), or callbacks
+    (XGBoost's ``TrainingCallback`` objects are code whatever their class)."""
     for name in _CODE_PARAMS:
         value = params.get(name)
-        if callable(value) or (isinstance(value, list) and any(callable(v) for v in value)):
+        if callable(value) or (isinstance(value, list) and any(callable(v) for v in value)) or (
+                name == "callbacks" and value):
             return name
     return None
 
