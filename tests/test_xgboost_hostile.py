@@ -180,8 +180,12 @@ CASES: dict[str, tuple[str, Any, str]] = {
         "categories", s.tensors[_B + "categories"][::-1].copy()), "increase"),
     "categories_nodes_wrong": ("categorical", lambda s: _tensor(
         "categories_nodes", s.tensors[_B + "categories_nodes"] + 1), "categorical nodes"),
+    "categories_sizes_wrap": ("categorical", lambda s: _tensor("categories_sizes", np.array(
+        [2**63 - 1] + [1] * (s.tensors[_B + "categories_sizes"].shape[0] - 1), dtype=np.int64)), "must lie in"),
     "categories_sizes_wrong": ("categorical", lambda s: _tensor(
-        "categories_sizes", s.tensors[_B + "categories_sizes"] + 1), "tile"),
+        "categories_sizes", s.tensors[_B + "categories_sizes"] + 1), "must lie in"),
+    "categories_segments_wrong": ("categorical", lambda s: _tensor(
+        "categories_segments", s.tensors[_B + "categories_segments"] + 1), "tile"),
     "feature_not_categorical": ("categorical", _setting("feature_types", ["float", "float"]), "type 'c'"),
     "category_value_type": ("categorical", _category_value("x"), "string categories need"),
     "category_duplicates": ("categorical", _category_value(ord("q")), "distinct"),

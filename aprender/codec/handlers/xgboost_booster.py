@@ -127,7 +127,8 @@ def _category_keys(entry: Any, f: int, path: str) -> list[Any] | None:
             raise fail(path, f"feature {f}: string categories need offsets rising from 0 to the number of "
                              "bytes and bytes from -128 to 127")
         keys: list[Any] = [tuple(raw[a:b]) for a, b in itertools.pairwise(offsets)]
-    elif isinstance(entry, dict) and entry.keys() == {"type", "values"} and entry["type"] in CATEGORY_TYPES \
+    elif isinstance(entry, dict) and entry.keys() == {"type", "values"} and type(entry["type"]) is int \
+            and entry["type"] in CATEGORY_TYPES \
             and isinstance(entry["values"], list) and all(type(v) is int for v in entry["values"]):
         keys = entry["values"]
         limits = np.iinfo(CATEGORY_TYPES[entry["type"]])

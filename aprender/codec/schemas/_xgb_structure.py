@@ -73,6 +73,8 @@ CATEGORY_TYPES: dict[int, np.dtype] = {9: np.dtype(np.int8), 10: np.dtype(np.uin
                                        13: np.dtype(np.int32), 15: np.dtype(np.int64)}
 #: A number as XGBoost writes one in a setting string: ``1``, ``0.699999988``, ``-1.5E-1``.
 NUMBER = re.compile(r"^-?[0-9]{1,20}(\.[0-9]{1,20})?([eE][-+]?[0-9]{1,3})?$")
+#: A round number as XGBoost's Python package writes ``best_iteration``.
+_ROUND = re.compile(r"[0-9]{1,11}")
 #: A float as Python writes one (XGBoost's Python package stores ``best_score`` so).
 _FLOAT = re.compile(r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$")
 _VECTOR = re.compile(r"^\[(-?[0-9.eE+-]{1,40})(,-?[0-9.eE+-]{1,40}){0,1023}\]$")
@@ -138,12 +140,12 @@ def check_objective(objective: Any, num_class: int, path: str) -> None:
 
 def _follows(value: str, rule: Any) -> bool:
     if rule == "number":
-        return NUMBER.match(value) is not None and math.isfinite(float(value))
+        return NUMBER.fullmatch(value) is not None and math.isfinite(float(value))
     if rule == "flag":
         return value in ("0", "1")
     if rule == "vector":
-        return _VECTOR.match(value) is not None and all(
-            NUMBER.match(v) is not None and math.isfinite(float(v)) for v in value[1:-1].split(","))
+        return _VECTOR.fullmatch(value) is not None and all(
+            NUMBER.fullmatch(v) is not None and math.isfinite(float(v)) for v in value[1:-1].split(","))
     return value in rule
 
 
@@ -174,10 +176,10 @@ def _check_attributes(attributes: Mapping[str, str], rounds: int, path: str) -> 
     XGBoost's Python package predicts with the rounds up to ``best_iteration``.
     """
     best = attributes.get("best_iteration")
-    if best is not None and not (best.isdigit() and len(best) < 12 and int(best) < rounds):
+    if best is not None and not (_ROUND.fullmatch(best) and int(best) < rounds):
         raise fail(path, f"best_iteration {preview(best, 40)} is not one of the booster's {rounds} rounds")
     score = attributes.get("best_score")
-    if score is not None and not (len(score) < 40 and _FLOAT.match(score) and math.isfinite(float(score))):
+    if score is not None and not (len(score) < 40 and _FLOAT.fullmatch(score) and math.isfinite(float(score))):
         raise fail(path, f"best_score {preview(score, 40)} is not a finite number")
 
 
@@ -278,8 +280,11 @@ def _check_categories(layout: Layout, arrays: Mapping[str, np.ndarray], offsets:
         seg = segments[cat_node_offsets[t]:cat_node_offsets[t + 1]]
         size = sizes[cat_node_offsets[t]:cat_node_offsets[t + 1]]
         total = int(cat_offsets[t + 1] - cat_offsets[t])
+        # Sizes inside [0, total] first: their sum then cannot wrap around int64.
+        if (size < 0).any() or (size > total).any():
+            raise fail(path, f"tree {t}: categories_sizes {preview(size.tolist())} must lie in [0, {total}]")
         ends = np.cumsum(size)
-        if (size < 0).any() or (seg != ends - size).any() or (ends[-1] if ends.size else 0) != total:
+        if (seg != ends - size).any() or (ends[-1] if ends.size else 0) != total:
             raise fail(path, f"tree {t}: categories_segments and categories_sizes do not tile its {total} categories")
         own_categories = categories[cat_offsets[t]:cat_offsets[t + 1]]
         for node, start, count in zip(own.tolist(), seg.tolist(), size.tolist(), strict=True):

@@ -119,7 +119,7 @@ def _check_words(params: Mapping[str, Any], path: str) -> None:
             raise fail(join(path, name), f"{preview(value, 60)} is not one of {sorted(words)}")
     metrics = params.get("eval_metric")
     for metric in metrics if isinstance(metrics, list) else [] if metrics is None else [metrics]:
-        if type(metric) is not str or METRIC.match(metric) is None:
+        if type(metric) is not str or METRIC.fullmatch(metric) is None:
             raise fail(join(path, "eval_metric"), f"{preview(metric, 60)} is not an XGBoost metric name")
 
 
