@@ -191,6 +191,9 @@ CASES: dict[str, tuple[str, Any, str]] = {
     "category_duplicates": ("categorical", _category_value(ord("q")), "distinct"),
     "category_type_code": ("categorical", _setting("category_values", [None, {"type": 99, "values": [1]}]),
                            "type code"),
+    "category_type_code_list": ("categorical", _setting("category_values", [None, {"type": [15], "values": [1]}]),
+                                "categories must be"),
+    "best_iteration_digits": ("multiclass", _setting("attributes", {"best_iteration": "\u00b2"}), "rounds"),
     "category_recorder_count": ("categorical", _setting("category_values", [None]), "one entry per feature"),
 }
 
