@@ -191,6 +191,10 @@ def _key(name: str) -> bytes:
     return b"L" + struct.pack(">q", len(raw)) + raw
 
 
+_ID = _key("id") + b"L"
+_TREE_PARAM = _key("tree_param") + b"{" + _key("num_deleted") + b"SL" + struct.pack(">q", 1) + b"0" + _key(
+    "num_feature")
+_TREE_END = _key("size_leaf_vector") + b"SL" + struct.pack(">q", 1) + b"1" + b"}}"
 #: The per-tree arrays, each with where it is sliced from (node arrays, categorical nodes, categories).
 _TREE_ARRAYS = [(name, "node_offsets") for name in (*NODE_ARRAYS, "parents")] + [
     (name, "category_node_offsets") for name in ("categories_nodes", "categories_segments", "categories_sizes")] + [
@@ -210,17 +214,18 @@ def _trees(packed: Mapping[str, np.ndarray], features: int) -> list[bytes]:
         header = _key(name) + b"[$" + _UBJ_TYPES[array.dtype] + b"#L"
         blocks[name] = (header, array.dtype.itemsize, array.astype(array.dtype.newbyteorder(">")).tobytes(),
                         packed[by].tolist())
+    # Each tree ends with its id and tree_param, whose only other varying field is num_nodes.
+    width = str(features).encode()
+    middle = (_TREE_PARAM + b"SL" + struct.pack(">q", len(width)) + width + _key("num_nodes") + b"SL")
+    offsets_of_nodes = packed["node_offsets"].tolist()
     trees = []
-    for t in range(packed["node_offsets"].shape[0] - 1):
+    for t in range(len(offsets_of_nodes) - 1):
         parts = [b"{"]
         for header, size, raw, offsets in blocks.values():
             begin, end = offsets[t], offsets[t + 1]
             parts += [header, struct.pack(">q", end - begin), raw[begin * size:end * size]]
-        n_nodes = packed["node_offsets"][t + 1] - packed["node_offsets"][t]
-        rest: list[bytes] = []
-        _ubjson({"id": t, "tree_param": {"num_deleted": "0", "num_feature": str(features),
-                                         "num_nodes": str(n_nodes), "size_leaf_vector": "1"}}, rest)
-        parts.append(b"".join(rest)[1:])  # the object's fields, after its own "{", with its "}"
+        n_nodes = str(offsets_of_nodes[t + 1] - offsets_of_nodes[t]).encode()
+        parts += [_ID, struct.pack(">q", t), middle, struct.pack(">q", len(n_nodes)), n_nodes, _TREE_END]
         trees.append(b"".join(parts))
     return trees
 
