@@ -6,7 +6,6 @@ fitted copy of them) were changed before saving: valid in every byte, lying in m
 
 from __future__ import annotations
 
-import inspect
 import sys
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from tests.support.state_edit import find, hostile
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from gen_param_table import BEGIN, END, block, classify, module_text  # noqa: E402
+from gen_param_table import BEGIN, END, block, classify, constructor_parameters, module_text  # noqa: E402
 
 KINDS_ALLOWED = {"checked", "sizes", "path", "kwargs", "resource", "estimator", "refused"}
 X = np.random.default_rng(0).random((30, 4))
@@ -47,8 +46,7 @@ def test_every_parameter_of_every_class_is_classified(table):
     for entry in registered(generic=True):
         if not (is_builtin_key(entry.key) or entry.key.startswith("aprender.")):
             continue  # a class another test registered at run time: only PARAM_RULES hold for it
-        names = [n for n, p in inspect.signature(entry.cls.__init__).parameters.items()
-                 if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        names = constructor_parameters(entry.cls)
         assert entry.key in KINDS, entry.key
         assert sorted(KINDS[entry.key]) == sorted(names), entry.key
         assert set(KINDS[entry.key].values()) <= KINDS_ALLOWED, entry.key

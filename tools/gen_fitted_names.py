@@ -13,6 +13,7 @@ refused at load. This tool learns the names by fitting, for every allow-listed c
 - every model of the test zoo and of the DataFrame pipelines (tests/support/), which
   nest estimators as users do, each used after fitting (predict, transform, feature names:
   some of that caches attributes),
+- XGBoost's estimators, fitted with and without an ``eval_set`` (when the extra is installed),
 - the golden files of earlier scikit-learn releases (tests/data/compat/), whose names a
   file from those releases still holds,
 
@@ -23,7 +24,9 @@ all booleans, the values seen are recorded too: a flag fits always leave ``False
 be ``True`` in a file (reviewed exceptions in ``VARYING``).
 
 Run ``python tools/gen_fitted_names.py`` after upgrading scikit-learn (a few minutes);
-tests/test_fitted_names.py checks the table against a sample of fits.
+tests/test_fitted_names.py checks the table against a sample of fits. After upgrading
+XGBoost alone, ``python tools/gen_fitted_names.py --xgboost`` learns its rows anew and
+keeps the others.
 """
 
 from __future__ import annotations
@@ -233,6 +236,26 @@ def _fit_zoo(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]])
             _record(imputer, names, flags)
 
 
+def _fit_xgboost(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]]) -> None:
+    """XGBoost's estimators (when the extra is installed), with and without an eval_set."""
+    try:
+        import xgboost
+    except ImportError:
+        return
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(120, 4)), rng.integers(0, 3, 120)
+    small = {"n_estimators": 3, "max_depth": 2}
+    for cls in (xgboost.XGBClassifier, xgboost.XGBRegressor, xgboost.XGBRFClassifier, xgboost.XGBRFRegressor):
+        _record(cls(**small).fit(X, y), names, flags)
+        _record(cls(**small).fit(X, y, eval_set=[(X, y)], verbose=False), names, flags)
+    qid = np.repeat(np.arange(12), 10)
+    _record(xgboost.XGBRanker(**small).fit(X, y, qid=qid), names, flags)
+    _record(xgboost.XGBRanker(**small).fit(X, y, qid=qid, eval_set=[(X, y)], eval_qid=[qid], verbose=False),
+            names, flags)
+
+
 def _golden(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]]) -> None:
     """The names in the golden files of earlier releases: real fits of those releases."""
     from state_edit import estimator_nodes
@@ -256,40 +279,70 @@ def _golden(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]]) 
             names[key] |= set(node["attrs"])
 
 
-def table() -> str:
-    import sklearn
+def _checked(flags: dict[str, dict[str, set]]) -> dict[str, dict[str, list]]:
+    checked = {key: {name: sorted(values) for name, values in sorted(found.items())
+                     if "other" not in values and values <= {True, False}}
+               for key, found in sorted(flags.items())}
+    return {key: value for key, value in checked.items() if value}
 
+
+def _documented_names(names: dict[str, set[str]], prefix: str = "") -> None:
     from aprender.codec._fitted import fitted_key
     from aprender.codec._registry import entry_for_key
     from aprender.codec._table import GENERIC, SCHEMA_MODULES
 
-    sys.path.insert(0, str(ROOT / "tests" / "support"))
-    names: dict[str, set[str]] = defaultdict(set)
-    flags: dict[str, dict[str, set]] = defaultdict(dict)
-    _fit_all(names, flags)
-    _fit_zoo(names, flags)
-    _golden(names, flags)
     for key in {*GENERIC, *SCHEMA_MODULES}:
+        if not key.startswith(prefix):
+            continue
         try:
             cls = entry_for_key(key, "table").cls
         except Exception:  # a class this scikit-learn does not have
             continue
         names[fitted_key(cls)] |= _documented(cls)
-    checked = {key: {name: sorted(values) for name, values in sorted(found.items())
-                     if "other" not in values and values <= {True, False}}
-               for key, found in sorted(flags.items())}
-    checked = {key: value for key, value in checked.items() if value}
+
+
+def _render(names: dict[str, Any], checked: dict[str, dict[str, Any]]) -> str:
+    import sklearn
+
     version = ".".join(sklearn.__version__.split(".")[:2])
     return (HEADER + f"SKLEARN = {version!r}\n\n"
             + "NAMES: dict[str, frozenset[str]] = {\n"
             + "".join(f"    {key!r}: frozenset({sorted(found)!r}),\n" for key, found in sorted(names.items()))
             + "}\n\nFLAGS: dict[str, dict[str, tuple[bool, ...]]] = "
-            + pprint.pformat({k: {n: tuple(v) for n, v in f.items()} for k, f in checked.items()}, width=120)
+            + pprint.pformat({k: {n: tuple(v) for n, v in f.items()} for k, f in sorted(checked.items())},
+                             width=120)
             + "\n")
 
 
+def table() -> str:
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
+    names: dict[str, set[str]] = defaultdict(set)
+    flags: dict[str, dict[str, set]] = defaultdict(dict)
+    _fit_all(names, flags)
+    _fit_zoo(names, flags)
+    _fit_xgboost(names, flags)
+    _golden(names, flags)
+    _documented_names(names)
+    return _render(names, _checked(flags))
+
+
+def xgboost_rows() -> str:
+    """The checked-in table with XGBoost's rows learned anew: what :func:`table` gives them, without
+    refitting every scikit-learn estimator (``--xgboost``)."""
+    from aprender.codec import _fitted_names as current
+
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
+    names: dict[str, set[str]] = defaultdict(set)
+    flags: dict[str, dict[str, set]] = defaultdict(dict)
+    _fit_xgboost(names, flags)
+    _documented_names(names, "xgboost.")
+    kept = {k: set(v) for k, v in current.NAMES.items() if not k.startswith("xgboost.")}
+    kept_flags = {k: v for k, v in current.FLAGS.items() if not k.startswith("xgboost.")}
+    return _render({**kept, **names}, {**kept_flags, **_checked(flags)})
+
+
 def main() -> int:
-    OUT.write_text(table())
+    OUT.write_text(xgboost_rows() if "--xgboost" in sys.argv else table())
     return 0
 
 

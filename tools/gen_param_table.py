@@ -56,6 +56,20 @@ OVERRIDES = {
     "verbose_feature_names_out": "checked", "optimizer": "path", "n_restarts_optimizer": "sizes",
     "max_iter_predict": "sizes", "random_state": "checked", "dtype": "checked", "fill_value": "checked",
 }
+#: XGBoost's estimators have no ``_parameter_constraints``: every parameter is reviewed here. The
+#: words of its string parameters and metric names are checked by ``PARAM_ENUMS`` and ``METRIC`` of
+#: aprender/codec/schemas/xgboost_models.py (``checked``), callables refused there at save and load.
+XGBOOST = {
+    **dict.fromkeys(["n_estimators", "max_depth", "max_leaves", "max_bin", "num_parallel_tree", "max_cat_to_onehot",
+                     "max_cat_threshold", "early_stopping_rounds"], "sizes"),
+    **dict.fromkeys(["objective", "eval_metric", "booster", "tree_method", "grow_policy", "sampling_method",
+                     "multi_strategy", "device", "importance_type", "base_score", "colsample_bylevel",
+                     "colsample_bynode", "colsample_bytree", "enable_categorical", "feature_types",
+                     "feature_weights", "gamma", "interaction_constraints", "learning_rate", "max_delta_step",
+                     "min_child_weight", "missing", "monotone_constraints", "reg_alpha", "reg_lambda",
+                     "scale_pos_weight", "subsample", "validate_parameters", "verbosity", "callbacks"], "checked"),
+    "n_jobs": "resource", "random_state": "checked",
+}
 
 #: CatBoost's estimators have no ``_parameter_constraints``; CatBoost checks its parameters
 #: itself when fitting. Reviewed by name: counts that size a later fit's work are ``sizes``;
@@ -94,7 +108,7 @@ CATBOOST_KINDS = {
 }
 
 
-def _kind(name: str, constraints: list, resource_names: frozenset) -> str:
+def _kind(name: str, constraints: list, resource_names: frozenset, foreign: dict[str, str]) -> str:
     from sklearn.base import BaseEstimator
     from sklearn.utils._param_validation import HasMethods, Interval, _Callables, _InstancesOf, make_constraint
 
@@ -108,7 +122,7 @@ def _kind(name: str, constraints: list, resource_names: frozenset) -> str:
         return "path"
     made = [make_constraint(c) for c in constraints if c != "no_validation"]
     if not made:
-        return OVERRIDES[name]  # a KeyError here is an unreviewed parameter: add it to a table above
+        return {**OVERRIDES, **foreign}[name]  # a KeyError here is an unreviewed parameter: add it to a table above
     if any(isinstance(c, HasMethods) and _ESTIMATOR_METHODS & set(c.methods) for c in made) or any(
             isinstance(c, _InstancesOf) and isinstance(c.type, type) and issubclass(c.type, BaseEstimator)
             for c in made):
@@ -123,6 +137,15 @@ def _kind(name: str, constraints: list, resource_names: frozenset) -> str:
     return "checked"
 
 
+def constructor_parameters(cls: type) -> list[str]:
+    """The constructor parameters of ``cls``: its signature's, or what ``get_params`` names when its
+    ``__init__`` passes keywords on to a base (XGBoost's estimators)."""
+    signature = inspect.signature(cls.__init__).parameters.values()
+    if any(p.kind == p.VAR_KEYWORD for p in signature) and cls.__module__.startswith("xgboost."):
+        return sorted(cls().get_params(deep=False))
+    return [p.name for p in signature if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
 def classify() -> dict[str, dict[str, str]]:
     """Entry key -> {parameter name -> kind} for every allow-listed class, generic ones included."""
     sys.path.insert(0, str(REPO))
@@ -135,13 +158,13 @@ def classify() -> dict[str, dict[str, str]]:
     allowed = [e for e in registered(generic=True) if is_builtin_key(e.key) or e.key.startswith("aprender.")]
     for entry in sorted(allowed, key=lambda e: e.key):
         constraints = getattr(entry.cls, "_parameter_constraints", {})
+        foreign = XGBOOST if entry.key.startswith("xgboost.") else {}
         kinds = {}
-        for name, param in inspect.signature(entry.cls.__init__).parameters.items():
-            if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                continue
+        for name in constructor_parameters(entry.cls):
             given = constraints.get(name, [])
+            # CatBoost's parameters are reviewed one by one, whatever their names say elsewhere
             kinds[name] = CATBOOST_KINDS[name] if entry.key.startswith("catboost.") else _kind(
-                name, [given] if isinstance(given, str) else list(given), resource_names)
+                name, [given] if isinstance(given, str) else list(given), resource_names, foreign)
         table[entry.key] = kinds
     return table
 

@@ -6,6 +6,7 @@ tests/support/zoo.py and the :data:`EXTRA` seeds with settings neither uses.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -74,6 +75,28 @@ def _user_model(kind: str) -> tuple[Any, Any]:
     return IterativeImputer(random_state=0, max_iter=3, sample_posterior=True, add_indicator=True).fit(X), X
 
 
+def _xgboost(kind: str) -> tuple[Any, Any]:
+    """A small XGBoost model (when the extra is installed): its booster's arrays are what the lies target."""
+    import numpy as np
+    import pandas as pd
+    import xgboost
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 4))
+    X[::7, 1] = np.nan
+    y = (X[:, 0] > 0).astype(int) + (X[:, 2] > 0.5)
+    small = {"n_estimators": 3, "max_depth": 3}
+    if kind == "categorical":
+        frame = pd.DataFrame({"a": X[:, 0], "c": pd.Categorical(rng.choice(list("pqrstu"), 120))})
+        labels = (frame["c"].isin(["p", "r"]) ^ (frame["a"] > 0)).astype(int)
+        return xgboost.XGBClassifier(enable_categorical=True, max_cat_to_onehot=1, **small).fit(frame, labels), frame
+    if kind == "ranker":
+        return xgboost.XGBRanker(**small).fit(X, y, qid=np.repeat(np.arange(12), 10)), X
+    if kind == "regressor":
+        return xgboost.XGBRFRegressor(**small).fit(X, X[:, 3]), X
+    return xgboost.XGBClassifier(**small).fit(X, y), X
+
+
 #: Seeds with settings neither the instance generator nor the zoo uses, whose state has
 #: arrays compiled code writes to (averaged SGD's ``_average_coef``) or dense outputs.
 EXTRA: dict[str, Callable[[], tuple[Any, Any]]] = {
@@ -92,6 +115,11 @@ EXTRA: dict[str, Callable[[], tuple[Any, Any]]] = {
     "RandomizedSearchCV-distributions": lambda: _user_model("search"),
     "IterativeImputer-posterior": lambda: _user_model("imputer"),
 }
+if importlib.util.find_spec("xgboost") is not None:
+    # XGBoost's booster as validated arrays (docs/boosting.md): multiclass, categorical, ranking, forest
+    EXTRA.update({"XGBClassifier-multiclass": lambda: _xgboost("multiclass"),
+                  "XGBClassifier-categorical": lambda: _xgboost("categorical"),
+                  "XGBRanker": lambda: _xgboost("ranker"), "XGBRFRegressor": lambda: _xgboost("regressor")})
 
 
 def _catboost(case: str) -> Callable[[], tuple[Any, Any]]:

@@ -75,14 +75,13 @@ def _param_names(est: Any) -> Any:
 
 
 def _param_value(est: Any, names: Any, name: str) -> Any:
-    """A hyperparameter that is not an instance attribute: a class-level default, or a value only ``get_params`` holds.
-
-    CatBoost's estimators keep their parameters in a dict of their own, not as
-    attributes: their ``get_params`` returns the values.
-    """
-    if type(names) is dict and not hasattr(est, name):
-        return names[name]
-    return getattr(est, name)
+    """A hyperparameter that is not an instance attribute of its own: a property or class-level
+    default, or a value only ``get_params`` holds (CatBoost keeps every parameter in a dict of
+    its own, XGBoost the keywords its constructor passes on)."""
+    try:
+        return getattr(est, name)
+    except AttributeError:
+        return names[name] if type(names) is dict else est.get_params(deep=False)[name]
 
 
 def float_dtype(dtype: str | np.dtype) -> np.dtype:
@@ -181,6 +180,8 @@ class Encoder:
         names = _param_names(est)
         for name in names:
             params[name] = state.pop(name) if name in state else _param_value(est, names, name)
+        if entry.spec.check_save is not None:
+            entry.spec.check_save(params, path)
         dropped = [name for name in entry.spec.training_only if name in state] if self.inference_only else []
         for name in dropped:
             del state[name]

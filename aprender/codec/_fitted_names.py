@@ -234,6 +234,11 @@ NAMES: dict[str, frozenset[str]] = {
     'sklearn.tree.DecisionTreeRegressor': frozenset(['class_weight', 'feature_importances_', 'feature_names_in_', 'max_features_', 'n_features_in_', 'n_outputs_', 'tree_']),
     'sklearn.tree.ExtraTreeClassifier': frozenset(['classes_', 'feature_importances_', 'feature_names_in_', 'max_features_', 'n_classes_', 'n_features_in_', 'n_outputs_', 'tree_']),
     'sklearn.tree.ExtraTreeRegressor': frozenset(['class_weight', 'feature_importances_', 'feature_names_in_', 'max_features_', 'n_features_in_', 'n_outputs_', 'tree_']),
+    'xgboost.sklearn.XGBClassifier': frozenset(['_Booster', 'evals_result_', 'n_classes_']),
+    'xgboost.sklearn.XGBRFClassifier': frozenset(['_Booster', 'evals_result_', 'n_classes_']),
+    'xgboost.sklearn.XGBRFRegressor': frozenset(['_Booster', 'evals_result_']),
+    'xgboost.sklearn.XGBRanker': frozenset(['_Booster', 'evals_result_']),
+    'xgboost.sklearn.XGBRegressor': frozenset(['_Booster', 'evals_result_']),
 }
 
 FLAGS: dict[str, dict[str, tuple[bool, ...]]] = {'catboost.core.CatBoostClassifier': {'_is_fitted_': (True,)},

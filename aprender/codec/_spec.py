@@ -44,6 +44,10 @@ class Spec:
         Fitted attributes that only further training reads (optimizer state, loss curves,
         out-of-bag scores, training-set labels). ``inference_only=True`` saves leave them
         out; a model loaded from such a file predicts identically and refuses ``partial_fit``.
+    check_save : callable, optional
+        ``check_save(params, path)`` raises :class:`~aprender.exceptions.UnsupportedTypeError`
+        at save for hyperparameters a file must not hold (a custom objective given as a
+        function), so the save fails rather than a later load.
     """
 
     model_type: ModelType = ModelType.CUSTOM
@@ -53,6 +57,7 @@ class Spec:
     pack: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     unpack: Callable[[dict[str, Any], Mapping[str, Any], str], dict[str, Any]] | None = None
     training_only: tuple[str, ...] = ()
+    check_save: Callable[[Mapping[str, Any], str], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -130,7 +130,12 @@ SCHEMA_MODULES: dict[str, str] = {'aprender.cluster.KMeans': 'aprender.codec.sch
  'sklearn.tree.DecisionTreeClassifier': 'aprender.codec.schemas.tree',
  'sklearn.tree.DecisionTreeRegressor': 'aprender.codec.schemas.tree',
  'sklearn.tree.ExtraTreeClassifier': 'aprender.codec.schemas.forests',
- 'sklearn.tree.ExtraTreeRegressor': 'aprender.codec.schemas.forests'}
+ 'sklearn.tree.ExtraTreeRegressor': 'aprender.codec.schemas.forests',
+ 'xgboost.sklearn.XGBClassifier': 'aprender.codec.schemas.xgboost_models',
+ 'xgboost.sklearn.XGBRFClassifier': 'aprender.codec.schemas.xgboost_models',
+ 'xgboost.sklearn.XGBRFRegressor': 'aprender.codec.schemas.xgboost_models',
+ 'xgboost.sklearn.XGBRanker': 'aprender.codec.schemas.xgboost_models',
+ 'xgboost.sklearn.XGBRegressor': 'aprender.codec.schemas.xgboost_models'}
 
 GENERIC: dict[str, tuple[str, str]] = {'sklearn.calibration.CalibratedClassifierCV': ('sklearn.calibration', 'CalibratedClassifierCV'),
  'sklearn.calibration._SigmoidCalibration': ('sklearn.calibration', '_SigmoidCalibration'),

@@ -64,6 +64,7 @@ TAG_MODULES: dict[str, str] = {
     "datetime": "std",
     "sklearn_tree": "tree",
     "catboost_booster": "catboost_booster",
+    "xgboost_booster": "xgboost_booster",
 }
 
 #: Handler module -> the modules its handlers' types are defined under (a prefix covers
@@ -89,6 +90,7 @@ TYPE_ROOTS: dict[str, tuple[str, ...]] = {
     "sparse": ("scipy.sparse",),
     "std": ("builtins", "numpy"),
     "tree": ("sklearn.tree",),
+    "xgboost_booster": ("xgboost",),
 }
 _ORDER = {tag: i for i, tag in enumerate(TAG_MODULES)}
 

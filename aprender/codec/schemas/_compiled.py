@@ -82,6 +82,14 @@ _CATBOOST = Reach("`_object`: symmetric trees (split features, border indices, d
                   "`handlers/catboost_booster.py` and `schemas/_oblivious.py` (every rule of `RULES`; strings by "
                   "table) before CatBoost sees anything; `schemas/catboost_models.py`: counts against the model, "
                   "loss against the estimator's role")
+_XGBOOST = Reach("`_Booster` (every tree's node arrays, categorical splits, category recorder, objective, counts)",
+                 "XGBoost's C++ loader and predictor (`Booster.load_model`, `inplace_predict`, `pred_leaf`)", "schema",
+                 "`handlers/xgboost_booster.py` with `schemas/_xgb_structure.py` `check_booster`: children inside "
+                 "each tree, acyclic, one parent each; split features below `num_feature`; finite conditions, "
+                 "leaves and base score; categories increasing and below each feature's category count; tree "
+                 "count whole rounds of outputs x parallel trees; objective and setting strings from tables; the "
+                 "booster is rebuilt from UBJSON aprender writes; `schemas/xgboost_models.py`: the estimator's class "
+                 "count and objective agree with it")
 #: class key -> what reaches compiled code and what guards it.
 COMPILED: dict[str, Reach] = {
     "catboost.core.CatBoostClassifier": _CATBOOST,
@@ -100,6 +108,11 @@ COMPILED: dict[str, Reach] = {
     "sklearn.ensemble.GradientBoostingRegressor": _GB,
     "sklearn.ensemble.gradient_boosting.HistGradientBoostingClassifier": _HGB,
     "sklearn.ensemble.gradient_boosting.HistGradientBoostingRegressor": _HGB,
+    "xgboost.sklearn.XGBClassifier": _XGBOOST,
+    "xgboost.sklearn.XGBRFClassifier": _XGBOOST,
+    "xgboost.sklearn.XGBRFRegressor": _XGBOOST,
+    "xgboost.sklearn.XGBRanker": _XGBOOST,
+    "xgboost.sklearn.XGBRegressor": _XGBOOST,
     "sklearn.ensemble.AdaBoostClassifier": _TREE_ENSEMBLE,
     "sklearn.ensemble.AdaBoostRegressor": _TREE_ENSEMBLE,
     "sklearn.ensemble.BaggingClassifier": _TREE_ENSEMBLE,
