@@ -222,7 +222,7 @@ def test_every_crafted_file_is_refused(states: dict[str, ModelState], tmp_path: 
 def test_the_untouched_files_load(states: dict[str, ModelState], tmp_path: Path) -> None:
     # The crafted files differ from these only by their edit: each refusal is the edit's.
     for name, state in states.items():
-        loaded = safetensors.load(safetensors.state_to_bytes(state))
+        loaded = safetensors.loads(safetensors.state_to_bytes(state))
         assert isinstance(loaded, xgboost.XGBClassifier), name
 
 
@@ -230,4 +230,4 @@ def test_the_untouched_files_load(states: dict[str, ModelState], tmp_path: Path)
 def test_refusals_are_aprender_errors_in_process(states: dict[str, ModelState], case: str) -> None:
     model, edit, fragment = CASES[case]
     with pytest.raises(AprenderError, match=fragment):
-        safetensors.load(_craft(states[model], edit))
+        safetensors.loads(_craft(states[model], edit))
