@@ -100,11 +100,16 @@ def _default_opset(model: Any, target_opset: Any) -> Any:
     skl2onnx 1.20's IsolationForest converter builds ``LabelEncoder`` nodes that its
     operator classes have up to ai.onnx.ml version 3 only, and fails with the version 4
     that the installed onnx makes the default ("version 4 of domain 'ai.onnx.ml' not
-    supported yet"). A caller's own ``target_opset`` is used as given.
+    supported yet"); onnxmltools' booster converters write their tree nodes at the newest
+    ai.onnx.ml version, which skl2onnx then refuses the same way. A caller's own
+    ``target_opset`` is used as given.
     """
     from sklearn.ensemble import IsolationForest
 
-    if target_opset is not None or not any(isinstance(est, IsolationForest) for est in nested(model)):
+    from aprender.format.onnx._boosters import is_booster
+
+    if target_opset is not None or not any(isinstance(est, IsolationForest) or is_booster(est)
+                                           for est in nested(model)):
         return target_opset
     from skl2onnx import get_latest_tested_opset_version
 
@@ -319,6 +324,9 @@ def _own_converters() -> None:
     export, not with this package: ``apr inspect m.onnx`` reads bytes and needs neither.
     """
     from aprender.format.onnx import _moe, _threshold  # noqa: F401
+    from aprender.format.onnx._boosters import register_installed
+
+    register_installed()  # XGBoost, LightGBM, CatBoost: those whose library a model may come from
 
 
 def to_onnx(

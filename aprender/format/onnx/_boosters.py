@@ -1,0 +1,274 @@
+"""ONNX converters for the XGBoost, LightGBM and CatBoost scikit-learn estimators (private).
+
+skl2onnx knows none of these classes. They are registered with it (through
+:func:`~aprender.format.onnx._converters.register_converter`) only when their library
+is imported, which it is whenever a model of it exists, so an export of a scikit-learn
+model never imports a booster library:
+
+- **LightGBM, XGBoost**: onnxmltools' converters (``convert_lightgbm``, ``convert_xgboost``)
+  with skl2onnx's linear classifier / regressor shape calculators; classifiers take the
+  ``zipmap`` and ``nocl`` options, so they return a plain probability tensor as every
+  other classifier does here, alone or as a Pipeline's last step.
+- **CatBoost**: CatBoost's own ONNX export (``catboost.utils.convert_to_onnx_object``), whose
+  one ``TreeEnsemble*`` node is copied into the graph being built.
+
+Exactness (measured by verification, docs/onnx.md "Gradient-boosting libraries"):
+
+- XGBoost stores float32 thresholds and compares float32 inputs with ``<``; CatBoost
+  compares float32 inputs with float32 borders: a float32 graph decides as they do.
+- LightGBM stores double thresholds and compares double inputs with ``<=``. A float32 graph
+  whose thresholds are rounded to nearest sends a float32 value lying between a threshold
+  and its rounding the other way. Each threshold is therefore rounded *toward the branch it
+  decides* (down for ``<=``, up for ``<``): for every float32 input ``x``,
+  ``x <= t`` holds exactly when ``x <= round_down(t)``, so the float32 graph decides every
+  float32 input as LightGBM does.
+
+What these graphs cannot reproduce is refused before conversion (:func:`booster_gap`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from aprender.format.onnx._converters import register_converter
+
+__all__ = ["booster_gap", "booster_splits", "float32_toward", "is_booster", "register_installed"]
+
+#: Options of the boosters' classifier converters (as skl2onnx's own tree classifiers).
+_CLASSIFIER_OPTIONS = {"zipmap": [True, False, "columns"], "nocl": [True, False]}
+_TREE_OPS = ("TreeEnsembleClassifier", "TreeEnsembleRegressor")
+#: Libraries whose estimators are registered, by module name.
+_registered: set[str] = set()
+
+
+def is_booster(est: Any) -> bool:
+    """``est`` is an estimator of XGBoost, LightGBM or CatBoost."""
+    return type(est).__module__.split(".")[0] in ("xgboost", "lightgbm", "catboost")
+
+
+def register_installed() -> None:
+    """Register the converters of every booster library imported so far (once each).
+
+    A library that is not imported has no fitted model in this process, so nothing is
+    imported here: a scikit-learn export stays free of them.
+    """
+    for library, register in (("lightgbm", _register_lightgbm), ("xgboost", _register_xgboost),
+                              ("catboost", _register_catboost)):
+        if library in sys.modules and library not in _registered:
+            _registered.add(library)
+            register()
+
+
+def _shape_calculators() -> tuple[Callable[..., Any], Callable[..., Any]]:
+    from skl2onnx.common.shape_calculator import (
+        calculate_linear_classifier_output_shapes,
+        calculate_linear_regressor_output_shapes,
+    )
+
+    return calculate_linear_classifier_output_shapes, calculate_linear_regressor_output_shapes
+
+
+def _register_lightgbm() -> None:
+    from lightgbm import LGBMClassifier, LGBMRegressor
+
+    classifier_shape, regressor_shape = _shape_calculators()
+    register_converter(LGBMClassifier, classifier_shape, _convert_lightgbm, alias="LightGbmLGBMClassifier",
+                       options=_CLASSIFIER_OPTIONS)
+    register_converter(LGBMRegressor, regressor_shape, _convert_lightgbm, alias="LightGbmLGBMRegressor")
+
+
+def _register_xgboost() -> None:
+    from onnxmltools.convert.xgboost.operator_converters.XGBoost import convert_xgboost
+    from xgboost import XGBClassifier, XGBRegressor
+
+    classifier_shape, regressor_shape = _shape_calculators()
+    register_converter(XGBClassifier, classifier_shape, convert_xgboost, alias="XGBoostXGBClassifier",
+                       options=_CLASSIFIER_OPTIONS)
+    register_converter(XGBRegressor, regressor_shape, convert_xgboost, alias="XGBoostXGBRegressor")
+
+
+def _register_catboost() -> None:
+    from catboost import CatBoostClassifier, CatBoostRegressor
+
+    classifier_shape, regressor_shape = _shape_calculators()
+    register_converter(CatBoostClassifier, classifier_shape, _convert_catboost, _parse_classifier,
+                       alias="CatBoostCatBoostClassifier", options=_CLASSIFIER_OPTIONS)
+    register_converter(CatBoostRegressor, regressor_shape, _convert_catboost, alias="CatBoostCatBoostRegressor")
+
+
+def _parse_classifier(scope: Any, model: Any, inputs: list[Any], custom_parsers: Any = None) -> list[Any]:
+    """Declare a classifier's label and probabilities (skl2onnx's own parser declares one output here).
+
+    skl2onnx gives two outputs to ``ClassifierMixin`` subclasses only, which CatBoost's are not.
+    """
+    from skl2onnx._parse import _apply_zipmap
+    from skl2onnx._supported_operators import sklearn_operator_name_map
+    from skl2onnx.common.data_types import Int64TensorType, StringTensorType, guess_tensor_type
+
+    options = scope.get_options(model, {"zipmap": True})
+    operator = scope.declare_local_operator(sklearn_operator_name_map[type(model)], model)
+    operator.inputs = inputs
+    strings = all(isinstance(c, str) for c in model.classes_)
+    operator.outputs.append(scope.declare_local_variable("label", StringTensorType() if strings else Int64TensorType()))
+    operator.outputs.append(scope.declare_local_variable("probabilities", guess_tensor_type(inputs[0].type)))
+    if options["zipmap"] is False:
+        return list(operator.outputs)
+    return _apply_zipmap(options["zipmap"], scope, model, inputs[0].type, operator.outputs)
+
+
+def float32_toward(thresholds: list[float], modes: list[str]) -> list[float]:
+    """Round double thresholds to float32 so that no float32 input changes branch.
+
+    ``x <= t`` over float32 ``x`` equals ``x <= f`` for ``f`` the largest float32 not above
+    ``t``; ``x < t`` equals ``x < f`` for ``f`` the smallest float32 not below ``t`` (and
+    ``>``, ``>=`` are their negations). Equality tests (categories) and leaves keep the
+    nearest float32.
+    """
+    values = np.asarray(thresholds, dtype=np.float64)
+    with np.errstate(over="ignore"):  # a threshold beyond float32's range becomes its largest value
+        nearest = values.astype(np.float32)
+    down = np.where(nearest.astype(np.float64) > values, np.nextafter(nearest, np.float32(-np.inf)), nearest)
+    up = np.where(nearest.astype(np.float64) < values, np.nextafter(nearest, np.float32(np.inf)), nearest)
+    mode = np.asarray(modes)
+    out = np.where(np.isin(mode, ["BRANCH_LEQ", "BRANCH_GT"]), down,
+                   np.where(np.isin(mode, ["BRANCH_LT", "BRANCH_GTE"]), up, nearest))
+    return [float(v) for v in out]
+
+
+class _ExactThresholds:
+    """The converter's container, with LightGBM's double thresholds rounded toward their branch."""
+
+    def __init__(self, container: Any) -> None:
+        self._container = container
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._container, name)
+
+    def add_node(self, op_type: str, *args: Any, **attrs: Any) -> Any:
+        if op_type in _TREE_OPS and "nodes_values" in attrs:
+            attrs["nodes_values"] = float32_toward(attrs["nodes_values"], attrs["nodes_modes"])
+        return self._container.add_node(op_type, *args, **attrs)
+
+
+def _convert_lightgbm(scope: Any, operator: Any, container: Any) -> None:
+    from onnxmltools.convert.lightgbm.operator_converters.LightGbm import convert_lightgbm
+
+    convert_lightgbm(scope, operator, _ExactThresholds(container))
+
+
+def _convert_catboost(scope: Any, operator: Any, container: Any) -> None:
+    """Copy the one tree node of CatBoost's own ONNX export into the graph."""
+    import onnx
+    from catboost.utils import convert_to_onnx_object
+
+    from aprender.exceptions import UnsupportedExportError
+
+    onx = convert_to_onnx_object(operator.raw_operator)
+    nodes = list(onx.graph.node)
+    if not nodes or nodes[0].op_type not in _TREE_OPS or any(n.op_type != "ZipMap" for n in nodes[1:]) \
+            or len(onx.graph.initializer):
+        raise UnsupportedExportError(
+            f"cannot export {type(operator.raw_operator).__name__} to ONNX: CatBoost's ONNX export made a graph of "
+            f"{[n.op_type for n in nodes]}, not the one tree ensemble aprender can place in a pipeline's graph")
+    tree = nodes[0]
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in tree.attribute}
+    attrs = {k: [v.decode() for v in value] if k == "classlabels_strings" else
+             value.decode() if isinstance(value, bytes) else value for k, value in attrs.items()}
+    container.add_node(tree.op_type, operator.inputs[0].full_name,
+                       [o.full_name for o in operator.outputs], op_domain="ai.onnx.ml",
+                       name=scope.get_unique_operator_name(tree.op_type), **attrs)
+
+
+def booster_gap(est: Any) -> str | None:
+    """Why a booster's ONNX graph would not predict as the estimator does, or None."""
+    library = type(est).__module__.split(".")[0]
+    gap = {"lightgbm": _lightgbm_gap, "xgboost": _xgboost_gap, "catboost": _catboost_gap}.get(library)
+    return gap(est) if gap is not None else None
+
+
+def _frame_categories() -> str:
+    return ("its input has categorical columns that the library itself encodes (pandas 'category' dtype): "
+            "the graph would need the library's category-to-code table. Encode the columns in the Pipeline "
+            "instead (an OrdinalEncoder or OneHotEncoder in a ColumnTransformer before the model), which exports")
+
+
+def _lightgbm_gap(est: Any) -> str | None:
+    params = est.get_params()
+    if params.get("linear_tree"):
+        return "linear_tree=True: its leaves are linear models, and ONNX's tree ensembles hold constant leaves"
+    if params.get("zero_as_missing"):
+        return ("zero_as_missing=True: LightGBM sends zeros the way of missing values, and ONNX's tree ensembles "
+                "compare zeros as numbers")
+    if callable(params.get("objective")):
+        return "a custom objective function: the graph cannot tell which output transform it needs"
+    if getattr(est, "booster_", None) is not None and est.booster_.pandas_categorical:
+        return _frame_categories()
+    return None
+
+
+def _xgboost_gap(est: Any) -> str | None:
+    params = est.get_params()
+    booster = params.get("booster") or "gbtree"
+    if booster != "gbtree":
+        return (f"booster={booster!r}: onnxmltools converts gbtree models only (gblinear has no trees; dart "
+                "weighs its trees in a way the converted sum leaves out)")
+    if callable(params.get("objective")):
+        return "a custom objective function: the graph cannot tell which output transform it needs"
+    if getattr(est, "_Booster", None) is not None and "c" in (est.get_booster().feature_types or []):
+        return _frame_categories()
+    return None
+
+
+def _catboost_gap(est: Any) -> str | None:
+    if not est.is_fitted():
+        return None
+    kinds = {"categorical": est.get_cat_feature_indices(), "text": est.get_text_feature_indices(),
+             "embedding": est.get_embedding_feature_indices()}
+    used = [kind for kind, indices in kinds.items() if len(indices)]
+    if used:
+        return (f"it has {' and '.join(used)} features: CatBoost's ONNX export computes none of their statistics "
+                "(categorical CTRs, text and embedding features), so it refuses them. Encode such columns in the "
+                "Pipeline instead (an OrdinalEncoder or OneHotEncoder in a ColumnTransformer before the model)")
+    return None
+
+
+def booster_splits(est: Any) -> list[tuple[int, float]]:
+    """(feature, threshold) of every numeric split of a fitted booster; [] for anything else.
+
+    Verification probes these values and their float32 neighbours, where a float32 graph
+    and the library are most likely to part.
+    """
+    library = type(est).__module__.split(".")[0]
+    if library == "lightgbm" and getattr(est, "_Booster", None) is not None:
+        found: list[tuple[int, float]] = []
+        stack = [tree["tree_structure"] for tree in est.booster_.dump_model()["tree_info"]]
+        while stack:
+            node = stack.pop()
+            if "split_feature" in node:
+                if node["decision_type"] == "<=":
+                    found.append((int(node["split_feature"]), float(node["threshold"])))
+                stack += [node["left_child"], node["right_child"]]
+        return found
+    if library == "xgboost" and getattr(est, "_Booster", None) is not None:
+        import json
+
+        booster = est.get_booster()
+        names = booster.feature_names or [f"f{i}" for i in range(est.n_features_in_)]
+        index = {name: i for i, name in enumerate(names)}
+        found = []
+        stack = [json.loads(tree) for tree in booster.get_dump(dump_format="json")]
+        while stack:
+            node = stack.pop()
+            if "children" in node:
+                if not isinstance(node.get("split_condition"), list):  # a category list is no threshold
+                    found.append((index[node["split"]], float(node["split_condition"])))
+                stack += node["children"]
+        return found
+    if library == "catboost" and est.is_fitted():
+        limit = float(np.finfo(np.float32).max)  # CatBoost's outermost borders may lie beyond float32
+        return [(int(f), float(b)) for f, borders in est.get_borders().items() for b in borders if abs(b) < limit]
+    return []
