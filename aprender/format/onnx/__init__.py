@@ -272,7 +272,13 @@ def _double_trees(onx: onnx.ModelProto) -> list[str]:
     except Exception:  # no types to read: every tree counts as reading doubles
         return sorted({node.op_type for node in trees})
     types = {v.name: v.type.tensor_type.elem_type for v in [*inferred.input, *inferred.value_info]}
-    return sorted({node.op_type for node in trees if types.get(node.input[0]) != onnx.TensorProto.FLOAT})
+    return sorted({node.op_type for node in trees
+                   if types.get(node.input[0]) != onnx.TensorProto.FLOAT and not _double_thresholds(node)})
+
+
+def _double_thresholds(node: onnx.NodeProto) -> bool:
+    """A tree node whose thresholds are doubles (LightGBM's export): it compares double inputs exactly."""
+    return any(a.name == "nodes_values_as_tensor" and a.t.data_type == onnx.TensorProto.DOUBLE for a in node.attribute)
 
 
 def _check(onx: onnx.ModelProto, model: Any, dtype: np.dtype) -> None:

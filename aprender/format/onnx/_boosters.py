@@ -82,13 +82,12 @@ def _register_lightgbm() -> None:
 
 
 def _register_xgboost() -> None:
-    from onnxmltools.convert.xgboost.operator_converters.XGBoost import convert_xgboost
     from xgboost import XGBClassifier, XGBRegressor
 
     classifier_shape, regressor_shape = _shape_calculators()
-    register_converter(XGBClassifier, classifier_shape, convert_xgboost, alias="XGBoostXGBClassifier",
+    register_converter(XGBClassifier, classifier_shape, _convert_xgboost, alias="XGBoostXGBClassifier",
                        options=_CLASSIFIER_OPTIONS)
-    register_converter(XGBRegressor, regressor_shape, convert_xgboost, alias="XGBoostXGBRegressor")
+    register_converter(XGBRegressor, regressor_shape, _convert_xgboost, alias="XGBoostXGBRegressor")
 
 
 def _register_catboost() -> None:
@@ -139,28 +138,95 @@ def float32_toward(thresholds: list[float], modes: list[str]) -> list[float]:
     return [float(v) for v in out]
 
 
-class _ExactThresholds:
-    """The converter's container, with LightGBM's double thresholds rounded toward their branch."""
+class _Precision:
+    """The converter's container, made to compare and compute as the library does.
 
-    def __init__(self, container: Any) -> None:
+    - float32 graph: LightGBM's double thresholds are rounded toward their branch
+      (:func:`float32_toward`).
+    - double graph (``dtype=numpy.float64``): LightGBM's trees get double thresholds and leaf
+      weights (ai.onnx.ml 3's ``*_as_tensor`` attributes) and read the double input, as
+      LightGBM does; XGBoost's and CatBoost's trees read the input cast to float32, as those
+      libraries do. Their converters compute in float32 after the trees, so float outputs are
+      cast to the declared double outputs at the end (:meth:`finish`).
+    """
+
+    def __init__(self, scope: Any, operator: Any, container: Any, double_thresholds: bool) -> None:
+        from onnx import TensorProto
+        from skl2onnx.common.data_types import DoubleTensorType
+
         self._container = container
+        self._double_thresholds = double_thresholds
+        self._double = isinstance(operator.inputs[0].type, DoubleTensorType)
+        self._renamed = {o.full_name: scope.get_unique_variable_name(f"{o.full_name}_float")
+                         for o in operator.outputs if self._double and isinstance(o.type, DoubleTensorType)}
+        self._input = operator.inputs[0].full_name
+        self._read = self._input
+        if self._double and not double_thresholds:
+            self._read = scope.get_unique_variable_name(f"{self._input}_float")
+            container.add_node("Cast", [self._input], [self._read], to=TensorProto.FLOAT,
+                               name=scope.get_unique_operator_name("CastToFloat"))
+        self._scope = scope
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._container, name)
 
-    def add_node(self, op_type: str, *args: Any, **attrs: Any) -> Any:
-        if op_type in _TREE_OPS and "nodes_values" in attrs:
-            attrs["nodes_values"] = float32_toward(attrs["nodes_values"], attrs["nodes_modes"])
-        return self._container.add_node(op_type, *args, **attrs)
+    def add_node(self, op_type: str, inputs: Any, outputs: Any, *args: Any, **attrs: Any) -> Any:
+        inputs = [self._read if n == self._input else n for n in ([inputs] if isinstance(inputs, str) else inputs)]
+        outputs = [self._renamed.get(n, n) for n in ([outputs] if isinstance(outputs, str) else outputs)]
+        if op_type in _TREE_OPS and self._double_thresholds:
+            if self._double:
+                attrs = _double_attributes(attrs)
+            else:
+                attrs["nodes_values"] = float32_toward(attrs["nodes_values"], attrs["nodes_modes"])
+        return self._container.add_node(op_type, inputs, outputs, *args, **attrs)
+
+    def finish(self) -> None:
+        from onnx import TensorProto
+
+        for declared, computed in self._renamed.items():
+            self._container.add_node("Cast", [computed], [declared], to=TensorProto.DOUBLE,
+                                     name=self._scope.get_unique_operator_name("CastToDouble"))
+
+
+def _double_attributes(attrs: dict[str, Any]) -> dict[str, Any]:
+    """Tree attributes with thresholds and weights as double tensors (ai.onnx.ml opset 3)."""
+    from onnx import numpy_helper
+
+    out = dict(attrs)
+    for name in ("nodes_values", "class_weights", "target_weights", "base_values"):
+        if name in out:
+            values = np.asarray(out.pop(name), dtype=np.float64)
+            out[f"{name}_as_tensor"] = numpy_helper.from_array(values, name=f"{name}_as_tensor")
+    return out
+
+
+def _converter(convert: Callable[..., Any], double_thresholds: bool) -> Callable[..., Any]:
+    """``convert`` run with :class:`_Precision` around the container."""
+    def converter(scope: Any, operator: Any, container: Any) -> None:
+        precise = _Precision(scope, operator, container, double_thresholds)
+        convert(scope, operator, precise)
+        precise.finish()
+
+    return converter
 
 
 def _convert_lightgbm(scope: Any, operator: Any, container: Any) -> None:
     from onnxmltools.convert.lightgbm.operator_converters.LightGbm import convert_lightgbm
 
-    convert_lightgbm(scope, operator, _ExactThresholds(container))
+    _converter(convert_lightgbm, double_thresholds=True)(scope, operator, container)
+
+
+def _convert_xgboost(scope: Any, operator: Any, container: Any) -> None:
+    from onnxmltools.convert.xgboost.operator_converters.XGBoost import convert_xgboost
+
+    _converter(convert_xgboost, double_thresholds=False)(scope, operator, container)
 
 
 def _convert_catboost(scope: Any, operator: Any, container: Any) -> None:
+    _converter(_copy_catboost_trees, double_thresholds=False)(scope, operator, container)
+
+
+def _copy_catboost_trees(scope: Any, operator: Any, container: Any) -> None:
     """Copy the one tree node of CatBoost's own ONNX export into the graph."""
     import onnx
     from catboost.utils import convert_to_onnx_object
@@ -178,7 +244,7 @@ def _convert_catboost(scope: Any, operator: Any, container: Any) -> None:
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in tree.attribute}
     attrs = {k: [v.decode() for v in value] if k == "classlabels_strings" else
              value.decode() if isinstance(value, bytes) else value for k, value in attrs.items()}
-    container.add_node(tree.op_type, operator.inputs[0].full_name,
+    container.add_node(tree.op_type, [operator.inputs[0].full_name],
                        [o.full_name for o in operator.outputs], op_domain="ai.onnx.ml",
                        name=scope.get_unique_operator_name(tree.op_type), **attrs)
 
