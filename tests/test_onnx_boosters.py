@@ -184,6 +184,21 @@ def test_lightgbm_double_thresholds_are_rounded_toward_their_branch(monkeypatch)
         to_onnx(model)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lightgbm_reads_values_within_1e_35_of_zero_as_zero(dtype) -> None:
+    lightgbm = _library("lightgbm")
+    X = np.repeat([[-1.0], [0.0]], 50, axis=0)  # LightGBM splits at -1e-35f, the edge of its zero band
+    model = lightgbm.LGBMClassifier(n_estimators=1, num_leaves=2, min_child_samples=1, verbose=-1).fit(
+        X, [0] * 50 + [1] * 50)
+    assert _boosters.booster_splits(model) == [(0, -_boosters.LIGHTGBM_ZERO)]
+    band = np.float32(_boosters.LIGHTGBM_ZERO)
+    edges = [np.nextafter(band, np.float32(1)), band, np.nextafter(band, np.float32(0)), np.float32(0)]
+    x = np.array([[v] for e in edges for v in (e, -e)], dtype=np.float64)
+    expected = model.predict(x)
+    assert expected.tolist() == [1, 0, 1, 1, 1, 1, 1, 1]  # only -x beyond the band goes left
+    assert _run(to_onnx(model, x, dtype=dtype), x)[0].tolist() == expected.tolist()
+
+
 def _refused(model, X, match: str) -> None:
     with pytest.raises(UnsupportedExportError, match=match):
         to_onnx(model, X)
@@ -210,6 +225,7 @@ def test_a_library_encoded_category_column_is_refused_and_the_pipeline_way_expor
     ("lightgbm", {"zero_as_missing": True}, "zero_as_missing=True"),
     ("xgboost", {"booster": "gblinear"}, "booster='gblinear'"),
     ("xgboost", {"booster": "dart"}, "booster='dart'"),
+    ("lightgbm", {"boosting_type": "rf", "bagging_freq": 1, "bagging_fraction": 0.5}, "boosting_type='rf'"),
 ])
 def test_what_the_graph_cannot_compute_is_refused(library, params, match) -> None:
     rng = np.random.default_rng(5)
@@ -267,3 +283,53 @@ def test_a_float32_transform_before_xgboost_trees_is_refused_with_the_double_rem
             pytest.raises(ExportParityError, match=refused):
         to_onnx(model, X)
     assert _parity(to_onnx(model, X, dtype=np.float64))["verified"]
+
+
+def _rows() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(200, 3))
+    return X, (X[:, 0] + rng.normal(size=200) > 0).astype(int)
+
+
+@pytest.mark.parametrize(("library", "name", "fit"), [
+    ("lightgbm", "LGBMRanker", {"group": [10] * 20}),
+    ("xgboost", "XGBRanker", {"qid": np.repeat(np.arange(20), 10)}),
+    ("xgboost", "XGBRFClassifier", {}),
+    ("xgboost", "XGBRFRegressor", {}),
+])
+def test_rankers_and_random_forests_export(library, name, fit) -> None:
+    X, y = _rows()
+    model = getattr(_library(library), name)(n_estimators=5).fit(X, y, **fit)
+    onx = to_onnx(model)
+    assert _parity(onx)["verified"]
+    out = _run(onx, X)
+    expected = model.predict_proba(X) if name.endswith("Classifier") else model.predict(X)
+    assert np.abs(out[-1].reshape(expected.shape) - expected).max() <= 1e-5
+
+
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+def test_early_stopping_exports_the_best_iteration(library) -> None:
+    X, y = _rows()
+    module = _library(library)
+    if library == "lightgbm":
+        model = module.LGBMClassifier(n_estimators=200, learning_rate=0.3, verbose=-1).fit(
+            X[:150], y[:150], eval_set=[(X[150:], y[150:])], callbacks=[module.early_stopping(3, verbose=False)])
+        assert model.best_iteration_ < 200
+    else:
+        model = module.XGBClassifier(n_estimators=200, learning_rate=0.3, early_stopping_rounds=3).fit(
+            X[:150], y[:150], eval_set=[(X[150:], y[150:])], verbose=False)
+        assert model.best_iteration < 199
+    _assert_matches(model, to_onnx(model), X)
+
+
+def test_boosters_inside_a_search_and_a_stack_export() -> None:
+    from sklearn.ensemble import StackingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = _rows()
+    search = GridSearchCV(_estimator("lightgbm", "classifier"), {"num_leaves": [4, 8]}, cv=2).fit(X, y)
+    stack = StackingClassifier([("lgbm", _estimator("lightgbm", "classifier")),
+                                ("xgb", _estimator("xgboost", "classifier"))], LogisticRegression()).fit(X, y)
+    for model in (search, stack):
+        _assert_matches(model, to_onnx(model), X)
