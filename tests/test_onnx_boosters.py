@@ -211,13 +211,29 @@ def test_catboost_categorical_features_are_refused_with_the_reason(frame) -> Non
              "features: CatBoost's ONNX export computes none")
 
 
-def test_a_library_encoded_category_column_is_refused_and_the_pipeline_way_exports(frame) -> None:
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+def test_lightgbm_on_category_columns_exports_one_input_per_column(frame, dtype, kind) -> None:
+    X = frame[["age", "plan", "city"]].astype({"city": "category"})
+    target = _targets(frame)["binary" if kind == "classifier" else "regression"]
+    model = _estimator("lightgbm", kind, min_child_samples=5).fit(X, target)
+    assert model.booster_.pandas_categorical  # LightGBM encodes the two columns itself
+    rows = X.copy()
+    rows["city"] = rows["city"].cat.add_categories(["oslo"])
+    rows.loc[::9, "city"] = np.nan  # missing and unseen categories: LightGBM reads both as NaN
+    rows.loc[4::11, "city"] = "oslo"
+    onx = to_onnx(model, rows, dtype=dtype)
+    assert [i.name for i in onx.graph.input] == ["age", "plan", "city"]
+    assert [n.op_type for n in onx.graph.node].count("LabelEncoder") == 2
+    assert _parity(onx)["verified"]
+    _assert_matches(model, onx, rows)
+
+
+def test_xgboost_on_category_columns_is_refused_and_names_the_pipeline_way(frame) -> None:
     X = frame[["plan", "age"]]
-    model = _estimator("lightgbm", "classifier").fit(X, _targets(frame)["binary"])
-    _refused(model, X, "pandas 'category' dtype.*OrdinalEncoder")
-    xgb = _estimator("xgboost", "classifier", enable_categorical=True, tree_method="hist").fit(
+    model = _estimator("xgboost", "classifier", enable_categorical=True, tree_method="hist").fit(
         X, _targets(frame)["binary"])
-    _refused(xgb, X, "pandas 'category' dtype")
+    _refused(model, X, "pandas 'category' dtype.*OrdinalEncoder")
 
 
 @pytest.mark.parametrize(("library", "params", "match"), [

@@ -72,6 +72,10 @@ def register_installed() -> None:
         if library not in sys.modules or library in _registered:
             continue
         _registered.add(library)
+        if library == "lightgbm":
+            from aprender.format.onnx._booster_frames import register_frame
+
+            register_frame()
         module = importlib.import_module(library)  # already imported: this only looks it up
         convert = {"lightgbm": _convert_lightgbm, "xgboost": _convert_xgboost, "catboost": _convert_catboost}[library]
         for name, classifier in classes:
@@ -85,13 +89,25 @@ def _register(cls: type, convert: Callable[..., Any], classifier: bool, library:
     )
 
     alias = {"lightgbm": "LightGbm", "xgboost": "XGBoost", "catboost": "CatBoost"}[library] + cls.__name__
+    # CatBoost's classifiers are no ClassifierMixin, so skl2onnx's parser would declare one output;
+    # LightGBM's may read a DataFrame with category columns (one input per column).
+    parser = {"catboost": _parse_classifier if classifier else None, "lightgbm": _parse_lightgbm}.get(library)
     if classifier:
-        # CatBoost's classifiers are no ClassifierMixin, so skl2onnx's parser would declare one output
-        parser = _parse_classifier if library == "catboost" else None
         register_converter(cls, calculate_linear_classifier_output_shapes, convert, parser, alias=alias,
                            options=_CLASSIFIER_OPTIONS)
     else:
-        register_converter(cls, calculate_linear_regressor_output_shapes, convert, alias=alias)
+        register_converter(cls, calculate_linear_regressor_output_shapes, convert, parser, alias=alias)
+
+
+def _parse_lightgbm(scope: Any, model: Any, inputs: list[Any], custom_parsers: Any = None) -> list[Any]:
+    """skl2onnx's parse, after turning per-column inputs into the matrix the trees read."""
+    from skl2onnx._parse import _parse_sklearn_classifier, _parse_sklearn_simple_model
+    from sklearn.base import is_classifier
+
+    from aprender.format.onnx._booster_frames import frame_inputs
+
+    parse = _parse_sklearn_classifier if is_classifier(model) else _parse_sklearn_simple_model
+    return parse(scope, model, frame_inputs(scope, model, inputs), custom_parsers=custom_parsers)
 
 
 def _parse_classifier(scope: Any, model: Any, inputs: list[Any], custom_parsers: Any = None) -> list[Any]:
@@ -276,9 +292,10 @@ def booster_gap(est: Any) -> str | None:
 
 
 def _frame_categories() -> str:
-    return ("its input has categorical columns that the library itself encodes (pandas 'category' dtype): "
-            "the graph would need the library's category-to-code table. Encode the columns in the Pipeline "
-            "instead (an OrdinalEncoder or OneHotEncoder in a ColumnTransformer before the model), which exports")
+    return ("its input has categorical columns that XGBoost itself encodes (pandas 'category' dtype with "
+            "enable_categorical): onnxmltools does not read XGBoost's category table. Encode the columns in the "
+            "Pipeline instead (an OrdinalEncoder or OneHotEncoder in a ColumnTransformer before the model), which "
+            "exports; LightGBM models on category columns export as they are")
 
 
 def _lightgbm_gap(est: Any) -> str | None:
@@ -294,8 +311,6 @@ def _lightgbm_gap(est: Any) -> str | None:
                 "compare zeros as numbers")
     if callable(params.get("objective")):
         return "a custom objective function: the graph cannot tell which output transform it needs"
-    if getattr(est, "booster_", None) is not None and est.booster_.pandas_categorical:
-        return _frame_categories()
     return None
 
 
