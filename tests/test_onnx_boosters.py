@@ -349,3 +349,17 @@ def test_boosters_inside_a_search_and_a_stack_export() -> None:
                                 ("xgb", _estimator("xgboost", "classifier"))], LogisticRegression()).fit(X, y)
     for model in (search, stack):
         _assert_matches(model, to_onnx(model), X)
+
+
+@pytest.mark.parametrize("unknown", [-1, np.nan], ids=["minus-one", "nan"])
+def test_lightgbm_categorical_splits_on_ordinal_codes_export(frame, unknown) -> None:
+    encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=unknown)
+    model = _pipeline(_estimator("lightgbm", "classifier", min_child_samples=5, min_data_per_group=5), encoder)
+    model.fit(frame, _targets(frame)["binary"], model__categorical_feature=[0, 1])
+    assert "'==" in str(model[-1].booster_.dump_model()).replace('"', "'")  # categorical splits were made
+    rows = frame.copy()
+    rows.loc[::13, "city"] = "oslo"  # unseen: the encoder's unknown value
+    for dtype in (np.float32, np.float64):
+        onx = to_onnx(model, rows, dtype=dtype)
+        assert _parity(onx)["verified"]
+    _assert_matches(model, to_onnx(model, rows), rows)
