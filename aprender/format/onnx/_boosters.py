@@ -12,16 +12,19 @@ model never imports a booster library:
 - **CatBoost**: CatBoost's own ONNX export (``catboost.utils.convert_to_onnx_object``), whose
   one ``TreeEnsemble*`` node is copied into the graph being built.
 
-Exactness (measured by verification, docs/onnx.md "Gradient-boosting libraries"):
+Exactness (measured; docs/onnx.md, "XGBoost, LightGBM and CatBoost"), kept by
+:class:`_Precision` around the converters' container:
 
 - XGBoost stores float32 thresholds and compares float32 inputs with ``<``; CatBoost
-  compares float32 inputs with float32 borders: a float32 graph decides as they do.
+  compares float32 inputs with float32 borders: a float32 graph decides as they do, and a
+  double graph casts the input to float32 before their trees, as they do.
 - LightGBM stores double thresholds and compares double inputs with ``<=``. A float32 graph
   whose thresholds are rounded to nearest sends a float32 value lying between a threshold
   and its rounding the other way. Each threshold is therefore rounded *toward the branch it
-  decides* (down for ``<=``, up for ``<``): for every float32 input ``x``,
-  ``x <= t`` holds exactly when ``x <= round_down(t)``, so the float32 graph decides every
-  float32 input as LightGBM does.
+  decides* (:func:`float32_toward`), so the float32 graph decides every float32 input as
+  LightGBM does; a double graph keeps the thresholds double (``nodes_values_as_tensor``).
+  LightGBM reads ``|x| <= 1e-35f`` as 0 (:func:`lightgbm_zero_band`).
+- LightGBM fitted on pandas ``category`` columns reads them through ``_booster_frames``.
 
 What these graphs cannot reproduce is refused before conversion (:func:`booster_gap`).
 """
@@ -291,13 +294,6 @@ def booster_gap(est: Any) -> str | None:
     return gap(est) if gap is not None else None
 
 
-def _frame_categories() -> str:
-    return ("its input has categorical columns that XGBoost itself encodes (pandas 'category' dtype with "
-            "enable_categorical): onnxmltools does not read XGBoost's category table. Encode the columns in the "
-            "Pipeline instead (an OrdinalEncoder or OneHotEncoder in a ColumnTransformer before the model), which "
-            "exports; LightGBM models on category columns export as they are")
-
-
 def _lightgbm_gap(est: Any) -> str | None:
     params = est.get_params()
     if params.get("linear_tree"):
@@ -323,7 +319,10 @@ def _xgboost_gap(est: Any) -> str | None:
     if callable(params.get("objective")):
         return "a custom objective function: the graph cannot tell which output transform it needs"
     if getattr(est, "_Booster", None) is not None and "c" in (est.get_booster().feature_types or []):
-        return _frame_categories()
+        return ("its input has categorical columns that XGBoost itself encodes (pandas 'category' dtype with "
+                "enable_categorical): onnxmltools does not read XGBoost's category table. Encode the columns in the "
+                "Pipeline instead (an OrdinalEncoder or OneHotEncoder in a ColumnTransformer before the model), "
+                "which exports; LightGBM models on category columns export as they are")
     return None
 
 
