@@ -39,7 +39,7 @@ def _estimator(library: str, kind: str, **params):
     module = _library(library)
     if library == "lightgbm":
         cls = module.LGBMClassifier if kind == "classifier" else module.LGBMRegressor
-        return cls(n_estimators=10, verbose=-1, **params)
+        return cls(n_estimators=10, verbose=-1, n_jobs=1, **params)  # one thread: a busy machine
     if library == "xgboost":
         cls = module.XGBClassifier if kind == "classifier" else module.XGBRegressor
         return cls(n_estimators=10, max_depth=3, n_jobs=1, **params)
@@ -165,7 +165,7 @@ def test_float32_toward_keeps_every_float32_on_its_branch() -> None:
 def _stump(lightgbm):
     """One LightGBM split between 0.1 and 0.2 (0.15000000000000005), which float32 rounds up (0.150000006)."""
     X = np.repeat([[0.1], [0.2]], 50, axis=0)
-    stump = lightgbm.LGBMClassifier(n_estimators=1, num_leaves=2, min_child_samples=1, verbose=-1)
+    stump = lightgbm.LGBMClassifier(n_estimators=1, num_leaves=2, min_child_samples=1, verbose=-1, n_jobs=1)
     return stump.fit(X, [0] * 50 + [1] * 50)
 
 
@@ -188,7 +188,7 @@ def test_lightgbm_double_thresholds_are_rounded_toward_their_branch(monkeypatch)
 def test_lightgbm_reads_values_within_1e_35_of_zero_as_zero(dtype) -> None:
     lightgbm = _library("lightgbm")
     X = np.repeat([[-1.0], [0.0]], 50, axis=0)  # LightGBM splits at -1e-35f, the edge of its zero band
-    model = lightgbm.LGBMClassifier(n_estimators=1, num_leaves=2, min_child_samples=1, verbose=-1).fit(
+    model = lightgbm.LGBMClassifier(n_estimators=1, num_leaves=2, min_child_samples=1, verbose=-1, n_jobs=1).fit(
         X, [0] * 50 + [1] * 50)
     assert _boosters.booster_splits(model) == [(0, -_boosters.LIGHTGBM_ZERO)]
     band = np.float32(_boosters.LIGHTGBM_ZERO)
@@ -315,7 +315,7 @@ def _rows() -> tuple[np.ndarray, np.ndarray]:
 ])
 def test_rankers_and_random_forests_export(library, name, fit) -> None:
     X, y = _rows()
-    model = getattr(_library(library), name)(n_estimators=5).fit(X, y, **fit)
+    model = getattr(_library(library), name)(n_estimators=5, n_jobs=1).fit(X, y, **fit)
     onx = to_onnx(model)
     assert _parity(onx)["verified"]
     out = _run(onx, X)
@@ -328,11 +328,11 @@ def test_early_stopping_exports_the_best_iteration(library) -> None:
     X, y = _rows()
     module = _library(library)
     if library == "lightgbm":
-        model = module.LGBMClassifier(n_estimators=200, learning_rate=0.3, verbose=-1).fit(
+        model = module.LGBMClassifier(n_estimators=200, learning_rate=0.3, verbose=-1, n_jobs=1).fit(
             X[:150], y[:150], eval_set=[(X[150:], y[150:])], callbacks=[module.early_stopping(3, verbose=False)])
         assert model.best_iteration_ < 200
     else:
-        model = module.XGBClassifier(n_estimators=200, learning_rate=0.3, early_stopping_rounds=3).fit(
+        model = module.XGBClassifier(n_estimators=200, learning_rate=0.3, early_stopping_rounds=3, n_jobs=1).fit(
             X[:150], y[:150], eval_set=[(X[150:], y[150:])], verbose=False)
         assert model.best_iteration < 199
     _assert_matches(model, to_onnx(model), X)
