@@ -39,7 +39,7 @@ import numpy as np
 
 from aprender.format.onnx._converters import register_converter
 
-__all__ = ["ESTIMATORS", "LIGHTGBM_ZERO", "booster_gap", "booster_splits", "float32_toward", "is_booster",
+__all__ = ["ESTIMATORS", "LIGHTGBM_ZERO", "OBJECTIVES", "booster_gap", "booster_splits", "float32_toward", "is_booster",
            "lightgbm_zero_band", "register_installed"]
 
 #: Options of the boosters' classifier converters (as skl2onnx's own tree classifiers).
@@ -287,11 +287,53 @@ def _copy_catboost_trees(scope: Any, operator: Any, container: Any) -> None:
                        name=scope.get_unique_operator_name(tree.op_type), **attrs)
 
 
+#: Objectives whose converted graph computes something else than ``predict`` / ``predict_proba``,
+#: per library, each with the measured difference. Verification refuses them too; this names why.
+OBJECTIVES: dict[str, dict[str, str]] = {
+    "xgboost": {
+        "reg:logistic": "onnxmltools' regressor graph leaves out the sigmoid (measured: every value off, up to 0.82)",
+        "multi:softmax": "predict_proba of a softmax-objective model is not what onnxmltools' graph returns "
+                         "(measured: every row off, up to 1.6); use multi:softprob",
+        "binary:logitraw": "onnxmltools has no graph for it",
+    },
+    "lightgbm": {
+        "multiclassova": "LightGBM applies one sigmoid per class, onnxmltools' graph a softmax (measured: every "
+                         "row off, up to 0.18)",
+        "fair": "onnxmltools has no graph for it",
+        "mape": "onnxmltools has no graph for it",
+        "cross_entropy": "onnxmltools has no graph for it",
+        "cross_entropy_lambda": "onnxmltools has no graph for it",
+    },
+    "catboost": {
+        "Poisson": "CatBoost's ONNX export returns the raw score, not its exponent (measured: every value off)",
+        "Tweedie": "CatBoost's ONNX export returns the raw score, not its exponent (measured: every value off)",
+        "MultiClassOneVsAll": "CatBoost applies one sigmoid per class, its ONNX export a softmax (measured: every "
+                              "row off, up to 0.17)",
+        "RMSEWithUncertainty": "it predicts two values per row, which CatBoost's ONNX export does not",
+        "MultiRMSE": "it predicts several targets, which CatBoost's ONNX export does not",
+    },
+}
+
+
+def _objective(est: Any, library: str) -> str | None:
+    if library == "catboost":
+        loss = est.get_all_params().get("loss_function") if est.is_fitted() else est.get_params().get("loss_function")
+        return str(loss).split(":")[0] if loss is not None else None
+    objective = getattr(est, "objective_", None) if library == "lightgbm" else None
+    objective = objective or est.get_params().get("objective")
+    return objective if isinstance(objective, str) else None
+
+
 def booster_gap(est: Any) -> str | None:
     """Why a booster's ONNX graph would not predict as the estimator does, or None."""
     library = type(est).__module__.split(".")[0]
     gap = {"lightgbm": _lightgbm_gap, "xgboost": _xgboost_gap, "catboost": _catboost_gap}.get(library)
-    return gap(est) if gap is not None else None
+    if gap is None:
+        return None
+    objective = _objective(est, library)
+    if objective in OBJECTIVES[library]:
+        return f"objective {objective!r}: {OBJECTIVES[library][objective]}"
+    return gap(est)
 
 
 def _lightgbm_gap(est: Any) -> str | None:
