@@ -244,7 +244,7 @@ def test_xgboost_on_category_columns_is_refused_and_names_the_pipeline_way(frame
     ("lightgbm", {"boosting_type": "rf", "bagging_freq": 1, "bagging_fraction": 0.5}, "boosting_type='rf'"),
     ("lightgbm", {"objective": "mape"}, "objective 'mape': onnxmltools has no graph"),
     ("xgboost", {"objective": "reg:logistic"}, "objective 'reg:logistic': onnxmltools' regressor graph leaves out"),
-    ("catboost", {"loss_function": "Tweedie:variance_power=1.5"}, "objective 'Tweedie': CatBoost's ONNX export"),
+    ("catboost", {"loss_function": "MultiRMSE"}, "objective 'MultiRMSE': it predicts several targets"),
 ])
 def test_what_the_graph_cannot_compute_is_refused(library, params, match) -> None:
     rng = np.random.default_rng(5)
@@ -366,3 +366,13 @@ def test_lightgbm_categorical_splits_on_ordinal_codes_export(frame, unknown) -> 
         onx = to_onnx(model, rows, dtype=dtype)
         assert _parity(onx)["verified"]
     _assert_matches(model, to_onnx(model, rows), rows)
+
+
+@pytest.mark.parametrize("loss", ["Poisson", "Tweedie:variance_power=1.5"])
+def test_catboost_log_link_losses_get_the_exponent_back(loss) -> None:
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 3))
+    model = _estimator("catboost", "regressor", loss_function=loss).fit(X, rng.poisson(np.exp(X[:, 0])))
+    onx = to_onnx(model)
+    assert "Exp" in [n.op_type for n in onx.graph.node]
+    _assert_matches(model, onx, X)

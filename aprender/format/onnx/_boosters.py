@@ -282,9 +282,13 @@ def _copy_catboost_trees(scope: Any, operator: Any, container: Any) -> None:
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in tree.attribute}
     attrs = {k: [v.decode() for v in value] if k == "classlabels_strings" else
              value.decode() if isinstance(value, bytes) else value for k, value in attrs.items()}
-    container.add_node(tree.op_type, [operator.inputs[0].full_name],
-                       [o.full_name for o in operator.outputs], op_domain="ai.onnx.ml",
+    outputs = [o.full_name for o in operator.outputs]
+    exponent = _objective(operator.raw_operator, "catboost") in _CATBOOST_EXP
+    scores = [scope.get_unique_variable_name("raw_score")] if exponent else outputs
+    container.add_node(tree.op_type, [operator.inputs[0].full_name], scores, op_domain="ai.onnx.ml",
                        name=scope.get_unique_operator_name(tree.op_type), **attrs)
+    if exponent:  # CatBoost's export stops at the raw score; predict() returns its exponent
+        container.add_node("Exp", scores, outputs, name=scope.get_unique_operator_name("Exp"))
 
 
 #: Objectives whose converted graph computes something else than ``predict`` / ``predict_proba``,
@@ -305,14 +309,16 @@ OBJECTIVES: dict[str, dict[str, str]] = {
         "cross_entropy_lambda": "onnxmltools has no graph for it",
     },
     "catboost": {
-        "Poisson": "CatBoost's ONNX export returns the raw score, not its exponent (measured: every value off)",
-        "Tweedie": "CatBoost's ONNX export returns the raw score, not its exponent (measured: every value off)",
         "MultiClassOneVsAll": "CatBoost applies one sigmoid per class, its ONNX export a softmax (measured: every "
                               "row off, up to 0.17)",
         "RMSEWithUncertainty": "it predicts two values per row, which CatBoost's ONNX export does not",
         "MultiRMSE": "it predicts several targets, which CatBoost's ONNX export does not",
     },
 }
+
+
+#: CatBoost losses whose predict() is exp(raw score), which CatBoost's ONNX export leaves out.
+_CATBOOST_EXP = frozenset({"Poisson", "Tweedie"})
 
 
 def _objective(est: Any, library: str) -> str | None:
