@@ -100,11 +100,16 @@ def _default_opset(model: Any, target_opset: Any) -> Any:
     skl2onnx 1.20's IsolationForest converter builds ``LabelEncoder`` nodes that its
     operator classes have up to ai.onnx.ml version 3 only, and fails with the version 4
     that the installed onnx makes the default ("version 4 of domain 'ai.onnx.ml' not
-    supported yet"). A caller's own ``target_opset`` is used as given.
+    supported yet"); onnxmltools' booster converters write their tree nodes at the newest
+    ai.onnx.ml version, which skl2onnx then refuses the same way. A caller's own
+    ``target_opset`` is used as given.
     """
     from sklearn.ensemble import IsolationForest
 
-    if target_opset is not None or not any(isinstance(est, IsolationForest) for est in nested(model)):
+    from aprender.format.onnx._boosters import is_booster
+
+    if target_opset is not None or not any(isinstance(est, IsolationForest) or is_booster(est)
+                                           for est in nested(model)):
         return target_opset
     from skl2onnx import get_latest_tested_opset_version
 
@@ -267,7 +272,13 @@ def _double_trees(onx: onnx.ModelProto) -> list[str]:
     except Exception:  # no types to read: every tree counts as reading doubles
         return sorted({node.op_type for node in trees})
     types = {v.name: v.type.tensor_type.elem_type for v in [*inferred.input, *inferred.value_info]}
-    return sorted({node.op_type for node in trees if types.get(node.input[0]) != onnx.TensorProto.FLOAT})
+    return sorted({node.op_type for node in trees
+                   if types.get(node.input[0]) != onnx.TensorProto.FLOAT and not _double_thresholds(node)})
+
+
+def _double_thresholds(node: onnx.NodeProto) -> bool:
+    """A tree node whose thresholds are doubles (LightGBM's export): it compares double inputs exactly."""
+    return any(a.name == "nodes_values_as_tensor" and a.t.data_type == onnx.TensorProto.DOUBLE for a in node.attribute)
 
 
 def _check(onx: onnx.ModelProto, model: Any, dtype: np.dtype) -> None:
@@ -319,6 +330,9 @@ def _own_converters() -> None:
     export, not with this package: ``apr inspect m.onnx`` reads bytes and needs neither.
     """
     from aprender.format.onnx import _moe, _threshold  # noqa: F401
+    from aprender.format.onnx._boosters import register_installed
+
+    register_installed()  # XGBoost, LightGBM, CatBoost: those whose library a model may come from
 
 
 def to_onnx(

@@ -122,6 +122,9 @@ def _apply(cls: type, entry: _Converter) -> None:
         update_registered_converter(cls, entry.alias, entry.shape_calculator, entry.converter,
                                     overwrite=cls in _replacing, parser=entry.parser, options=entry.options)
         _done.add(cls)
+        # aprender's subclasses mapped before the replacement (an early sync()) follow it
+        for sub in [c for c in _done if c is not cls and issubclass(c, cls) and c not in _extra]:
+            _inherit(sub, cls)
         return
     # Checked before registering: skl2onnx maps the class onto the alias before refusing it.
     del _extra[cls]
@@ -213,7 +216,11 @@ def sync() -> None:
                 continue
             if cls not in sklearn_operator_name_map:
                 _inherit(cls)
-            _done.add(cls)
+            # A class whose base gets its converter later (aprender's replacement for
+            # FixedThresholdClassifier registers on the first export, after a test's or a
+            # caller's early sync()) is tried again on the next sync.
+            if cls in sklearn_operator_name_map:
+                _done.add(cls)
         _synced = True
 
 

@@ -111,7 +111,9 @@ def _parameter_gap(est: Any) -> str | None:
     for classes, check in checks:
         if isinstance(est, classes):
             return check(est)
-    return None
+    from aprender.format.onnx._boosters import booster_gap
+
+    return booster_gap(est)
 
 
 def check_exportable(model: Any) -> None:

@@ -23,8 +23,8 @@ import onnx
 
 from aprender.exceptions import ExportPrecisionWarning, UnsupportedExportError
 
-__all__ = ["CAST_BEFORE_TREES", "check_token_pattern", "float_before_trees", "unicode_tokens",
-           "warn_float_before_trees"]
+__all__ = ["CAST_BEFORE_TREES", "DOUBLE_FOR_BOOSTERS", "check_token_pattern", "exact_remedy", "float_before_trees",
+           "unicode_tokens", "warn_float_before_trees"]
 
 #: scikit-learn's default ``token_pattern``.
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
@@ -76,6 +76,19 @@ CAST_BEFORE_TREES = (
     "For the same predictions as scikit-learn, put skl2onnx.sklapi.CastTransformer() right before the trees "
     "(scikit-learn's predictions do not change) and export with dtype=numpy.float64.")
 
+#: The same advice for XGBoost, LightGBM and CatBoost, whose double graphs already read as the libraries do.
+DOUBLE_FOR_BOOSTERS = (
+    "For the same predictions, export with dtype=numpy.float64: the graph then computes the transforms in double "
+    "and its XGBoost, LightGBM or CatBoost trees read them as the library does (no CastTransformer: it would change "
+    "what LightGBM reads).")
+
+
+def exact_remedy(estimators: list[Any]) -> str:
+    """What makes a graph with float transforms before its trees exact, for these estimators."""
+    from aprender.format.onnx._boosters import is_booster
+
+    return DOUBLE_FOR_BOOSTERS if any(is_booster(e) for e in estimators) else CAST_BEFORE_TREES
+
 
 def float_before_trees(onx: onnx.ModelProto, estimators: list[Any]) -> list[str]:
     """The float transforms a graph computes before its tree operators (names, sorted)."""
@@ -94,5 +107,5 @@ def warn_float_before_trees(onx: onnx.ModelProto, estimators: list[Any], name: s
         f"{name}: the ONNX graph computes {', '.join(floats)} in float32 before its trees, while scikit-learn "
         "computes it in float64 and rounds to float32 only at the trees, so a row whose transformed value lies "
         "within one float32 rounding of a split threshold can take the other branch (docs/onnx.md measures a "
-        f"few rows in a thousand). {CAST_BEFORE_TREES}",
+        f"few rows in a thousand). {exact_remedy(estimators)}",
         ExportPrecisionWarning, stacklevel=3)

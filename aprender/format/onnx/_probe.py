@@ -6,8 +6,9 @@ what the fitted state says about its input, deterministically (a fixed seed):
 - training rows the model keeps (KNN's ``_fit_X``, an SVM's ``support_vectors_``),
 - per-feature centre and spread (a scaler's ``mean_`` / ``scale_``, ``data_min_`` /
   ``data_max_``, a Gaussian model's ``theta_`` / ``var_``), else standard normal rows,
-- for trees, every split threshold and its float32 neighbours on either side, the
-  values where a float32 graph and scikit-learn are most likely to part.
+- for trees (scikit-learn's, XGBoost's, LightGBM's, CatBoost's), every split threshold and
+  its float32 neighbours on either side, the values where a float32 graph and the
+  estimator are most likely to part.
 
 When the graph input is float32 the estimator is run on the same float32-rounded rows
 the graph sees, so a difference measured is the graph's, not the rounding of the input.
@@ -95,7 +96,9 @@ def _thresholds(first: Any) -> list[tuple[int, float]]:
     for predictor in (p for iteration in getattr(first, "_predictors", []) for p in iteration):
         nodes = predictor.nodes[~predictor.nodes["is_leaf"].astype(bool)]
         found += zip(nodes["feature_idx"].tolist(), nodes["num_threshold"].tolist(), strict=True)
-    return found
+    from aprender.format.onnx._boosters import booster_splits
+
+    return found + booster_splits(first)
 
 
 def _threshold_rows(base: np.ndarray, splits: list[tuple[int, float]], rng: np.random.Generator) -> np.ndarray:

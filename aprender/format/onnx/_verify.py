@@ -70,6 +70,8 @@ def single_precision_inside(onx: onnx.ModelProto) -> bool:
     """A double graph that still computes in float32 somewhere (Cast to float, float attributes, outputs)."""
     float_attrs = (onnx.AttributeProto.FLOAT, onnx.AttributeProto.FLOATS)
     for node in onx.graph.node:
+        if node.op_type in ("TreeEnsembleClassifier", "TreeEnsembleRegressor"):
+            return True  # their scores are float32 whatever their attributes (ai.onnx.ml opset 3)
         if node.op_type == "Cast" and any(a.name == "to" and a.i == onnx.TensorProto.FLOAT for a in node.attribute):
             return True
         if node.domain == "ai.onnx.ml" and any(a.type in float_attrs for a in node.attribute):
@@ -406,10 +408,10 @@ def _asks_raw_scores(options: Any) -> bool:
 def verify_export(onx: onnx.ModelProto, model: Any, X: Any, tolerance: float | Mapping[str, float] | None,
                   options: Any, parts: list[Any]) -> dict[str, Any]:
     """:func:`verify` with the caller's converter options read for what changes the outputs."""
-    from aprender.format.onnx._precision import CAST_BEFORE_TREES, float_before_trees
+    from aprender.format.onnx._precision import exact_remedy, float_before_trees
 
     floats = float_before_trees(onx, parts) if any(
         i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT for i in onx.graph.input) else []
     advice = (f"The graph computes {', '.join(floats)} in float32 before its trees, where scikit-learn computes "
-              f"in float64: a value near a split goes the other way. {CAST_BEFORE_TREES}") if floats else None
+              f"in float64: a value near a split goes the other way. {exact_remedy(parts)}") if floats else None
     return verify(onx, model, X, tolerance, raw_scores=_asks_raw_scores(options), advice=advice)
