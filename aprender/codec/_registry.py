@@ -109,13 +109,26 @@ def _lookup(key: str) -> Entry | None:
     return _by_key.get(key)
 
 
-def _ensure_builtins() -> None:
-    """Register every built-in entry (schema modules and generic estimators)."""
+def _library_modules() -> set[str]:
+    """The schema modules of optional model libraries (XGBoost, ...): importing one imports its library."""
+    from aprender.codec._optional import LIBRARIES
+
+    return {module for key, module in _table.SCHEMA_MODULES.items() if key.partition(".")[0] in LIBRARIES}
+
+
+def _ensure_builtins(libraries: bool = True) -> None:
+    """Register every built-in entry (schema modules and generic estimators).
+
+    ``libraries=False`` leaves out the optional libraries' classes, whose schema modules
+    import the library itself (seconds, for a caller such as an ONNX export of a
+    scikit-learn model that has no use for them).
+    """
     global _builtins_loaded
     if _builtins_loaded:
         return
     with _lock:
-        for name in sorted(set(_table.SCHEMA_MODULES.values())):
+        skipped = set() if libraries else _library_modules()
+        for name in sorted(set(_table.SCHEMA_MODULES.values()) - skipped):
             try:
                 _load_schema_module(name)
             except MissingDependencyError:  # an optional library (xgboost, ...) is not installed
@@ -126,7 +139,7 @@ def _ensure_builtins() -> None:
         for key in _table.NAMESAKES:
             if key not in _by_key:
                 _load_namesake(key)
-        _builtins_loaded = True
+        _builtins_loaded = libraries
 
 
 def register_estimator(
@@ -221,7 +234,7 @@ def same_schema(a: type, b: type) -> bool:
     return b in twins(a) or a in twins(b)
 
 
-def registered(*, generic: bool = False) -> list[Entry]:
+def registered(*, generic: bool = False, libraries: bool = True) -> list[Entry]:
     """Every allow-listed class, in registration order (imports every schema module).
 
     Parameters
@@ -229,8 +242,12 @@ def registered(*, generic: bool = False) -> list[Entry]:
     generic : bool, default=False
         Include the scikit-learn estimators stored with the generic spec (they have
         no schema of their own). aprender's own classes are always listed.
+    libraries : bool, default=True
+        Include the classes of optional model libraries (XGBoost, LightGBM, CatBoost),
+        which imports each installed library. With ``False`` they are listed only if
+        something registered them before.
     """
-    _ensure_builtins()
+    _ensure_builtins(libraries)
     if generic:
         return list(_by_key.values())
     from aprender.codec.schemas._generic import GENERIC

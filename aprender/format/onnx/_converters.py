@@ -203,7 +203,7 @@ def sync() -> None:
 
         from aprender.codec import registered  # the class table: an export needs it, inspecting a file does not
 
-        entries = registered()
+        entries = registered(libraries=False)  # boosters get their converters from _boosters.py, when imported
         for cls, entry in list(_extra.items()):
             if cls not in _done:
                 _apply(cls, entry)
