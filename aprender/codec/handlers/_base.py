@@ -63,6 +63,7 @@ TAG_MODULES: dict[str, str] = {
     "range": "std",
     "datetime": "std",
     "sklearn_tree": "tree",
+    "lightgbm_booster": "lightgbm_booster",
 }
 
 #: Handler module -> the modules its handlers' types are defined under (a prefix covers
@@ -87,6 +88,7 @@ TYPE_ROOTS: dict[str, tuple[str, ...]] = {
     "sparse": ("scipy.sparse",),
     "std": ("builtins", "numpy"),
     "tree": ("sklearn.tree",),
+    "lightgbm_booster": ("lightgbm",),
 }
 _ORDER = {tag: i for i, tag in enumerate(TAG_MODULES)}
 
