@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("lightgbm", reason="the lightgbm extra is not installed")
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from lgbm_models import models
+from lgbm_models import models, nested
 
 import aprender
 from aprender.codec import to_state
@@ -60,7 +60,7 @@ import json, sys, warnings
 import numpy as np
 import aprender
 sys.path.insert(0, sys.argv[2])
-from lgbm_models import models
+from lgbm_models import models, nested
 warnings.simplefilter("ignore")
 for name, files in json.loads(sys.argv[1]).items():
     X = models()[name][1]
@@ -144,6 +144,19 @@ def test_fitted_attributes_come_back(name: str, tmp_path: Path) -> None:
     if hasattr(model, "classes_"):
         np.testing.assert_array_equal(loaded.classes_, model.classes_)
         assert loaded.n_classes_ == model.n_classes_
+
+
+@pytest.mark.parametrize("name", list(nested()))
+def test_nested_in_pipelines_searches_and_ensembles(name: str, tmp_path: Path) -> None:
+    model, X = nested()[name]
+    method = "predict_proba" if hasattr(model, "predict_proba") else "predict"
+    expected = getattr(model, method)(X)
+    for file, (suffix, save_options, load_options) in FILES.items():
+        path = tmp_path / f"{file}{suffix}"
+        aprender.save(model, path, **save_options)
+        loaded = aprender.load(path, **load_options)
+        np.testing.assert_array_equal(getattr(loaded, method)(X), expected, err_msg=file)
+        np.testing.assert_array_equal(loaded.predict(X), model.predict(X), err_msg=file)
 
 
 def test_saving_twice_gives_the_same_bytes(tmp_path: Path) -> None:

@@ -65,3 +65,44 @@ def models() -> dict[str, Any]:
     out["ranker"] = (_quiet(lambda: lgb.LGBMRanker(**common).fit(
         X, rng.integers(0, 3, size=X.shape[0]), group=[30] * 10)), X)
     return out
+
+
+@cache
+def nested() -> dict[str, Any]:
+    """Name -> (a fitted meta-estimator or pipeline holding LightGBM models, its input)."""
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import StackingClassifier, VotingClassifier
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.multioutput import MultiOutputRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    df = frame()
+    n = len(df)
+    # A nullable string column and a nullable integer column, as users' frames have.
+    df["name"] = pd.array(np.where(np.arange(n) % 3 == 0, None, np.where(np.arange(n) % 2, "a", "b")),
+                          dtype="string")
+    df["visits"] = pd.array(np.where(np.arange(n) % 5 == 0, None, np.arange(n) % 11), dtype="Int64")
+    y = labels(df, 3)
+    small = {"n_estimators": 3, "verbose": -1, "n_jobs": 1, "min_child_samples": 5}
+    strings = make_pipeline(SimpleImputer(strategy="constant", fill_value="?", missing_values=pd.NA),
+                            OneHotEncoder(handle_unknown="ignore"))
+    columns = ColumnTransformer([("num", make_pipeline(SimpleImputer(), StandardScaler()), ["x", "y", "visits"]),
+                                 ("cat", strings, ["colour", "name"])])
+    linear = make_pipeline(ColumnTransformer([("num", SimpleImputer(), ["x", "y"])]), LogisticRegression())
+    native = df[["x", "colour", "count", "y"]]
+    out: dict[str, Any] = {
+        "pipeline": (make_pipeline(columns, lgb.LGBMClassifier(**small)), df, y),
+        "search": (GridSearchCV(lgb.LGBMClassifier(**small), {"num_leaves": [4, 8]}, cv=2), native, y),
+        "stacking": (StackingClassifier([("lgbm", lgb.LGBMClassifier(**small)), ("linear", linear)], cv=2),
+                     native, y),
+        "voting": (VotingClassifier([("lgbm", lgb.LGBMClassifier(**small)), ("linear", linear)], voting="soft"),
+                   native, y),
+        "calibrated": (CalibratedClassifierCV(lgb.LGBMClassifier(**small), cv=2), native, y),
+        "multioutput": (MultiOutputRegressor(lgb.LGBMRegressor(**small)), df[["x", "count", "y"]],
+                        np.c_[df["y"], df["count"]]),
+    }
+    return {name: (_quiet(lambda m=model, X=X, y=y: m.fit(X, y)), X) for name, (model, X, y) in out.items()}

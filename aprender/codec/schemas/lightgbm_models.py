@@ -79,6 +79,10 @@ def _check_classes(attrs: Mapping[str, Any], num_class: int, objective: str, pat
 def _check(classifier: bool) -> Any:
     def check_lightgbm(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
         """The booster's features, classes, objective and best iteration agree with the estimator's own."""
+        if "fitted_" not in attrs:  # an unfitted template (a search's ``estimator``): no booster to check
+            if attrs.get("_Booster") is not None:
+                raise fail(path, "an unfitted LightGBM estimator (no 'fitted_') cannot hold a booster")
+            return
         require(attrs, _FITTED + (_CLASSIFIER_FITTED if classifier else ()), path)
         booster = attrs["_Booster"]
         if not isinstance(booster, lightgbm.Booster) or attrs.get("fitted_") is not True:
@@ -109,7 +113,7 @@ def _pack(attrs: dict[str, Any]) -> dict[str, Any]:
 
 def _unpack(attrs: dict[str, Any], params: Mapping[str, Any], path: str) -> dict[str, Any]:
     best = attrs.get("_best_score")
-    if isinstance(best, dict):
+    if isinstance(best, dict) and attrs.get("fitted_") is True:
         if not all(isinstance(v, dict) for v in best.values()):
             raise fail(path, "'_best_score' must map data set names to dicts of scores")
         attrs["_best_score"] = best = defaultdict(OrderedDict, best)
