@@ -224,6 +224,17 @@ def _fit_zoo(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]])
             _record(imputer, names, flags)
 
 
+def _fit_boosters(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]]) -> None:
+    """The gradient-boosting libraries' estimators, alone and nested, each feature once (when installed)."""
+    try:
+        import lgbm_models
+    except ImportError:  # the lightgbm extra is not installed
+        return
+    for est, X in [*lgbm_models.models().values(), *lgbm_models.nested().values()]:
+        _use(est, X)
+        _record(est, names, flags)
+
+
 def _golden(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]]) -> None:
     """The names in the golden files of earlier releases: real fits of those releases."""
     from state_edit import estimator_nodes
@@ -259,6 +270,7 @@ def table() -> str:
     flags: dict[str, dict[str, set]] = defaultdict(dict)
     _fit_all(names, flags)
     _fit_zoo(names, flags)
+    _fit_boosters(names, flags)
     _golden(names, flags)
     for key in {*GENERIC, *SCHEMA_MODULES}:
         try:

@@ -50,8 +50,17 @@ NOT_SIZES = frozenset(["random_state", "verbose", "norm_order", "min_df", "max_d
                        "min_samples_leaf", "min_samples_split", "min_samples", "min_cluster_size",
                        "min_features_to_select", "min_bin_freq", "k", "top_k", "step",
                        "validation_fraction", "thresholds", "max_features", "max_categories"])
+#: LightGBM's estimators have no ``_parameter_constraints``: their ``checked`` parameters are checked
+#: by aprender/codec/schemas/_lgbm_params.py (CONSTRUCTOR), which refuses any keyword argument off its table.
+LIGHTGBM_KINDS = {
+    "boosting_type": "checked", "objective": "checked", "num_leaves": "sizes", "max_depth": "sizes",
+    "learning_rate": "checked", "n_estimators": "sizes", "subsample_for_bin": "sizes", "min_split_gain": "checked",
+    "min_child_weight": "checked", "min_child_samples": "checked", "subsample": "checked",
+    "subsample_freq": "checked", "colsample_bytree": "checked", "reg_alpha": "checked", "reg_lambda": "checked",
+    "n_jobs": "resource", "importance_type": "checked", "class_weight": "checked",
+}
 #: Parameters the constraints leave open (classes without ``_parameter_constraints`` entries).
-OVERRIDES = {
+OVERRIDES = {**LIGHTGBM_KINDS,
     "copy_X_train": "checked", "warm_start": "checked", "verbose": "checked", "transformer_weights": "checked",
     "verbose_feature_names_out": "checked", "optimizer": "path", "n_restarts_optimizer": "sizes",
     "max_iter_predict": "sizes", "random_state": "checked", "dtype": "checked", "fill_value": "checked",

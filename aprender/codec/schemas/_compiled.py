@@ -76,8 +76,18 @@ _KMEANS = Reach("`cluster_centers_`, `_counts`", "`sklearn.cluster._k_means_lloy
 _NMF = Reach("`components_`, `_n_components`", "`sklearn.decomposition._cdnmf_fast` (transform, cd solver)", "schema",
              "`schemas/decomposition.py` `check_nmf`: `components_` is `_n_components` = `n_components_` rows by "
              "`n_features_in_`")
+_LIGHTGBM = Reach("`_Booster`: every tree's node arrays, categorical bitsets, objective, feature infos, "
+                  "`pandas_categorical`; the estimator's keyword arguments (LightGBM's predict config)",
+                  "LightGBM's C++ model parser and predictor (`lightgbm.Booster(model_str=...)`)", "schema",
+                  "`handlers/lightgbm_booster.py`, `schemas/_lgbm_checks.py` (the rule table below: children "
+                  "acyclic and each node and leaf reached once, features below the width and of the split's kind, "
+                  "finite values, bitsets within the category count, tree count per class), then LightGBM parses "
+                  "only text aprender writes; `schemas/_lgbm_params.py`: every parameter on a table")
 #: class key -> what reaches compiled code and what guards it.
 COMPILED: dict[str, Reach] = {
+    "lightgbm.sklearn.LGBMClassifier": _LIGHTGBM,
+    "lightgbm.sklearn.LGBMRegressor": _LIGHTGBM,
+    "lightgbm.sklearn.LGBMRanker": _LIGHTGBM,
     "sklearn.tree.DecisionTreeClassifier": _TREE,
     "sklearn.tree.DecisionTreeRegressor": _TREE,
     "sklearn.tree.ExtraTreeClassifier": _TREE,

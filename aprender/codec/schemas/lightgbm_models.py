@@ -20,28 +20,12 @@ from aprender.codec import ModelType, Spec
 from aprender.codec._checks import fail, require
 from aprender.codec._nodes import preview
 from aprender.codec._optional import require as require_library
+from aprender.codec.schemas._lgbm_params import OBJECTIVE_ALIASES, check_lightgbm_params
 from aprender.codec.schemas._lgbm_text import MULTICLASS
 
 lightgbm = require_library("lightgbm")
 
-__all__ = ["OBJECTIVE_ALIASES", "SCHEMAS"]
-
-#: LightGBM's documented aliases of each objective (docs: Parameters, ``objective``): the
-#: estimator keeps the name the user gave, the booster the canonical one.
-OBJECTIVE_ALIASES: dict[str, str] = {
-    **{a: "regression" for a in ("regression", "regression_l2", "l2", "mean_squared_error", "mse", "l2_root",
-                                 "root_mean_squared_error", "rmse")},
-    **{a: "regression_l1" for a in ("regression_l1", "l1", "mean_absolute_error", "mae")},
-    "huber": "huber", "fair": "fair", "poisson": "poisson", "quantile": "quantile",
-    "mape": "mape", "mean_absolute_percentage_error": "mape", "gamma": "gamma", "tweedie": "tweedie",
-    "binary": "binary",
-    "multiclass": "multiclass", "softmax": "multiclass",
-    **{a: "multiclassova" for a in ("multiclassova", "multiclass_ova", "ova", "ovr")},
-    "cross_entropy": "cross_entropy", "xentropy": "cross_entropy",
-    "cross_entropy_lambda": "cross_entropy_lambda", "xentlambda": "cross_entropy_lambda",
-    "lambdarank": "lambdarank",
-    **{a: "rank_xendcg" for a in ("rank_xendcg", "xendcg", "xe_ndcg", "xe_ndcg_mart", "xendcg_mart")},
-}
+__all__ = ["SCHEMAS"]
 
 #: Fitted attributes every fit of the three estimators leaves.
 _FITTED = ("_Booster", "_n_features", "_n_features_in", "_objective", "_best_iteration", "_n_classes", "fitted_")
@@ -78,7 +62,9 @@ def _check_classes(attrs: Mapping[str, Any], num_class: int, objective: str, pat
 
 def _check(classifier: bool) -> Any:
     def check_lightgbm(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
-        """The booster's features, classes, objective and best iteration agree with the estimator's own."""
+        """Hyperparameters on LightGBM's tables; the booster's features, classes, objective and best
+        iteration agree with the estimator's own."""
+        check_lightgbm_params(params, path)
         if "fitted_" not in attrs:  # an unfitted template (a search's ``estimator``): no booster to check
             if attrs.get("_Booster") is not None:
                 raise fail(path, "an unfitted LightGBM estimator (no 'fitted_') cannot hold a booster")
