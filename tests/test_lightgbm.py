@@ -218,3 +218,11 @@ def test_loading_without_lightgbm_names_the_extra(tmp_path: Path) -> None:
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "pip install 'aprender[lightgbm]'" in done.stdout
+
+
+def test_the_documented_snippet_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = (Path(__file__).parent.parent / "docs" / "lightgbm.md").read_text()
+    snippet = page.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(snippet, "docs/lightgbm.md", "exec"), {})
+    assert (tmp_path / "lgbm.apr").exists()

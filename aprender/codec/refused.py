@@ -40,7 +40,7 @@ REFUSED: dict[str, Refused] = {
         "`memory=None`, or a folder path, which a load accepts only with `trusted=['memory']`",
     ),
     "unregistered-class": Refused(
-        "an estimator class that is neither scikit-learn's nor aprender's (your own, xgboost's, lightgbm's, ...)",
+        "an estimator class that is neither scikit-learn's nor aprender's (your own, another library's)",
         "classes are rebuilt only from the allow-list, never imported by a name a file holds",
         "`aprender.register_estimator(cls)` in every process that saves or loads it",
     ),
