@@ -140,6 +140,8 @@ CASES: dict[str, tuple[str, str, Edit]] = {
     "multiclass, one tree per iteration": ("multiclass", "classes", header("num_tree_per_iteration", 1)),
     "binary with two classes": ("binary", "classes", header("num_class", 2)),
     "name with a space": ("binary", "features", header("feature_names", ["x", "colour count", "y"])),
+    "NUL in a name": ("binary", "features", header("feature_names", ["x", "col\x00our", "count", "y"])),
+    "newline in a name": ("binary", "features", header("feature_names", ["x", "col\nour", "count", "y"])),
     "too few names": ("binary", "features", header("feature_names", ["x"])),
     "nan range": ("binary", "features", header("feature_infos", ["[nan:1]", "0:1", "[0:1]", "[0:1]"])),
     "inverted range": ("binary", "features", header("feature_infos", ["[2:1]", "0:1", "[0:1]", "[0:1]"])),

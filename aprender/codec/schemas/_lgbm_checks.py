@@ -51,7 +51,7 @@ RULES: dict[str, str] = {
                  "(`sqrt`, `sigmoid:` a finite number > 0, `num_class:` the header's)",
     "classes": "multiclass objectives grow `num_class` (>= 2) trees per iteration; every other objective one "
                "tree per iteration and `num_class` 1",
-    "features": "`max_feature_idx + 1` feature names without whitespace; as many `feature_infos`, each `none`, "
+    "features": "`max_feature_idx + 1` printable feature names without spaces; as many `feature_infos`, each `none`, "
                 "`[min:max]` with finite min <= max, or distinct integer categories from -1 below 2**31",
     "monotone": "`monotone_constraints` absent or one of -1, 0, 1 per feature",
     "dtypes": "every tree array is 1-d of its own dtype (int32 children and features, int8 decision types, "
@@ -119,8 +119,9 @@ def _check_header(header: Mapping[str, Any], path: str) -> tuple[dict[str, Any],
     out["average_output"] = header["average_output"]
     names, infos = header.get("feature_names"), header.get("feature_infos")
     if not isinstance(names, list) or len(names) != n_features or not all(
-            type(n) is str and n and not any(c.isspace() for c in n) for n in names):
-        raise _broken(path, "features", f"feature_names must be {n_features} names without whitespace")
+            type(n) is str and n and n.isprintable() and " " not in n for n in names):
+        # The names are written space-separated on one line of the model text, as a C string.
+        raise _broken(path, "features", f"feature_names must be {n_features} printable names without spaces")
     if not isinstance(infos, list) or len(infos) != n_features:
         raise _broken(path, "features", f"feature_infos must have {n_features} entries")
     parsed_infos = []
