@@ -226,3 +226,16 @@ def test_the_documented_snippet_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.chdir(tmp_path)
     exec(compile(snippet, "docs/lightgbm.md", "exec"), {})
     assert (tmp_path / "lgbm.apr").exists()
+
+
+def test_keyword_arguments_on_the_table_round_trip(tmp_path: Path) -> None:
+    import lightgbm as lgb
+
+    X = np.random.default_rng(0).normal(size=(120, 3))
+    kwargs = {"metric": ["l1", "l2"], "max_bin_by_feature": [10, 20, 30], "interaction_constraints": [[0, 1], [2]],
+              "extra_trees": True, "path_smooth": 0.5, "data_sample_strategy": "goss", "seed": 7}
+    model = lgb.LGBMRegressor(n_estimators=3, verbose=-1, n_jobs=1, **kwargs).fit(X, X[:, 0])
+    aprender.save(model, tmp_path / "m.apr")
+    loaded = aprender.load(tmp_path / "m.apr")
+    assert {k: loaded.get_params()[k] for k in kwargs} == kwargs
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))

@@ -14,6 +14,7 @@ neither table and is refused; threads are set with ``n_jobs``, which
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -58,6 +59,10 @@ def number(low: float = -math.inf, high: float = math.inf, *, integer: bool = Fa
     return check
 
 
+_INT = number(-(2**31), 2**31 - 1, integer=True)
+_COUNT = number(0, 2**31 - 1, integer=True)
+
+
 def choice(*values: Any) -> Check:
     return lambda value: type(value) in (str, type(None), bool) and value in values
 
@@ -79,6 +84,19 @@ def _groups(value: Any) -> bool:
         isinstance(g, (list, tuple)) and all(type(i) is int and 0 <= i < 2**31 for i in g) for g in value)
 
 
+_METRIC = re.compile(r"^[a-z0-9_@:]{1,64}$")
+
+
+def _metric(value: Any) -> bool:
+    """A metric name (``"auc"``, ``"ndcg@5"``) or a list of them: LightGBM reads them only while training."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return len(items) <= 64 and all(type(m) is str and _METRIC.match(m) for m in items)
+
+
+def _counts(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and len(value) <= 2**20 and all(_COUNT(v) for v in value)
+
+
 def _class_weight(value: Any) -> bool:
     return value is None or value == "balanced" or (
         isinstance(value, dict) and all(_real(w) for w in value.values()))
@@ -89,8 +107,6 @@ def _random_state(value: Any) -> bool:
         0, 2**32 - 1, integer=True)(value)
 
 
-_INT = number(-(2**31), 2**31 - 1, integer=True)
-_COUNT = number(0, 2**31 - 1, integer=True)
 _NONNEGATIVE = number(0)
 _FRACTION = number(0, 1)
 
@@ -135,7 +151,10 @@ KWARGS: dict[str, Check] = {
     **dict.fromkeys(["reg_sqrt", "boost_from_average", "is_unbalance", "extra_trees", "deterministic",
                      "force_col_wise", "force_row_wise", "xgboost_dart_mode", "uniform_drop", "use_missing",
                      "zero_as_missing", "feature_pre_filter", "lambdarank_norm", "first_metric_only",
-                     "bagging_by_query", "use_quantized_grad"], flag),
+                     "bagging_by_query", "use_quantized_grad", "is_provide_training_metric"], flag),
+    "metric": _metric,
+    "eval_at": _counts,
+    "max_bin_by_feature": _counts,
     "data_sample_strategy": choice("bagging", "goss"),
     "monotone_constraints_method": choice("basic", "intermediate", "advanced"),
     "monotone_constraints": _monotone,
