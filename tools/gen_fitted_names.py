@@ -47,6 +47,7 @@ VARYING = {
     "_infrequent_enabled": "encoders: checked against the categories by schemas/preprocessing.py",
     "_predict_1d": "PLS models: whether y was 1-d, which only shapes the predictions",
     "_use_validation_data": "HistGradientBoosting: whether fit held out validation rows, read by fit only",
+    "_fitted_with_feature_names": "LightGBM: whether fit saw a DataFrame; only says whether feature_names_in_ answers",
 }
 #: Seconds one fit may take before the variant is dropped.
 FIT_SECONDS = 20
