@@ -24,6 +24,7 @@ pytest.importorskip("lightgbm", reason="the lightgbm extra is not installed")
 from child import load_and_use
 from lgbm_models import models
 
+import aprender
 from aprender.codec import ModelState, to_state
 from aprender.codec.schemas._lgbm_checks import RULES
 from aprender.format import safetensors
@@ -237,3 +238,20 @@ def test_the_unedited_files_load(tmp_path: Path) -> None:
         crafted(model, lambda meta, tensors: None, path)
         cases[name] = (str(path), "m.booster_.predict(np.zeros((3, m.n_features_in_)))")
     assert set(load_and_use(cases, setup="import numpy as np\n").values()) == {"USED"}
+
+
+def test_a_member_fitted_on_another_width_breaks_its_pipelines_contract(tmp_path: Path) -> None:
+    """A Pipeline hands its LightGBM step the scaler's 3 columns: a step fitted on 2 is refused at load."""
+    import lightgbm as lgb
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from aprender.exceptions import FormatError
+
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    pipe = make_pipeline(StandardScaler(), lgb.LGBMRegressor(n_estimators=2, verbose=-1, n_jobs=1)).fit(X, X[:, 0])
+    narrow = lgb.LGBMRegressor(n_estimators=2, verbose=-1, n_jobs=1).fit(X[:, :2], X[:, 0])
+    pipe.steps[-1] = ("lgbmregressor", narrow)
+    aprender.save(pipe, tmp_path / "m.apr")
+    with pytest.raises(FormatError, match="fitted on 2 features, not the 3"):
+        aprender.load(tmp_path / "m.apr")

@@ -177,8 +177,8 @@ def parse_model(text: str, pandas_categorical: Any, path: str) -> tuple[dict[str
             columns[name].append(values)
         if fields:
             raise _refuse(path, f"tree {t} has a field aprender does not know: {sorted(fields)[0]!r}")
-    arrays = {name: np.concatenate(parts).astype(TREE_ARRAYS.get(name, (TREE_COUNTS.get(name),))[0])
-              for name, parts in columns.items()}
+    dtypes = {**TREE_COUNTS, **{name: dtype for name, (dtype, _) in TREE_ARRAYS.items()}}
+    arrays = {name: np.concatenate(parts).astype(dtypes[name]) for name, parts in columns.items()}
     return header, arrays
 
 
