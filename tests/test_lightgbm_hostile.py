@@ -182,6 +182,13 @@ CASES: dict[str, tuple[str, str, Edit]] = {
     "nested category": ("multiclass", "pandas_categorical", header("pandas_categorical", [[["a"]]])),
     "a list per feature and more": ("multiclass", "pandas_categorical",
                                     header("pandas_categorical", [["a"]] * 5)),
+    # the node itself: its fields are declared (aprender/codec/handlers/lightgbm_booster.py)
+    "an undeclared field": ("binary", "'lightgbm_booster' node has an unknown field",
+                            header("model_str", "tree\nversion=v4\n")),
+    "objective as an object": ("binary", "'lightgbm_booster' field 'objective' must be str",
+                               header("objective", {"__t__": "function", "name": "os.system"})),
+    "a tensor left out": ("binary", "'lightgbm_booster' node lacks its field 'threshold'",
+                          lambda m, t: (booster(m).pop("threshold"), t.pop(B + "threshold"))),
     # the estimator's own state against its booster
     "width disagrees": ("binary", "_n_features_in", attr("_n_features_in", 7)),
     "objective disagrees": ("binary", "_objective", attr("_objective", "regression")),

@@ -6,6 +6,7 @@ tests/support/zoo.py and the :data:`EXTRA` seeds with settings neither uses.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -92,6 +93,19 @@ EXTRA: dict[str, Callable[[], tuple[Any, Any]]] = {
     "RandomizedSearchCV-distributions": lambda: _user_model("search"),
     "IterativeImputer-posterior": lambda: _user_model("imputer"),
 }
+
+
+def _lightgbm(name: str) -> Callable[[], tuple[Any, Any]]:
+    def fit() -> tuple[Any, Any]:
+        import lgbm_models  # tests/support: LightGBM models with categorical splits, NaN, early stopping
+
+        return lgbm_models.models()[name]
+
+    return fit
+
+
+if importlib.util.find_spec("lightgbm") is not None:  # the lightgbm extra
+    EXTRA.update({f"LGBM-{name}": _lightgbm(name) for name in ("multiclass", "early_stopping", "ranker")})
 
 
 def seed_ids(zoo: bool = True, breadth: bool = True) -> list[str]:
