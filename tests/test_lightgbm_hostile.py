@@ -194,6 +194,12 @@ CASES: dict[str, tuple[str, str, Edit]] = {
     "objective disagrees": ("binary", "_objective", attr("_objective", "regression")),
     "best iteration disagrees": ("early_stopping", "_best_iteration", attr("_best_iteration", 1)),
     "class count disagrees": ("binary", "_n_classes", attr("_n_classes", 3)),
+    "threads hidden in _other_params": ("binary", "_other_params", attr("_other_params", {
+        "verbose": -1, "min_child_samples": 5, "min_data_per_group": 5, "cat_smooth": 1, "n_jobs": 10**6})),
+    "a keyword argument only in _other_params": ("binary", "_other_params", lambda m, t: attrs(m)["_other_params"]
+                                                 .__setitem__("output_model", "/tmp/owned.txt")),
+    "a regressor with 2**40 classes": ("ranker", "_n_classes", attr("_n_classes", 2**40)),
+    "2**40 positions": ("ranker", "_eval_at", attr("_eval_at", {"__t__": "tuple", "v": [2**40]})),
     # hyperparameters: LightGBM hands keyword arguments to its C++ config at predict
     "a keyword argument naming a file": ("binary", "output_model", param("output_model", "/tmp/owned.txt")),
     "threads as a keyword argument": ("binary", "num_threads", param("num_threads", 4096)),

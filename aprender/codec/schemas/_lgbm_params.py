@@ -23,7 +23,7 @@ import numpy as np
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join, preview
 
-__all__ = ["CONSTRUCTOR", "KWARGS", "OBJECTIVE_ALIASES", "check_lightgbm_params"]
+__all__ = ["CONSTRUCTOR", "KWARGS", "OBJECTIVE_ALIASES", "check_eval_at", "check_lightgbm_params", "check_other_params"]
 
 Check = Callable[[Any], bool]
 
@@ -172,3 +172,21 @@ def check_lightgbm_params(params: Mapping[str, Any], path: str) -> None:
                                          "devices and threads (but n_jobs) are refused")
         if not check(value):
             raise fail(join(path, name), f"LightGBM parameter {name!r} cannot be {preview(value, 60)}")
+
+
+def check_other_params(params: Mapping[str, Any], other: Any, path: str) -> None:
+    """``_other_params`` (what ``get_params`` and every ``predict`` read the keyword arguments from) holds
+    every keyword argument among ``params`` and, as LightGBM's ``set_params`` leaves it, perhaps some
+    constructor parameters, each with its value in ``params`` (which :func:`check_lightgbm_params` checked)."""
+    extra = {name for name in params if name not in CONSTRUCTOR}
+    if not isinstance(other, dict) or not extra <= set(other) <= set(params) or any(
+            type(value) is not type(params[name]) or repr(value) != repr(params[name])
+            for name, value in other.items()):
+        raise fail(join(path, "_other_params"), "must hold the keyword arguments among the parameters, "
+                                                f"{preview(sorted(extra), 80)}, with their values")
+
+
+def check_eval_at(value: Any, path: str) -> None:
+    """A ranker's ``_eval_at``, which ``predict`` passes to LightGBM: a few positions."""
+    if not isinstance(value, (list, tuple)) or len(value) > 64 or not all(_COUNT(v) for v in value):
+        raise fail(join(path, "_eval_at"), f"must be at most 64 positions, found {preview(value, 60)}")

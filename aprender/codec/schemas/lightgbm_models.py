@@ -20,7 +20,12 @@ from aprender.codec import ModelType, Spec
 from aprender.codec._checks import fail, require
 from aprender.codec._nodes import preview
 from aprender.codec._optional import require as require_library
-from aprender.codec.schemas._lgbm_params import OBJECTIVE_ALIASES, check_lightgbm_params
+from aprender.codec.schemas._lgbm_params import (
+    OBJECTIVE_ALIASES,
+    check_eval_at,
+    check_lightgbm_params,
+    check_other_params,
+)
 from aprender.codec.schemas._lgbm_text import MULTICLASS
 
 lightgbm = require_library("lightgbm")
@@ -65,6 +70,11 @@ def _check(classifier: bool) -> Any:
         """Hyperparameters on LightGBM's tables; the booster's features, classes, objective and best
         iteration agree with the estimator's own."""
         check_lightgbm_params(params, path)
+        # What predict hands LightGBM besides the parameters: the keyword arguments, the objective, the
+        # class count (above 2) and a ranker's positions, each read from a fitted attribute.
+        check_other_params(params, attrs.get("_other_params"), path)
+        if "_eval_at" in attrs:
+            check_eval_at(attrs["_eval_at"], path)
         if "fitted_" not in attrs:  # an unfitted template (a search's ``estimator``): no booster to check
             if attrs.get("_Booster") is not None:
                 raise fail(path, "an unfitted LightGBM estimator (no 'fitted_') cannot hold a booster")
@@ -86,6 +96,8 @@ def _check(classifier: bool) -> Any:
             raise fail(path, f"'_best_iteration' is {attrs['_best_iteration']}, the booster's {booster.best_iteration}")
         if classifier:
             _check_classes(attrs, booster.num_model_per_iteration(), name, path)
+        elif attrs["_n_classes"] != -1:
+            raise fail(path, f"a regressor's '_n_classes' is -1, found {attrs['_n_classes']}")
     return check_lightgbm
 
 
