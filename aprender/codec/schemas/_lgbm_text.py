@@ -209,10 +209,6 @@ def format_feature_info(info: tuple[float, float] | list[int] | None) -> str:
     return ":".join(map(str, info))
 
 
-def _join(values: np.ndarray) -> str:
-    return " ".join(map(repr, values.tolist()))
-
-
 def write_model(header: Mapping[str, Any], arrays: Mapping[str, np.ndarray], offsets: Mapping[str, np.ndarray]) -> str:
     """LightGBM model text from checked header values and arrays.
 
@@ -231,16 +227,17 @@ def write_model(header: Mapping[str, Any], arrays: Mapping[str, np.ndarray], off
     lines.append("")
     num_leaves, num_cat = arrays["num_leaves"].tolist(), arrays["num_cat"].tolist()
     shrinkage = arrays["shrinkage"].tolist()
+    # Each array's numbers written once, then sliced tree by tree.
+    texts = {name: list(map(repr, arrays[name].tolist())) for name in TREE_ARRAYS}
     for t in range(len(num_leaves)):
         lines += [f"Tree={t}", f"num_leaves={num_leaves[t]}", f"num_cat={num_cat[t]}"]
         for name, (_, per) in TREE_ARRAYS.items():
             if per in ("cat", "word") and num_cat[t] == 0:
                 continue
-            begin, end = offsets[per][t], offsets[per][t + 1]
-            values = arrays[name][begin:end]
-            if name == "leaf_weight" and num_leaves[t] == 1:
-                values = values[:0]
-            lines.append(f"{name}={_join(values)}")
+            begin, end = int(offsets[per][t]), int(offsets[per][t + 1])
+            if name == "leaf_weight" and num_leaves[t] == 1:  # LightGBM writes none for a lone leaf
+                begin = end
+            lines.append(f"{name}={' '.join(texts[name][begin:end])}")
         lines += ["is_linear=0", f"shrinkage={shrinkage[t]!r}", "", ""]
     # The objective's name among the parameters, as LightGBM writes it: the rebuilt booster's ``params``.
     lines += ["end of trees", "", "parameters:", f"[objective: {header['objective'][0]}]", "end of parameters", "",
