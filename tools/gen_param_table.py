@@ -50,17 +50,19 @@ NOT_SIZES = frozenset(["random_state", "verbose", "norm_order", "min_df", "max_d
                        "min_samples_leaf", "min_samples_split", "min_samples", "min_cluster_size",
                        "min_features_to_select", "min_bin_freq", "k", "top_k", "step",
                        "validation_fraction", "thresholds", "max_features", "max_categories"])
-#: LightGBM's estimators have no ``_parameter_constraints``: their ``checked`` parameters are checked
-#: by aprender/codec/schemas/_lgbm_params.py (CONSTRUCTOR), which refuses any keyword argument off its table.
+#: LightGBM's estimators have no ``_parameter_constraints``. Reviewed by name: counts that size a later
+#: fit's work are ``sizes``; ``n_jobs`` ``resource`` (its PARAM_RULE); every other one ``checked`` by
+#: aprender/codec/schemas/_lgbm_params.py (CONSTRUCTOR), which also refuses any keyword argument off its
+#: table. A parameter a new LightGBM adds is a KeyError.
 LIGHTGBM_KINDS = {
     "boosting_type": "checked", "objective": "checked", "num_leaves": "sizes", "max_depth": "sizes",
     "learning_rate": "checked", "n_estimators": "sizes", "subsample_for_bin": "sizes", "min_split_gain": "checked",
     "min_child_weight": "checked", "min_child_samples": "checked", "subsample": "checked",
     "subsample_freq": "checked", "colsample_bytree": "checked", "reg_alpha": "checked", "reg_lambda": "checked",
-    "n_jobs": "resource", "importance_type": "checked", "class_weight": "checked",
+    "n_jobs": "resource", "importance_type": "checked", "class_weight": "checked", "random_state": "checked",
 }
 #: Parameters the constraints leave open (classes without ``_parameter_constraints`` entries).
-OVERRIDES = {**LIGHTGBM_KINDS,
+OVERRIDES = {
     "copy_X_train": "checked", "warm_start": "checked", "verbose": "checked", "transformer_weights": "checked",
     "verbose_feature_names_out": "checked", "optimizer": "path", "n_restarts_optimizer": "sizes",
     "max_iter_predict": "sizes", "random_state": "checked", "dtype": "checked", "fill_value": "checked",
@@ -113,7 +115,8 @@ def classify() -> dict[str, dict[str, str]]:
             if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
             given = constraints.get(name, [])
-            kinds[name] = _kind(name, [given] if isinstance(given, str) else list(given), resource_names)
+            kinds[name] = LIGHTGBM_KINDS[name] if entry.key.startswith("lightgbm.") else _kind(
+                name, [given] if isinstance(given, str) else list(given), resource_names)
         table[entry.key] = kinds
     return table
 
