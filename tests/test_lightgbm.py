@@ -239,3 +239,21 @@ def test_keyword_arguments_on_the_table_round_trip(tmp_path: Path) -> None:
     loaded = aprender.load(tmp_path / "m.apr")
     assert {k: loaded.get_params()[k] for k in kwargs} == kwargs
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+def test_category_strings_come_back_exactly(tmp_path: Path) -> None:
+    """pandas ``category`` columns are matched to codes by their category lists: every string must survive."""
+    import lightgbm as lgb
+    import pandas as pd
+
+    names = ["a b", "naïve", 'say "hi"', "line\nbreak", "1", "pandas_categorical:[]", "\u2603"]
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"c": pd.Categorical(rng.choice(names, size=300), categories=names),
+                      "x": rng.normal(size=300)})
+    y = (X["c"].cat.codes.to_numpy() % 2) + (X["x"].to_numpy() > 0)
+    model = lgb.LGBMRegressor(n_estimators=3, verbose=-1, n_jobs=1, min_child_samples=5,
+                              min_data_per_group=5, cat_smooth=1).fit(X, y)
+    aprender.save(model, tmp_path / "m.safetensors")
+    loaded = aprender.load(tmp_path / "m.safetensors")
+    assert loaded.booster_.pandas_categorical == [names]
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))

@@ -32,7 +32,9 @@ _ARRAYS = (*TREE_COUNTS, *TREE_ARRAYS)
 def booster_arrays(booster: Any, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The header values and tree arrays of ``booster``'s text model (every iteration it holds)."""
     text = booster.model_to_string(num_iteration=-1)
-    categorical = json.loads(text.rpartition("pandas_categorical:")[2])  # what LightGBM itself reloads
+    # The categories as LightGBM itself reloads them: the JSON of the text's last line.
+    last = text.rstrip().rpartition("\n")[2]
+    categorical = json.loads(last.partition(":")[2]) if last.startswith("pandas_categorical:") else None
     return parse_model(text, categorical, path)
 
 
