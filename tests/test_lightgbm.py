@@ -257,3 +257,25 @@ def test_category_strings_come_back_exactly(tmp_path: Path) -> None:
     loaded = aprender.load(tmp_path / "m.safetensors")
     assert loaded.booster_.pandas_categorical == [names]
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+@pytest.mark.parametrize("params", [
+    {"boosting_type": "dart"}, {"data_sample_strategy": "goss"}, {"objective": "tweedie"},
+    {"objective": "quantile", "alpha": 0.3}, {"objective": "cross_entropy"}, {"objective": "gamma"},
+    {"objective": "mae"}, {"zero_as_missing": True}, {"class_weight": "balanced"},
+], ids=lambda p: "-".join(f"{k}={v}" for k, v in p.items()))
+def test_objectives_and_boosting_modes_by_name(params: dict[str, Any], tmp_path: Path) -> None:
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    X[::5, 1] = np.nan
+    if "class_weight" in params:
+        model = lgb.LGBMClassifier(n_estimators=3, verbose=-1, n_jobs=1, **params).fit(X, X[:, 0] > 0.3)
+    else:
+        target = np.abs(X[:, 0]) + 0.1 if params.get("objective") != "cross_entropy" else (X[:, 0] > 0) * 1.0
+        model = lgb.LGBMRegressor(n_estimators=3, verbose=-1, n_jobs=1, **params).fit(X, target)
+    aprender.save(model, tmp_path / "m.gguf")
+    loaded = aprender.load(tmp_path / "m.gguf")
+    np.testing.assert_array_equal(loaded.predict(X, raw_score=True), model.predict(X, raw_score=True))
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
