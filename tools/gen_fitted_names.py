@@ -50,6 +50,7 @@ VARYING = {
     "_infrequent_enabled": "encoders: checked against the categories by schemas/preprocessing.py",
     "_predict_1d": "PLS models: whether y was 1-d, which only shapes the predictions",
     "_use_validation_data": "HistGradientBoosting: whether fit held out validation rows, read by fit only",
+    "_fitted_with_feature_names": "LightGBM: whether fit saw a DataFrame; only says whether feature_names_in_ answers",
 }
 #: Seconds one fit may take before the variant is dropped.
 FIT_SECONDS = 20
@@ -256,6 +257,17 @@ def _fit_xgboost(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool
             names, flags)
 
 
+def _fit_lightgbm(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]]) -> None:
+    """LightGBM's estimators, alone and nested, each feature once (when installed)."""
+    try:
+        import lgbm_models
+    except ImportError:  # the lightgbm extra is not installed
+        return
+    for est, X in [*lgbm_models.models().values(), *lgbm_models.nested().values()]:
+        _use(est, X)
+        _record(est, names, flags)
+
+
 def _golden(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]]) -> None:
     """The names in the golden files of earlier releases: real fits of those releases."""
     from state_edit import estimator_nodes
@@ -321,6 +333,7 @@ def table() -> str:
     _fit_all(names, flags)
     _fit_zoo(names, flags)
     _fit_xgboost(names, flags)
+    _fit_lightgbm(names, flags)
     _golden(names, flags)
     _documented_names(names)
     return _render(names, _checked(flags))

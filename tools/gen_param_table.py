@@ -50,6 +50,17 @@ NOT_SIZES = frozenset(["random_state", "verbose", "norm_order", "min_df", "max_d
                        "min_samples_leaf", "min_samples_split", "min_samples", "min_cluster_size",
                        "min_features_to_select", "min_bin_freq", "k", "top_k", "step",
                        "validation_fraction", "thresholds", "max_features", "max_categories"])
+#: LightGBM's estimators have no ``_parameter_constraints``. Reviewed by name: counts that size a later
+#: fit's work are ``sizes``; ``n_jobs`` ``resource`` (its PARAM_RULE); every other one ``checked`` by
+#: aprender/codec/schemas/_lgbm_params.py (CONSTRUCTOR), which also refuses any keyword argument off its
+#: table. A parameter a new LightGBM adds is a KeyError.
+LIGHTGBM_KINDS = {
+    "boosting_type": "checked", "objective": "checked", "num_leaves": "sizes", "max_depth": "sizes",
+    "learning_rate": "checked", "n_estimators": "sizes", "subsample_for_bin": "sizes", "min_split_gain": "checked",
+    "min_child_weight": "checked", "min_child_samples": "checked", "subsample": "checked",
+    "subsample_freq": "checked", "colsample_bytree": "checked", "reg_alpha": "checked", "reg_lambda": "checked",
+    "n_jobs": "resource", "importance_type": "checked", "class_weight": "checked", "random_state": "checked",
+}
 #: Parameters the constraints leave open (classes without ``_parameter_constraints`` entries).
 OVERRIDES = {
     "copy_X_train": "checked", "warm_start": "checked", "verbose": "checked", "transformer_weights": "checked",
@@ -162,8 +173,10 @@ def classify() -> dict[str, dict[str, str]]:
         kinds = {}
         for name in constructor_parameters(entry.cls):
             given = constraints.get(name, [])
-            # CatBoost's parameters are reviewed one by one, whatever their names say elsewhere
-            kinds[name] = CATBOOST_KINDS[name] if entry.key.startswith("catboost.") else _kind(
+            # CatBoost's and LightGBM's parameters are reviewed one by one, whatever their names say elsewhere
+            reviewed = CATBOOST_KINDS if entry.key.startswith("catboost.") else (
+                LIGHTGBM_KINDS if entry.key.startswith("lightgbm.") else None)
+            kinds[name] = reviewed[name] if reviewed is not None else _kind(
                 name, [given] if isinstance(given, str) else list(given), resource_names, foreign)
         table[entry.key] = kinds
     return table

@@ -144,6 +144,19 @@ def _optional_seeds() -> dict[str, Callable[[], tuple[Any, Any]]]:
 EXTRA.update(_optional_seeds())
 
 
+def _lightgbm(name: str) -> Callable[[], tuple[Any, Any]]:
+    def fit() -> tuple[Any, Any]:
+        import lgbm_models  # tests/support: LightGBM models with categorical splits, NaN, early stopping
+
+        return lgbm_models.models()[name]
+
+    return fit
+
+
+if importlib.util.find_spec("lightgbm") is not None:  # the lightgbm extra
+    EXTRA.update({f"LGBM-{name}": _lightgbm(name) for name in ("multiclass", "early_stopping", "ranker")})
+
+
 def seed_ids(zoo: bool = True, breadth: bool = True) -> list[str]:
     """``zoo:<case id>`` for every zoo case, ``sk:<key>`` for every scikit-learn instance, ``extra:<name>``."""
     _tests_on_path()

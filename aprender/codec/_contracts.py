@@ -55,11 +55,16 @@ def _stored(est: Any, name: str) -> Any:
 def _width(est: Any) -> int | None:
     """The input width ``est`` was fitted on, or None when it does not record one."""
     n = _stored(est, "n_features_in_")
+    if n is None:  # LightGBM's estimators store ``_n_features_in`` (-1 unfitted); ``n_features_in_`` is a property
+        n = _stored(est, "_n_features_in")
+        n = n if isinstance(n, (int, np.integer)) and n >= 0 else None
     return int(n) if isinstance(n, (int, np.integer)) else None
 
 
 def _n_classes(est: Any) -> int | None:
     classes = _stored(est, "classes_")
+    if classes is None:  # LightGBM's estimators store ``_classes``; ``classes_`` is a property
+        classes = _stored(est, "_classes")
     if isinstance(classes, np.ndarray) and classes.ndim == 1:
         return len(classes)
     return None

@@ -41,7 +41,8 @@ REFUSED: dict[str, Refused] = {
     ),
     "unregistered-class": Refused(
         "an estimator class that is neither scikit-learn's nor aprender's nor on the allow-list of a library's "
-        "schema (your own; XGBoost's are listed, docs/boosting.md)",
+        "schema (your own, another library's; XGBoost's, LightGBM's and CatBoost's are listed: docs/boosting.md, "
+        "docs/lightgbm.md, docs/catboost.md)",
         "classes are rebuilt only from the allow-list, never imported by a name a file holds",
         "`aprender.register_estimator(cls)` in every process that saves or loads it",
     ),

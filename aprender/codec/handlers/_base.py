@@ -65,6 +65,7 @@ TAG_MODULES: dict[str, str] = {
     "sklearn_tree": "tree",
     "catboost_booster": "catboost_booster",
     "xgboost_booster": "xgboost_booster",
+    "lightgbm_booster": "lightgbm_booster",
 }
 
 #: Handler module -> the modules its handlers' types are defined under (a prefix covers
@@ -91,6 +92,7 @@ TYPE_ROOTS: dict[str, tuple[str, ...]] = {
     "std": ("builtins", "numpy"),
     "tree": ("sklearn.tree",),
     "xgboost_booster": ("xgboost",),
+    "lightgbm_booster": ("lightgbm",),
 }
 _ORDER = {tag: i for i, tag in enumerate(TAG_MODULES)}
 

@@ -90,11 +90,21 @@ _XGBOOST = Reach("`_Booster` (every tree's node arrays, categorical splits, cate
                  "count whole rounds of outputs x parallel trees; objective and setting strings from tables; the "
                  "booster is rebuilt from UBJSON aprender writes; `schemas/xgboost_models.py`: the estimator's class "
                  "count and objective agree with it")
+_LIGHTGBM = Reach("`_Booster`: every tree's node arrays, categorical bitsets, objective, feature infos, "
+                  "`pandas_categorical`; the estimator's keyword arguments (LightGBM's predict config)",
+                  "LightGBM's C++ model parser and predictor (`lightgbm.Booster(model_str=...)`)", "schema",
+                  "`handlers/lightgbm_booster.py`, `schemas/_lgbm_checks.py` (the rule table below: children "
+                  "acyclic and each node and leaf reached once, features below the width and of the split's kind, "
+                  "finite values, bitsets within the category count, tree count per class), then LightGBM parses "
+                  "only text aprender writes; `schemas/_lgbm_params.py`: every parameter on a table")
 #: class key -> what reaches compiled code and what guards it.
 COMPILED: dict[str, Reach] = {
     "catboost.core.CatBoostClassifier": _CATBOOST,
     "catboost.core.CatBoostRanker": _CATBOOST,
     "catboost.core.CatBoostRegressor": _CATBOOST,
+    "lightgbm.sklearn.LGBMClassifier": _LIGHTGBM,
+    "lightgbm.sklearn.LGBMRegressor": _LIGHTGBM,
+    "lightgbm.sklearn.LGBMRanker": _LIGHTGBM,
     "sklearn.tree.DecisionTreeClassifier": _TREE,
     "sklearn.tree.DecisionTreeRegressor": _TREE,
     "sklearn.tree.ExtraTreeClassifier": _TREE,
