@@ -95,4 +95,8 @@ MAX_INFERENCE_COUNT = {"sample_steps": 32, "max_iter_predict": 2**16, "transform
 #: problem: LinearSVC at C=1e100 and intercept_scaling=1e80, LogisticRegression(liblinear) at
 #: C=1e100); scikit-learn's gallery searches C up to 1e10. libsvm's fit time grows with C below
 #: the bound too (SVR at C=1e10 runs for minutes): a refit cost, like a count of work.
-MAX_SOLVER_SCALE = {"C": 1e30, "Cs": 1e30, "intercept_scaling": 1e30}
+#: TSNE's ``early_exaggeration`` and ``learning_rate`` multiply into its float32 Barnes-Hut
+#: positions: at 1e50 each, or 1e25 both, a refit crashes (SIGSEGV); 1e12 keeps their product far
+#: inside float32, and every real learning rate (boosting's too) far below.
+MAX_SOLVER_SCALE = {"C": 1e30, "Cs": 1e30, "intercept_scaling": 1e30, "early_exaggeration": 1e12,
+                    "learning_rate": 1e12}

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 from sklearn.kernel_approximation import AdditiveChi2Sampler
 from sklearn.kernel_ridge import KernelRidge
-from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV, TheilSenRegressor
+from sklearn.manifold import TSNE
+from sklearn.multiclass import OutputCodeClassifier
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import SVC, SVR, LinearSVC
 
@@ -150,7 +152,10 @@ def test_counts_of_work_are_bounded(tmp_path):
     (lambda: LogisticRegression(solver="liblinear"), {"C": float("inf")}),
     (lambda: SVR(), {"C": 1e300}),
     (lambda: LogisticRegressionCV(Cs=[0.1, 1.0], solver="liblinear", cv=2), {"Cs": [0.1, 1e100]}),
-], ids=["linearsvc-C", "linearsvc-intercept-scaling", "liblinear-inf", "svr", "cv-grid"])
+    (lambda: TSNE(perplexity=5), {"early_exaggeration": 1e50}),
+    (lambda: TSNE(perplexity=5), {"learning_rate": 1e300}),
+], ids=["linearsvc-C", "linearsvc-intercept-scaling", "liblinear-inf", "svr", "cv-grid", "tsne-exaggeration",
+        "tsne-learning-rate"])
 def test_solver_scales_past_where_liblinear_returns_are_refused(tmp_path, make, changes):
     est = make().fit(X, Y % 2)
     (name,) = changes
@@ -159,16 +164,19 @@ def test_solver_scales_past_where_liblinear_returns_are_refused(tmp_path, make, 
     assert f"at most {_limits.MAX_SOLVER_SCALE[name]:g} in magnitude" in str(err)
 
 
-def test_liblinear_returns_at_the_solver_scale_bound() -> None:
-    """The bound is inside where the solvers terminate: a refit at it returns (in a child, so a hang fails)."""
+def test_solvers_return_at_the_solver_scale_bounds() -> None:
+    """The bounds are inside where the solvers terminate: a refit at them returns (in a child, so a hang or
+    crash fails)."""
     import subprocess
 
-    bound = _limits.MAX_SOLVER_SCALE["C"]
+    bound, tsne = _limits.MAX_SOLVER_SCALE["C"], _limits.MAX_SOLVER_SCALE["early_exaggeration"]
+    assert _limits.MAX_SOLVER_SCALE["learning_rate"] == tsne
     code = ("import warnings; warnings.simplefilter('ignore'); from sklearn.datasets import load_iris; "
             "from sklearn.svm import LinearSVC; from sklearn.linear_model import LogisticRegression; "
-            "X, y = load_iris(return_X_y=True); "
+            "from sklearn.manifold import TSNE; X, y = load_iris(return_X_y=True); "
             f"LinearSVC(C={bound!r}, intercept_scaling={bound!r}).fit(X, y); "
             f"LogisticRegression(C={bound!r}, intercept_scaling={bound!r}, solver='liblinear').fit(X, y > 0); "
+            f"TSNE(perplexity=5, early_exaggeration={tsne!r}, learning_rate={tsne!r}).fit(X[::3]); "
             "print('returned')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.stdout.strip() == "returned", done.stderr[-500:]
@@ -177,6 +185,17 @@ def test_liblinear_returns_at_the_solver_scale_bound() -> None:
 def test_gallery_sized_solver_scales_load(tmp_path):  # plot_rbf_parameters searches C up to 1e10
     est = SVC(C=1e10, gamma=1e-3).fit(X, Y)
     np.testing.assert_array_equal(_roundtrip(est, tmp_path).predict(X), est.predict(X))
+
+
+@pytest.mark.parametrize(("make", "name"), [
+    (lambda: TheilSenRegressor(max_subpopulation=100, random_state=0), "max_subpopulation"),
+    (lambda: OutputCodeClassifier(LogisticRegression(), code_size=1.5, random_state=0), "code_size"),
+])
+def test_real_valued_counts_of_work_are_bounded(tmp_path, make, name):  # TheilSen's 1e300 spun a refit forever
+    est = make().fit(X, Y)
+    np.testing.assert_array_equal(_roundtrip(est, tmp_path).predict(X), est.predict(X))
+    err = _crafted(est, tmp_path, **{name: 1e300})
+    assert name in str(err) and f"at most {_limits.MAX_WORK_COUNT}" in str(err)
 
 
 def test_a_backtracking_token_pattern_is_refused(tmp_path):

@@ -16,8 +16,9 @@ and :func:`check_params` applies its rule before the estimator is built:
 - ``resource``: :data:`PARAM_RULES` (checked by the decoder for every class) and the
   regular-expression rule of :mod:`aprender.codec._regex`.
 
-Whatever their kind, the regularization scales libsvm and liblinear iterate with are at most
-:data:`aprender._limits.MAX_SOLVER_SCALE`: past it a refit never returns.
+Whatever their kind, the scales compiled solvers iterate with (libsvm's and liblinear's ``C``,
+TSNE's exaggeration and learning rate) are at most :data:`aprender._limits.MAX_SOLVER_SCALE`:
+past it a refit never returns, or crashes.
 """
 
 from __future__ import annotations
@@ -153,8 +154,11 @@ def _sizes(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str,
     cap = _limits.MAX_INFERENCE_COUNT.get(name, _limits.MAX_WORK_COUNT)
     if isinstance(value, np.ndarray):  # a grid of values (RidgeCV's alphas): only integer ones count work
         value = [value.max()] if value.dtype.kind in "iu" and value.size else []
+    # A float counts too when it is the whole value (TheilSen's max_subpopulation); in a list of
+    # values (a grid of alphas) only integers count work.
+    counts = (int, np.integer) if isinstance(value, (list, tuple)) else (int, float, np.integer, np.floating)
     for item in value if isinstance(value, (list, tuple)) else (value,):
-        if isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)) and item > cap:
+        if isinstance(item, counts) and not isinstance(item, (bool, np.bool_)) and not item <= cap:
             raise fail(join(path, name), f"counts work: at most {cap}, found {preview(item, 40)} "
                               f"(aprender._limits bounds it; raise the bound to load a larger one)")
 
@@ -183,8 +187,9 @@ def _scales(params: Mapping[str, Any], path: str) -> None:
             if isinstance(item, (int, float, np.number)) and not isinstance(item, (bool, np.bool_)) \
                     and not abs(item) <= bound:
                 raise fail(join(path, name), f"a solver scale: at most {bound:g} in magnitude, found "
-                                             f"{preview(item, 40)} (liblinear does not return past about 1e50; "
-                                             "aprender._limits bounds it, raise the bound to load a larger one)")
+                                             f"{preview(item, 40)} (past it liblinear does not return and TSNE "
+                                             "crashes; aprender._limits bounds it, raise the bound to load a larger "
+                                             "one)")
 
 
 _Rule = Callable[[str, Any, Mapping[str, Any], Mapping[str, Any], Trust, str], None]

@@ -1495,7 +1495,7 @@ KINDS: dict[str, dict[str, str]] = {
     },
     'aprender.linear_model.TheilSenRegressor': {
         'fit_intercept': 'checked',
-        'max_subpopulation': 'checked',
+        'max_subpopulation': 'sizes',
         'n_subsamples': 'checked',
         'max_iter': 'sizes',
         'tol': 'checked',
@@ -1713,7 +1713,7 @@ KINDS: dict[str, dict[str, str]] = {
     },
     'aprender.multiclass.OutputCodeClassifier': {
         'estimator': 'estimator',
-        'code_size': 'checked',
+        'code_size': 'sizes',
         'random_state': 'checked',
         'n_jobs': 'resource',
     },
@@ -4146,7 +4146,7 @@ KINDS: dict[str, dict[str, str]] = {
     },
     'sklearn.linear_model.TheilSenRegressor': {
         'fit_intercept': 'checked',
-        'max_subpopulation': 'checked',
+        'max_subpopulation': 'sizes',
         'n_subsamples': 'checked',
         'max_iter': 'sizes',
         'tol': 'checked',
@@ -4382,7 +4382,7 @@ KINDS: dict[str, dict[str, str]] = {
     },
     'sklearn.multiclass.OutputCodeClassifier': {
         'estimator': 'estimator',
-        'code_size': 'checked',
+        'code_size': 'sizes',
         'random_state': 'checked',
         'n_jobs': 'resource',
     },
