@@ -14,6 +14,8 @@ under the running scikit-learn and compares outputs bit for bit.
     python tools/make_golden.py --matrix             # load every file under every version: the matrix
     python tools/make_golden.py --lower-bound-venv   # the oldest version's venv with this checkout installed:
                                                      # print its python (.ci/run tests the lower bound there)
+    python tools/make_golden.py --boosters           # XGBoost, LightGBM and CatBoost files under their previous
+                                                     # releases (BOOSTER_PINS), into tests/data/compat-boosters/
 
 Recipes use only what every supported scikit-learn version has, fit small models on
 small data, and never change once their files are committed (add new ones instead):
@@ -49,6 +51,12 @@ LOWER_BOUND = "1.6.1"
 #: Besides the pins: aprender's core dependencies, pandas for the DataFrame recipes, pytest.
 EXTRA = ("pytest",)
 
+#: The previous release of each gradient-boosting library aprender stores the estimators of (the
+#: newest installable for CatBoost, whose 1.1 has no wheel for this Python): their files must load
+#: identically under the newest release (tests/test_compat_boosters.py).
+BOOSTER_PINS = ("xgboost==3.1.3", "lightgbm==4.6.0", "catboost==1.2.8")
+BOOSTERS_OUT = REPO / "tests" / "data" / "compat-boosters"
+
 #: Inference methods recorded when a model has them (tests/support/zoo.py's list).
 METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function", "transform",
            "score_samples", "kneighbors")
@@ -81,6 +89,25 @@ def venv_python(version: str, *, with_checkout: bool = False) -> Path:
         return python
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
     subprocess.run([*pip, *checkout, *pins, *_core_dependencies(), *EXTRA], check=True, stdout=sys.stderr)
+    return python
+
+
+def booster_venv() -> Path:
+    """The python of a venv with the running scikit-learn and numpy and :data:`BOOSTER_PINS` (built once)."""
+    import numpy as np
+    import sklearn
+
+    venv = VENVS / "boosters-prev"
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", "import xgboost, lightgbm, catboost, pandas, safetensors; "
+             "print(xgboost.__version__, lightgbm.__version__, catboost.__version__)"]
+    wanted = " ".join(pin.partition("==")[2] for pin in BOOSTER_PINS)
+    if python.exists() and subprocess.run(probe, capture_output=True, text=True).stdout.strip() == wanted:
+        return python
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *BOOSTER_PINS,
+                    f"scikit-learn=={sklearn.__version__}", f"numpy=={np.__version__}", "pandas",
+                    *_core_dependencies(), *EXTRA], check=True, stdout=sys.stderr)
     return python
 
 
@@ -230,6 +257,36 @@ def recipes() -> dict[str, Callable[[dict[str, Any]], tuple[Any, Any]]]:
     }
 
 
+def booster_recipes() -> dict[str, Callable[[dict[str, Any]], tuple[Any, Any]]]:
+    """name -> (data -> (fitted estimator, inference input)) for XGBoost, LightGBM and CatBoost."""
+    import catboost
+    import lightgbm
+    import numpy as np
+    import xgboost
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    def coded(d: dict) -> Any:  # a categorical column of integer codes, and missing values
+        X = d["nan"].copy()
+        X[:, 0] = np.digitize(d["iris"][0][:, 0], [5.0, 6.0, 7.0])
+        return X
+
+    small = {"n_estimators": 6, "num_leaves": 7, "min_child_samples": 5, "verbose": -1}
+    cat = {"iterations": 6, "depth": 3, "verbose": 0, "allow_writing_files": False, "random_seed": 0}
+    return {
+        "XGBClassifier-nan": lambda d: (xgboost.XGBClassifier(n_estimators=6, max_depth=3).fit(
+            d["nan"], d["iris"][1]), d["nan"][::5]),
+        "XGBRegressor-pipeline": lambda d: (make_pipeline(StandardScaler(), xgboost.XGBRegressor(
+            n_estimators=6, max_depth=3)).fit(*d["diabetes"]), d["diabetes"][0][:12]),
+        "LGBMClassifier-categorical": lambda d: (lightgbm.LGBMClassifier(**small).fit(
+            coded(d), d["names"], categorical_feature=[0]), coded(d)[::5]),
+        "LGBMRegressor": lambda d: (lightgbm.LGBMRegressor(**small).fit(*d["diabetes"]), d["diabetes"][0][:12]),
+        "CatBoostClassifier-strings": lambda d: (catboost.CatBoostClassifier(**cat).fit(d["nan"], d["names"]),
+                                                 d["nan"][::5]),
+        "CatBoostRegressor": lambda d: (catboost.CatBoostRegressor(**cat).fit(*d["diabetes"]), d["diabetes"][0][:12]),
+    }
+
+
 # -- saving (run inside the venv) ------------------------------------------------------------
 
 def as_arrays(prefix: str, value: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -257,8 +314,10 @@ def plain(array: Any) -> Any:
     return array.astype(str) if array.dtype.kind == "O" else array
 
 
-def save_here(out: Path) -> None:
-    """Fit every recipe under this interpreter's scikit-learn and write its files into ``out``."""
+def save_here(out: Path, boosters: bool = False) -> None:
+    """Fit every recipe (``boosters``: of :func:`booster_recipes`) under this interpreter and write its files."""
+    import importlib
+
     import numpy as np
     import scipy
     import sklearn
@@ -269,7 +328,10 @@ def save_here(out: Path) -> None:
     data = _data()
     manifest: dict[str, Any] = {"sklearn": sklearn.__version__, "numpy": np.__version__, "scipy": scipy.__version__,
                                 "python": platform.python_version(), "cases": {}}
-    for name, recipe in recipes().items():
+    if boosters:
+        manifest["libraries"] = {pin.partition("==")[0]: importlib.import_module(pin.partition("==")[0]).__version__
+                                 for pin in BOOSTER_PINS}
+    for name, recipe in (booster_recipes() if boosters else recipes()).items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence and deprecation warnings of short fits
             est, X = recipe(data)
@@ -315,8 +377,12 @@ def load_input(arrays: Any, record: dict[str, Any]) -> Any:
     return X.astype(object) if record.get("dtype") == "|O" else X
 
 
-def check_outputs(model: Any, folder: Path, case: str) -> None:
-    """``model`` reproduces every recorded output of ``case`` (AssertionError naming the first that differs)."""
+def check_outputs(model: Any, folder: Path, case: str, *, new_methods: bool = False) -> None:
+    """``model`` reproduces every recorded output of ``case`` (AssertionError naming the first that differs).
+
+    ``new_methods`` accepts inference methods the saving release did not have (LightGBM 4.7's
+    classifiers gained ``decision_function``); by default the model has exactly the recorded ones.
+    """
     import numpy as np
     import scipy
 
@@ -324,7 +390,8 @@ def check_outputs(model: Any, folder: Path, case: str) -> None:
     record = manifest["cases"][case]
     same_libraries = (manifest["numpy"], manifest.get("scipy")) == (np.__version__, scipy.__version__)
     assert f"{type(model).__module__}.{type(model).__qualname__}" == record["class"]
-    assert sorted(record["methods"]) == sorted(m for m in METHODS if hasattr(model, m))
+    has = {m for m in METHODS if hasattr(model, m)}
+    assert set(record["methods"]) <= has if new_methods else set(record["methods"]) == has, sorted(has)
     with np.load(folder / f"{case}.npz", allow_pickle=False) as arrays:
         X = load_input(arrays, record["input"])
         for method, expected in record["methods"].items():
@@ -404,6 +471,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--versions", nargs="*", default=[*PINS, "current"],
                         help="scikit-learn versions (from: %(default)s); 'current' is this interpreter's")
     parser.add_argument("--save-into", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--boosters", action="store_true",
+                        help="write the gradient-boosting libraries' files under their previous releases instead")
     parser.add_argument("--check-here", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--matrix", action="store_true",
                         help="load every golden file under every version and print the markdown matrix")
@@ -411,7 +480,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="install this checkout in the oldest supported version's venv, print its python")
     args = parser.parse_args(argv)
     if args.save_into is not None:
-        save_here(args.save_into)
+        save_here(args.save_into, boosters=args.boosters)
+        return 0
+    if args.boosters:
+        folder = BOOSTERS_OUT / "_".join(pin.replace("==", "-") for pin in BOOSTER_PINS)
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        subprocess.run([str(booster_venv()), __file__, "--boosters", "--save-into", str(folder)], check=True, env=env)
+        print(f"wrote {folder}")
         return 0
     if args.check_here:
         print(json.dumps(check_here(OUT)))
