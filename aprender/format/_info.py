@@ -7,12 +7,14 @@ is needed, so an encrypted or huge file can be inspected cheaply.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aprender.codec import ModelType
+from aprender.exceptions import MissingDependencyError
 
-__all__ = ["ModelInfo", "TensorInfo", "ValidationReport"]
+__all__ = ["ModelInfo", "TensorInfo", "ValidationReport", "rebuilt"]
 
 
 @dataclass(frozen=True)
@@ -167,3 +169,18 @@ class ValidationReport:
     def complete(self) -> bool:
         """True when nothing was left unchecked."""
         return self.not_checked is None
+
+
+def rebuilt(build: Callable[[], Any]) -> str | None:
+    """Rebuild a model for :func:`aprender.validate`: None when it rebuilt, else what was left unchecked.
+
+    A model of an optional library (XGBoost, LightGBM, CatBoost) that is not installed
+    cannot be rebuilt; the file's layout, checksums and tensors were read by then, and the
+    report says what was not checked and which extra checks it, rather than failing.
+    """
+    try:
+        build()
+    except MissingDependencyError as exc:
+        return (f"model not rebuilt: it holds {exc.library} estimators and {exc.library} is not installed, so "
+                f"their trees and settings were not checked (pip install 'aprender[{exc.extra}]')")
+    return None

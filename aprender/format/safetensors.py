@@ -41,7 +41,7 @@ from aprender.codec import ModelState, ModelType, canonical_json, from_state, pa
 from aprender.codec._nodes import preview
 from aprender.exceptions import FormatError
 from aprender.format._formats import model_type_keyword
-from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
+from aprender.format._info import ModelInfo, TensorInfo, ValidationReport, rebuilt
 from aprender.format._io import existing_file, fill, open_model_file, write_atomic, write_path_atomic
 
 __all__ = [
@@ -451,6 +451,8 @@ def validate_file(path: str | os.PathLike, *, trusted: Any = None) -> Validation
         load_tensors(path)
         return ValidationReport(str(path), "safetensors", ("header and tensor layout",
                                 "tensors read (no aprender model: raw tensors)"), model=False)
-    from_state(read_state(path), trusted=trusted)
+    state = read_state(path)
+    unchecked = rebuilt(lambda: from_state(state, trusted=trusted))
     return ValidationReport(str(path), "safetensors", ("header, metadata and tensor layout",
-                            "model rebuilt through the allow-list"), model=True)
+                            "tensors read" if unchecked else "model rebuilt through the allow-list"), model=True,
+                            not_checked=unchecked)

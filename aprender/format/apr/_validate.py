@@ -6,7 +6,7 @@ import functools
 import os
 from typing import Any
 
-from aprender.format._info import ValidationReport
+from aprender.format._info import ValidationReport, rebuilt
 from aprender.format.apr._compress import MAX_DECOMPRESSED_RATIO
 from aprender.format.apr._layout import FLAG_SIGNED
 from aprender.format.apr._load import build, key_set
@@ -65,9 +65,8 @@ def validate_file(
         checks.append("AES-256-GCM decryption")
     if parsed.compression is not None:
         checks.append(f"{parsed.compression} decompression")
-    if model:
-        build(state, None, trusted)
-        checks.append("model rebuilt through the allow-list")
-    else:  # raw tensors (no estimator node) are checked by now
-        checks.append("tensors read (raw tensors, model type Custom)")
-    return report(tuple(checks), model)
+    if not model:  # raw tensors (no estimator node) are checked by now
+        return report((*checks, "tensors read (raw tensors, model type Custom)"), model)
+    unchecked = rebuilt(lambda: build(state, None, trusted))
+    return report((*checks, "tensors read" if unchecked else "model rebuilt through the allow-list"), model,
+                  unchecked)

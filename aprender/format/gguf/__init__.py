@@ -39,7 +39,7 @@ from aprender._warn import deprecated_alias
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, to_state
 from aprender.format import quantize as _quantize
 from aprender.format._formats import model_type_keyword
-from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
+from aprender.format._info import ModelInfo, TensorInfo, ValidationReport, rebuilt
 from aprender.format._io import existing_file, write_path_atomic
 from aprender.format.gguf import _foreign as foreign
 from aprender.format.gguf import _layout as layout
@@ -465,6 +465,7 @@ def validate_file(path: str | os.PathLike, *, trusted: Any = None) -> Validation
         load_tensors(path)
         return ValidationReport(str(path), "gguf", ("header, key-values and tensor layout",
                                 "tensors read (no aprender model: raw tensors)"), model=False)
-    load_file(path, trusted=trusted)
+    unchecked = rebuilt(lambda: load_file(path, trusted=trusted))
     return ValidationReport(str(path), "gguf", ("header, key-values and tensor layout",
-                            "model rebuilt through the allow-list"), model=True)
+                            "tensors read" if unchecked else "model rebuilt through the allow-list"), model=True,
+                            not_checked=unchecked)
