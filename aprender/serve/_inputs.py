@@ -49,6 +49,8 @@ class Column:
     name: str
     datatype: str
     read: bool = True
+    #: A column the model reads as a pandas ``category`` of these categories (LightGBM fitted on one).
+    categories: tuple[Any, ...] | None = None
 
 
 class Frame:
@@ -66,13 +68,15 @@ class Frame:
     (3, (2, 1), [1.0, 2.0, 3.0])
     """
 
-    __slots__ = ("bounds", "columns", "names")
+    __slots__ = ("bounds", "categories", "columns", "names")
 
     def __init__(self, columns: Mapping[str, np.ndarray], names: tuple[str, ...],
-                 bounds: tuple[int, ...] | None = None) -> None:
+                 bounds: tuple[int, ...] | None = None,
+                 categories: Mapping[str, tuple[Any, ...] | None] | None = None) -> None:
         self.columns = columns
         self.names = names
         self.bounds = bounds if bounds is not None else (len(columns[names[0]]),)
+        self.categories = categories or {}
 
     def __len__(self) -> int:
         return sum(self.bounds)
@@ -85,14 +89,17 @@ class Frame:
         """The ``pandas.DataFrame``, columns in fitted order."""
         import pandas as pd
 
-        return pd.DataFrame(self.columns, columns=list(self.names))
+        frame = pd.DataFrame(self.columns, columns=list(self.names))
+        for name, categories in self.categories.items():  # an unknown value becomes a missing one
+            frame[name] = pd.Categorical(frame[name], categories=list(categories))
+        return frame
 
     @classmethod
     def concat(cls, parts: Sequence[Frame]) -> Frame:
         """The rows of ``parts`` one after another; ``bounds`` keeps each request's rows."""
         names = parts[0].names
         return cls({name: np.concatenate([p.columns[name] for p in parts]) for name in names}, names,
-                   tuple(n for p in parts for n in p.bounds))
+                   tuple(n for p in parts for n in p.bounds), parts[0].categories)
 
 
 def rows_of(X: Any) -> int:
@@ -210,7 +217,7 @@ class Inputs:
             return arrays["text"]
         if self.kind == "matrix":
             return np.column_stack([arrays[c.name] for c in self.columns])
-        return Frame(arrays, self.names)
+        return Frame(arrays, self.names, categories={c.name: c.categories for c in self.columns if c.categories})
 
     def warm(self) -> Any:
         """One row of valid input (zeros, empty strings) to warm the model up with."""
@@ -231,7 +238,7 @@ class Inputs:
             else:
                 columns[column.name] = (rng.standard_normal(n) * 10.0 ** rng.integers(-2, 4, n)).tolist()
         frame = self.from_columns(columns, "probe")
-        return Frame(frame.columns, frame.names, bounds)
+        return Frame(frame.columns, frame.names, bounds, frame.categories)
 
 
 def _column(raw: Sequence[Any] | np.ndarray, column: Column, what: str) -> np.ndarray:
@@ -325,8 +332,26 @@ def _string_columns(transformer: Any, n: int) -> list[bool]:
     return [False] * n
 
 
+def pandas_categories(estimator: Any) -> dict[int, list[Any]]:
+    """The categories of each pandas ``category`` column LightGBM was fitted on, by column index.
+
+    The booster keeps them (``pandas_categorical``) in the order of its categorical features,
+    which are the features whose ``feature_infos`` list values.
+    """
+    booster = getattr(_first_step(estimator), "_Booster", None)
+    categories = getattr(booster, "pandas_categorical", None)
+    if not categories or not hasattr(booster, "dump_model"):
+        return {}
+    infos = booster.dump_model(num_iteration=1).get("feature_infos", {})
+    categorical = [i for i, info in enumerate(infos.values()) if isinstance(info, dict) and info.get("values")]
+    return dict(zip(categorical, categories, strict=True)) if len(categorical) == len(categories) else {}
+
+
 def known_strings(estimator: Any) -> dict[int, list[str]]:
     """The string categories each column's encoder was fitted on, by column index (for probes)."""
+    native = {i: [c for c in cats if isinstance(c, str)] for i, cats in pandas_categories(estimator).items()}
+    if native:
+        return {i: strings for i, strings in native.items() if strings}
     transformer = _column_transformer(estimator)
     if transformer is None:
         return {}
@@ -389,6 +414,10 @@ def describe_inputs(estimator: Any) -> Inputs | None:
                 continue
             for i, is_string in zip(indices, _string_columns(part, len(indices)), strict=True):
                 strings[int(i)] = is_string
-    columns = tuple(Column(str(s), BYTES, read=False) if i in dropped else Column(str(s), BYTES if strings[i] else FP64)
+    native = pandas_categories(estimator)
+    for i, categories in native.items():
+        strings[i] = any(isinstance(c, str) for c in categories)
+    columns = tuple(Column(str(s), BYTES, read=False) if i in dropped else
+                    Column(str(s), BYTES if strings[i] else FP64, categories=tuple(native[i]) if i in native else None)
                     for i, s in enumerate(names))
-    return Inputs("frame" if any(strings) or by_name else "matrix", int(n), columns)
+    return Inputs("frame" if any(strings) or by_name or native else "matrix", int(n), columns)
