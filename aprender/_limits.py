@@ -84,6 +84,10 @@ def checked_shape(shape: object, where: str, *, min_ndim: int = 0, min_dim: int 
 
 #: Largest count any ``sizes`` hyperparameter may hold (each element of a list of counts too).
 MAX_WORK_COUNT = 2**24
+#: ``sizes`` hyperparameters whose unbounded value ``inf`` is scikit-learn's default and costs
+#: nothing unbounded: RANSAC's ``max_skips`` and ``stop_n_inliers`` (its loop is bounded by
+#: ``max_trials``). The only float defaults of the table past the cap (tests/test_param_table.py).
+UNBOUNDED_COUNTS = frozenset({"max_skips", "stop_n_inliers"})
 #: Largest count of a ``sizes`` hyperparameter that every ``transform`` or ``predict`` call spends
 #: (AdditiveChi2Sampler's ``sample_steps`` allocates an input-sized array per step): name -> bound.
 MAX_INFERENCE_COUNT = {"sample_steps": 32, "max_iter_predict": 2**16, "transform_max_iter": 2**20,

@@ -198,6 +198,27 @@ def test_real_valued_counts_of_work_are_bounded(tmp_path, make, name):  # TheilS
     assert name in str(err) and f"at most {_limits.MAX_WORK_COUNT}" in str(err)
 
 
+def test_every_default_count_of_work_loads():
+    """A ``sizes`` default past the cap (RANSAC's inf) would refuse every model of its class: each is listed."""
+    import inspect
+    import math
+
+    from aprender.codec._param_rules import check_params
+    from aprender.codec.trust import Trust
+
+    for entry in registered(generic=True):
+        kinds = KINDS.get(entry.key, {})
+        try:
+            signature = inspect.signature(entry.cls.__init__).parameters
+        except (TypeError, ValueError):
+            continue
+        defaults = {n: signature[n].default for n, k in kinds.items() if k == "sizes" and n in signature
+                    and isinstance(signature[n].default, float)}
+        check_params(entry.key, defaults, {}, Trust({}, frozenset()), entry.key)
+        past = {n for n, d in defaults.items() if math.isinf(d) or d > _limits.MAX_WORK_COUNT}
+        assert past <= _limits.UNBOUNDED_COUNTS, (entry.key, past)
+
+
 def test_a_backtracking_token_pattern_is_refused(tmp_path):
     legit = CountVectorizer().fit(TEXTS)
     assert (_roundtrip(legit, tmp_path).transform(TEXTS) != legit.transform(TEXTS)).nnz == 0

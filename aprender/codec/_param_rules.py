@@ -158,6 +158,8 @@ def _sizes(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str,
     # values (a grid of alphas) only integers count work.
     counts = (int, np.integer) if isinstance(value, (list, tuple)) else (int, float, np.integer, np.floating)
     for item in value if isinstance(value, (list, tuple)) else (value,):
+        if name in _limits.UNBOUNDED_COUNTS and item == float("inf"):
+            continue
         if isinstance(item, counts) and not isinstance(item, (bool, np.bool_)) and not item <= cap:
             raise fail(join(path, name), f"counts work: at most {cap}, found {preview(item, 40)} "
                               f"(aprender._limits bounds it; raise the bound to load a larger one)")
