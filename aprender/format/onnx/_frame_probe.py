@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from aprender.format.onnx._probe import reads_input
+
 __all__ = ["probe_frame", "read_columns"]
 
 _ROWS = 64
@@ -34,15 +36,8 @@ def _column_transformer(model: Any) -> Any:
     """The ColumnTransformer that reads the model's input, or None."""
     from sklearn.compose import ColumnTransformer
 
-    while True:
-        if isinstance(model, ColumnTransformer):
-            return model
-        if hasattr(model, "steps"):
-            model = model.steps[0][1]
-        elif hasattr(model, "best_estimator_"):
-            model = model.best_estimator_
-        else:
-            return None
+    first = reads_input(model)
+    return first if isinstance(first, ColumnTransformer) else None
 
 
 def _chain(transformer: Any) -> list[Any]:

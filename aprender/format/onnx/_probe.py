@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["fitted_parts", "probe_rows", "rounded_like_graph"]
+__all__ = ["fitted_parts", "probe_rows", "reads_input", "rounded_like_graph"]
 
 #: Rows of the synthesized probe (plus threshold rows, at most _MAX_THRESHOLD_ROWS).
 _RANDOM_ROWS = 64
@@ -40,7 +40,7 @@ def fitted_parts(model: Any) -> Iterator[Any]:
         yield from fitted_parts(child)
 
 
-def _first(model: Any) -> Any:
+def reads_input(model: Any) -> Any:
     """The estimator that reads the model's input (a Pipeline's first step, a search's best estimator)."""
     while True:
         if hasattr(model, "steps"):
@@ -120,7 +120,7 @@ def probe_rows(model: Any) -> np.ndarray | None:
     n = getattr(model, "n_features_in_", None)
     if not isinstance(n, (int, np.integer)) or n < 1 or getattr(model, "feature_names_in_", None) is not None:
         return None
-    first = _first(model)
+    first = reads_input(model)
     rng = np.random.default_rng(_SEED)
     centre, spread = _centre_spread(first, int(n))
     base = centre + spread * rng.standard_normal((_RANDOM_ROWS, int(n)))
