@@ -15,6 +15,7 @@ from sklearn.kernel_approximation import AdditiveChi2Sampler
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV, TheilSenRegressor
 from sklearn.manifold import TSNE
+from sklearn.model_selection import TunedThresholdClassifierCV
 from sklearn.multiclass import OutputCodeClassifier
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import SVC, SVR, LinearSVC
@@ -144,6 +145,9 @@ def test_counts_of_work_are_bounded(tmp_path):
     assert "sample_steps" in str(err) and f"at most {_limits.MAX_INFERENCE_COUNT['sample_steps']}" in str(err)
     svc = SVC(max_iter=-1).fit(X, Y)
     assert "max_iter" in str(_crafted(svc, tmp_path, max_iter=2**40))
+    # how many thresholds a refit scores: 2**31 - 1 was a MemoryError in fit (a fuzz campaign's)
+    tuned = TunedThresholdClassifierCV(LogisticRegression(), thresholds=5, cv=2).fit(X, Y)
+    assert "thresholds" in str(_crafted(tuned, tmp_path, thresholds=2**31 - 1))
 
 
 @pytest.mark.parametrize(("make", "changes"), [

@@ -51,7 +51,7 @@ SIZES_NAMES = frozenset(["ngram_range", "hidden_layer_sizes", "max_subpopulation
 NOT_SIZES = frozenset(["random_state", "verbose", "norm_order", "min_df", "max_df", "min_count", "min_frequency",
                        "min_samples_leaf", "min_samples_split", "min_samples", "min_cluster_size",
                        "min_features_to_select", "min_bin_freq", "k", "top_k", "step",
-                       "validation_fraction", "thresholds", "max_features", "max_categories"])
+                       "validation_fraction", "max_features", "max_categories"])
 #: LightGBM's estimators have no ``_parameter_constraints``. Reviewed by name: counts that size a later
 #: fit's work are ``sizes``; ``n_jobs`` ``resource`` (its PARAM_RULE); every other one ``checked`` by
 #: aprender/codec/schemas/_lgbm_params.py (CONSTRUCTOR), which also refuses any keyword argument off its
