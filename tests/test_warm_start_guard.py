@@ -17,7 +17,7 @@ from aprender.codec._warm_start import WARM_START_RULES
 from aprender.exceptions import WarmStartMismatchError
 
 #: One class per rule of the table and their namesake subclasses, with the targets each fits.
-CLASSES = {"ElasticNet": 1, "Lasso": 1, "MultiTaskElasticNet": 2, "MultiTaskLasso": 2}
+CLASSES = {"ElasticNet": 1, "Lasso": 1, "MultiTaskElasticNet": 2, "MultiTaskLasso": 2, "HuberRegressor": 1}
 
 SETUP = """
 import numpy as np

@@ -4,8 +4,9 @@ scikit-learn's coordinate-descent estimators hand the stored ``coef_`` to compil
 when ``warm_start=True`` without comparing it with the new data: ``MultiTaskElasticNet``
 and ``MultiTaskLasso`` pass it to ``_cd_fast.enet_coordinate_descent_multi_task``, which
 loops over the new data's targets and features and writes past the stored array (heap
-corruption) when the data has more of them. ``ElasticNet``/``Lasso`` fail later with an
-unhelpful NumPy error. A file chooses ``coef_`` and ``warm_start``, so a model aprender
+corruption) when the data has more of them. ``HuberRegressor`` starts SciPy's L-BFGS-B from
+the stored ``coef_`` while its gradient has the new data's width. ``ElasticNet``/``Lasso`` fail
+later with an unhelpful NumPy error. A file chooses ``coef_`` and ``warm_start``, so a model aprender
 loads gets an instance-level ``fit`` that checks the rule of :data:`WARM_START_RULES`
 first and raises :class:`~aprender.exceptions.WarmStartMismatchError` (a ``ValueError``,
 as scikit-learn's own shape errors are). Refusing, rather than silently restarting from
@@ -28,6 +29,9 @@ from aprender.exceptions import WarmStartMismatchError
 WARM_START_RULES: dict[type, str] = {
     sk.ElasticNet: "coef_",  # Lasso subclasses it
     sk.MultiTaskElasticNet: "coef_",  # MultiTaskLasso subclasses it
+    # concatenates coef_ with its intercept and scale as L-BFGS-B's start, whose gradient then has
+    # the new width: SciPy's Fortran reads past one of them (a SIGSEGV in a fuzz campaign's refit)
+    sk.HuberRegressor: "coef_",
 }
 
 
