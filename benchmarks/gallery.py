@@ -65,7 +65,7 @@ MAX_PER_SCRIPT = 40
 def examples_dir(given: str | None) -> Path:
     """The gallery's examples for the installed scikit-learn: ``given``, or the cached source release's."""
     if given:
-        return Path(given)
+        return Path(given).resolve()
     version = importlib.metadata.version("scikit-learn")
     root = WORK / f"scikit_learn-{version}"
     if not (root / "examples").is_dir():
@@ -239,7 +239,9 @@ def _onnx(est: Any, X: Any, reference: dict[str, Any], folder: Path) -> dict[str
     from aprender.exceptions import AprenderError
 
     try:
-        sample = X[:5] if hasattr(X, "iloc") else np.asarray(X)[:5]
+        import scipy.sparse
+
+        sample = X[:5] if hasattr(X, "iloc") or scipy.sparse.issparse(X) else np.asarray(X)[:5]
         path = folder / "m.onnx"
         aprender.save(est, path, X=sample)
         import onnxruntime as ort
@@ -261,11 +263,16 @@ def _onnx(est: Any, X: Any, reference: dict[str, Any], folder: Path) -> dict[str
 
 def _feeds(session: Any, X: Any) -> dict[str, Any]:
     import numpy as np
+    import scipy.sparse
 
     inputs = session.get_inputs()
     if len(inputs) == 1:
         dtype = np.int64 if "int64" in inputs[0].type else np.float32 if "float)" in inputs[0].type else np.float64
-        return {inputs[0].name: np.asarray(X).astype(dtype)}
+        rows = np.asarray(X.toarray() if scipy.sparse.issparse(X) else X)
+        # an estimator fitted on 1-D data (LabelEncoder on y) exports a graph of one column
+        if rows.ndim == 1 and len(inputs[0].shape) == 2:
+            rows = rows.reshape(-1, 1)
+        return {inputs[0].name: rows.astype(str if "string" in inputs[0].type else dtype)}
     feeds = {}
     for i in inputs:
         column = X[i.name].to_numpy().reshape(-1, 1)
