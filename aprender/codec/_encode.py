@@ -21,6 +21,7 @@ from aprender.codec._registry import entry_for_class
 from aprender.codec._spec import Spec
 from aprender.codec._warm_start import is_warm_start_guard
 from aprender.codec.handlers.records import RECORDS
+from aprender.codec.refused import advice
 from aprender.exceptions import UnsupportedTypeError
 
 __all__ = ["Encoder", "float_dtype"]
@@ -249,7 +250,7 @@ class Encoder:
             return {"__t__": handler.tag, **handler.encode(value, self, path)}
         if isinstance(value, np.ndarray):  # another ndarray subclass (np.matrix, ...): store its array
             return self._array(np.asarray(value), path, depth)
-        raise UnsupportedTypeError(path, _type_name(value))
+        raise UnsupportedTypeError(path, _type_name(value), advice(_type_name(value)))
 
     def _sequence(self, seq: tuple, path: str, depth: int) -> list:
         # (name, estimator, ...) tuples -- Pipeline steps, ColumnTransformer transformers --
