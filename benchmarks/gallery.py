@@ -84,7 +84,7 @@ def scripts(root: Path, only: str | None) -> tuple[list[Path], list[Path]]:
     """The example scripts to run and those skipped because they fetch data."""
     run, skipped = [], []
     for path in sorted(root.rglob("*.py")):
-        if only and only not in str(path.relative_to(root)):
+        if only and not any(part in str(path.relative_to(root)) for part in only.split(",")):
             continue
         (skipped if DOWNLOADS.search(path.read_text(errors="replace")) else run).append(path)
     return run, skipped
@@ -337,9 +337,13 @@ def child(script: Path, out: Path, onnx: bool) -> None:
 # -- the parent: run every script, then tabulate ---------------------------------------------
 
 
-def run(paths: list[Path], root: Path, timeout: float, onnx: bool, out: str | None = None) -> dict[str, Any]:
-    """Run every script; with ``out``, the results so far are written after each one (a stopped run keeps them)."""
-    results = {}
+def run(paths: list[Path], root: Path, timeout: float, onnx: bool, out: str | None = None,
+        results: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run every script; with ``out``, the results so far are written after each one (a stopped run keeps them).
+
+    ``results`` holds earlier results, which a script run again replaces.
+    """
+    results = dict(results or {})
     for i, path in enumerate(paths):
         name = str(path.relative_to(root))
         with tempfile.TemporaryDirectory() as tmp:
@@ -396,7 +400,8 @@ def tabulate(results: dict[str, Any], skipped: list[str], onnx: bool) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", help="the gallery's examples folder (default: the source release's)")
-    parser.add_argument("--only", help="run only scripts whose path contains this")
+    parser.add_argument("--only", help="run only scripts whose path contains this (or one of these, comma-separated)")
+    parser.add_argument("--update", help="a results file of --out: the scripts run again replace theirs in it")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per script")
     parser.add_argument("--onnx", action="store_true", help="also export to ONNX and run it in ONNX Runtime")
     parser.add_argument("--out", help="write every result as JSON here (after each script)")
@@ -413,7 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.render:
         results = json.loads(Path(args.render).read_text())
     else:
-        results = run(paths, root, args.timeout, args.onnx, args.out)
+        earlier = json.loads(Path(args.update).read_text()) if args.update else None
+        results = run(paths, root, args.timeout, args.onnx, args.out or args.update, earlier)
     table = tabulate(results, [str(p.relative_to(root)) for p in skipped], args.onnx)
     print(table)
     if args.readme:
