@@ -279,6 +279,39 @@ class SerializableMixin:
         """
         _backend("onnx").save_file(self, path, X, **kwargs)
 
+    def save(self, path: PathLike, **options: Any) -> None:
+        """Save the fitted model in the format ``path``'s suffix names (any format of the table).
+
+        :func:`aprender.save` on this model: ``options`` go to the format's backend (its
+        ``CAPABILITIES.options`` and the codec's ``dtype=`` / ``metadata=``), so a format
+        registered with :func:`aprender.extend.register_format` is saved the same way.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from aprender.linear_model import LinearRegression
+        >>> path = os.path.join(tempfile.mkdtemp(), "line.apr")
+        >>> LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]).save(path, compression="zstd")
+        >>> LinearRegression.load(path).predict([[2.0]])
+        array([5.])
+        """
+        from aprender.format._api import save
+
+        save(self, path, **options)
+
+    @classmethod
+    def load(cls: type[T], path: PathLike, *, trusted: Any = None, **options: Any) -> T:
+        """Load a model of this class from a file of any format that loads (:func:`aprender.load`).
+
+        Raises :class:`~aprender.exceptions.ModelTypeMismatch` if the file holds another
+        kind of model; an export-only format's file (ONNX) raises
+        :class:`~aprender.exceptions.UnsupportedExportError`.
+        """
+        from aprender.format._api import load
+
+        model: T = load(path, cls, trusted=trusted, **options)
+        return model
+
     def save_pretrained(self, folder: PathLike, **options: Any) -> Path:
         """Write a Hugging Face-style model folder (see :func:`aprender.save_pretrained`).
 

@@ -28,9 +28,9 @@ _STRUCTURE = frozenset({"schema", "model_type", "model", "versions", "quantizati
 
 
 def _model_node(info: ModelInfo) -> dict[str, Any] | None:
-    """The file's estimator node; an ONNX file records only the root's class and hyperparameters."""
+    """The file's estimator node; an export (ONNX) records only the root's class and hyperparameters."""
     meta = info.metadata
-    if info.format == "onnx":
+    if not FORMATS[info.format].can.loads:
         params = meta.get("params")
         if not isinstance(params, dict) or not isinstance(meta.get("class"), str):
             return None
@@ -46,7 +46,7 @@ def _hyperparameters(info: ModelInfo) -> dict[str, Any]:
 
 
 def _user_metadata(info: ModelInfo) -> dict[str, Any]:
-    if info.format == "safetensors" and not info.metadata:
+    if FORMATS[info.format].can.raw_tensors and not info.metadata:  # tensors another tool wrote
         return dict(info.extra.get("other_metadata") or {})
     if info.extra.get("foreign"):
         return dict(info.metadata)
@@ -67,7 +67,7 @@ def _leaves(prefix: str, value: Any) -> list[tuple[str, Any]]:
 
 def _original_dtypes(info: ModelInfo) -> dict[str, Any]:
     """Per quantized tensor, its dtype before quantization (the file's record; foreign files have none)."""
-    record = info.metadata.get("quantization") if FORMATS[info.format].quantizes else None
+    record = info.metadata.get("quantization") if FORMATS[info.format].can.quantizes else None
     originals = record.get("tensors") if isinstance(record, dict) else None
     if not isinstance(originals, dict):
         return {}
@@ -113,7 +113,7 @@ def _stats(array: np.ndarray) -> dict[str, Any]:
 
 def _tensor_stats(path: Path, info: ModelInfo, secrets: Secrets) -> tuple[dict[str, Any] | None, str | None]:
     fmt = FORMATS[info.format]
-    if not fmt.loads:  # an exported graph: its initializers, as the backend reads them
+    if not fmt.can.loads:  # an exported graph: its initializers, as the backend reads them
         return {name: _stats(a) for name, a in fmt.backend.load_tensors(path).items()}, None
     if info.encrypted and not secrets.keys_for(info, required=False):
         return {}, ("the data is encrypted: statistics need --password-file, --password-env or --secret-key "

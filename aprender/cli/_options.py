@@ -13,7 +13,6 @@ from aprender.exceptions import AprenderError, UntrustedFunctionError, Untrusted
 from aprender.format._formats import FORMATS as TABLE
 
 __all__ = [
-    "FORMATS",
     "INPUT",
     "FormatChoice",
     "CommandError",
@@ -30,10 +29,6 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-#: Formats a command may write or read, in the order --help lists them (the rows of the format table).
-FORMATS = tuple(TABLE)
-
 
 class FormatChoice(click.Choice):
     """``--format``: a name of the format table, read when the option is parsed (a row added later counts)."""
