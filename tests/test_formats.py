@@ -326,7 +326,7 @@ def test_help_lists_the_formats_of_the_table(toy) -> None:
     assert "--toyx-level INTEGER" in convert and "toyx output: detail level" in convert
     flat = " ".join(convert.split())
     assert "Convert INPUT to another format: safetensors, apr, gguf, onnx, toy or toyx." in flat
-    assert "(onnx or toyx: f32 or f64 export)" in flat
+    assert "(onnx: f32 or f64 export)" in flat and "--sample ROWS onnx: a .csv" in flat  # toyx takes neither
 
 
 def test_help_names_four_formats_without_the_toys() -> None:

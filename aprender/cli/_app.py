@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from aprender import __version__
-from aprender.cli._options import Invalid, debug_option, error_text
+from aprender.cli._options import Invalid, TableHelp, debug_option, error_text
 from aprender.cli._render import echo, echo_traceback, emit_json
 from aprender.format._formats import describe
 
@@ -57,7 +57,7 @@ BYTE_COMMANDS = frozenset({"inspect", "verify", "sign", "keygen", "encrypt", "de
 _BLAS_THREADS = "OPENBLAS_NUM_THREADS"
 
 
-class _LazyGroup(click.Group):
+class _LazyGroup(TableHelp, click.Group):
     """A group whose commands are imported on first use, from :data:`COMMANDS`."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -84,14 +84,6 @@ class _LazyGroup(click.Group):
         # click's own layout (a definition list under "Commands"), from the table: no command module is imported.
         with formatter.section("Commands"):
             formatter.write_dl([(name, describe(short_help)) for name, (_, _, short_help) in COMMANDS.items()])
-
-    @property  # type: ignore[override]
-    def help(self) -> str | None:  # names the formats of the table, read when the help is shown
-        return None if self._help is None else describe(self._help)
-
-    @help.setter
-    def help(self, value: str | None) -> None:
-        self._help = value
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

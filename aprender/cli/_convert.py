@@ -28,8 +28,7 @@ from aprender.cli._secrets import Secrets, secret_options
 from aprender.cli._table import TableCommand, TableOption, own_options
 from aprender.codec import ModelState
 from aprender.format import Compression
-from aprender.format._formats import FORMATS as TABLE
-from aprender.format._formats import Format, having
+from aprender.format._formats import FORMATS, Format, having
 from aprender.format.quantize import QTYPES, is_quantized, quantizable_tensors, quantize
 
 __all__ = ["convert", "import_", "quantize_cmd", "transcode"]
@@ -76,7 +75,7 @@ def transcode(src: Path, out: Path, fmt: str, secrets: Secrets, *, qtype: str | 
     ``options`` are the target backend's own (``--<format>-<option>``). Returns the
     summary printed by the commands, and the states before and after quantization.
     """
-    target = TABLE[fmt].can
+    target = FORMATS[fmt].can
     info = info_of(src)
     if foreign_only and not is_foreign(info):
         what = info.class_key or info.format
@@ -92,7 +91,7 @@ def transcode(src: Path, out: Path, fmt: str, secrets: Secrets, *, qtype: str | 
             start(f"quantizing to {qtype}")
             state = _quantize(state, qtype)
         if target.loads and not target.quantizes and is_quantized(state):
-            warn(f"{TABLE[fmt].title} holds no GGML blocks: the {state.meta['quantization']['type']} tensors are "
+            warn(f"{FORMATS[fmt].title} holds no GGML blocks: the {state.meta['quantization']['type']} tensors are "
                  "written dequantized")
         start(f"writing {out.name}")
         write(state, out, fmt, dtype=dtype, sample=sample, trusted=trusted,
@@ -132,9 +131,9 @@ def _print_conversion(verb: str, s: dict[str, Any]) -> None:
 @click.option("--compress", type=click.Choice(_COMPRESSIONS), cls=TableOption,
               help="Compress the data section ({compresses} only).")
 @click.option("--dtype", type=click.Choice(list(DTYPES)), cls=TableOption,
-              help="Store float tensors as this type ({exports}: f32 or f64 export).")
+              help="Store float tensors as this type ({with_dtype}: f32 or f64 export).")
 @click.option("--sample", type=click.Path(exists=True, dir_okay=False, path_type=Path), metavar="ROWS",
-              cls=TableOption, help="{exports}: a .csv or .parquet file of input rows, which types the inputs of a "
+              cls=TableOption, help="{with_X}: a .csv or .parquet file of input rows, which types the inputs of a "
               "DataFrame model.")
 @trust_option
 @secret_options
@@ -153,7 +152,7 @@ def convert(input_path: Path, fmt: str | None, output: Path, qtype: str | None, 
     Options named --<format>-<option> are that output format's own.
     """
     fmt = output_format(output, fmt)
-    target = TABLE[fmt]
+    target = FORMATS[fmt]
     own = own_options(format_options, fmt)
     _check_compression(compress, target)
     if qtype is not None and not target.can.quantizes:
@@ -165,7 +164,7 @@ def convert(input_path: Path, fmt: str | None, output: Path, qtype: str | None, 
         raise click.BadParameter(f"{target.title} export takes " + ("f32 or f64" if "dtype" in takes else "no dtype"),
                                  param_hint="--dtype")
     if sample is not None and (target.can.loads or "X" not in takes):
-        exporters = [f.title for f in TABLE.values() if not f.can.loads and "X" in _fields(f)]
+        exporters = [f.title for f in FORMATS.values() if not f.can.loads and "X" in _fields(f)]
         raise click.BadParameter(f"a sample types {' or '.join(exporters)} inputs only", param_hint="--sample")
     check_output(output, force)
     summary, _, _ = transcode(input_path, output, fmt, secrets, qtype=qtype, compress=compress, dtype=dtype,
@@ -200,10 +199,10 @@ def quantize_cmd(file: Path, qtype: str, output: Path, compress: str | None, sec
     indices and counts are kept exactly. The output format follows the OUTPUT suffix.
     """
     fmt = output_format(output, None)
-    if not TABLE[fmt].can.quantizes:
+    if not FORMATS[fmt].can.quantizes:
         raise click.BadParameter(f"{fmt} cannot hold GGML blocks; write {_suffixes('quantizes')}",
                                  param_hint="--output")
-    _check_compression(compress, TABLE[fmt])
+    _check_compression(compress, FORMATS[fmt])
     check_output(output, force)
     summary, before, after = transcode(file, output, fmt, secrets, qtype=qtype, compress=compress,
                                        progress=progress)

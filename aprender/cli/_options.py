@@ -10,11 +10,12 @@ import click
 
 from aprender.cli._render import echo, echo_traceback, emit_json
 from aprender.exceptions import AprenderError, UntrustedFunctionError, UntrustedParameterError
-from aprender.format._formats import FORMATS as TABLE
+from aprender.format._formats import FORMATS, describe
 
 __all__ = [
     "INPUT",
     "FormatChoice",
+    "TableHelp",
     "CommandError",
     "Invalid",
     "OutputExists",
@@ -38,11 +39,30 @@ class FormatChoice(click.Choice):
 
     @property  # type: ignore[override]
     def choices(self) -> tuple[str, ...]:
-        return tuple(TABLE)
+        return tuple(FORMATS)
 
     @choices.setter
     def choices(self, value: Any) -> None:  # click.Choice.__init__ sets it; the table is the one source
         pass
+
+
+class TableHelp:
+    """Mixin for a click command, group or option: its ``help`` names the formats of the table, read when shown.
+
+    The text may hold :func:`~aprender.format._formats.describe`'s placeholders
+    (``{formats}``, ``{suffixes}``, ``{quantizes}`` ...), so a format registered later is listed.
+    """
+
+    _help: str | None
+
+    @property
+    def help(self) -> str | None:
+        return None if self._help is None else describe(self._help)
+
+    @help.setter
+    def help(self, value: str | None) -> None:
+        self._help = value
+
 
 #: An existing input file; a missing one is a usage error (exit 2) named by click.
 INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)

@@ -14,24 +14,19 @@ from typing import Any
 
 import click
 
+from aprender.cli._options import TableHelp
 from aprender.format._formats import FORMATS, Format, describe
 
 __all__ = ["TableCommand", "TableOption", "own_options"]
 
+#: Option types a flag parses, by the name of its field's annotation (anything else is passed as text).
+_TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool}
 #: Where a command keeps the values of its format flags: format name -> {option: value}, set ones only.
 _GIVEN = "format_options"
 
 
-class TableOption(click.Option):
+class TableOption(TableHelp, click.Option):
     """An option whose help is filled from the format table when shown."""
-
-    @property  # type: ignore[override]
-    def help(self) -> str | None:
-        return None if self._help is None else describe(self._help)
-
-    @help.setter
-    def help(self, value: str | None) -> None:
-        self._help = value
 
 
 class _FormatFlag(click.Option):
@@ -39,9 +34,9 @@ class _FormatFlag(click.Option):
 
     def __init__(self, fmt: Format, field: dataclasses.Field[Any]) -> None:
         flag = f"--{fmt.name}-{field.name.replace('_', '-')}"
-        kind = field.type if field.type in (int, float, str, bool, "int", "float", "str", "bool") else str
-        kind = {"int": int, "float": float, "str": str, "bool": bool}.get(kind, kind)  # type: ignore[call-overload]
-        super().__init__([flag, f"{fmt.name}__{field.name}"], type=kind,
+        # the field's annotation, a string under ``from __future__ import annotations``; others are text
+        annotation = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", "")
+        super().__init__([flag, f"{fmt.name}__{field.name}"], type=_TYPES.get(annotation, str),
                          help=f"{fmt.name} output: {field.metadata['help']}")
         self.format_name, self.field_name = fmt.name, field.name
 
@@ -51,21 +46,13 @@ def _flags(names: Sequence[str]) -> list[click.Option]:
             for field in f.can.option_fields() if "help" in field.metadata]
 
 
-class TableCommand(click.Command):
+class TableCommand(TableHelp, click.Command):
     """A command whose help is filled from the table, and which takes every format's own options.
 
-    The values reach the callback as ``format_options`` (see :func:`format_options`).
+    The values reach the callback as ``format_options`` (see :func:`own_options`).
     Only the backends whose flags the command line names are imported to parse it
     (every one for ``--help``): ``apr convert m.apr -o m.gguf`` does not import ONNX.
     """
-
-    @property  # type: ignore[override]
-    def help(self) -> str | None:
-        return None if self._help is None else describe(self._help)
-
-    @help.setter
-    def help(self, value: str | None) -> None:
-        self._help = value
 
     @property  # type: ignore[override]
     def short_help(self) -> str | None:

@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import importlib
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -273,8 +274,9 @@ def names(formats: Iterable[Format] | None = None, attribute: str = "name") -> s
 
 def describe(text: str) -> str:
     """``text`` with the table filled in: ``{formats}`` / ``{suffixes}`` name every format, ``{<flag>}``
-    the formats with a :class:`Capabilities` flag (``{quantizes}`` -> ``"apr or gguf"``) and
-    ``{exports}`` the export-only ones. Only placeholders ``text`` names are computed: a flag imports
+    the formats with a :class:`Capabilities` flag (``{quantizes}`` -> ``"apr or gguf"``), ``{exports}``
+    the export-only ones and ``{with_<option>}`` the export-only ones whose options type has that field
+    (``{with_X}`` -> ``"onnx"``). Only placeholders ``text`` names are computed: a capability imports
     every backend, names alone import none (``apr --help`` stays fast).
     """
     fields: dict[str, str] = {}
@@ -285,4 +287,7 @@ def describe(text: str) -> str:
     if "{exports}" in text:
         fields["exports"] = names(f for f in FORMATS.values() if not f.can.loads)
     fields.update({flag: names(having(flag)) for flag in Capabilities.FLAGS if "{" + flag + "}" in text})
+    for option in re.findall(r"\{with_(\w+)\}", text):
+        fields[f"with_{option}"] = names(f for f in FORMATS.values() if not f.can.loads
+                                         and any(o.name == option for o in f.can.option_fields()))
     return text.format(**fields) if fields else text
