@@ -31,7 +31,7 @@ def _backend(name: str) -> Any:
 class SerializableMixin:
     """Adds pickle-free ``save_*`` / ``to_*`` / ``load_*`` methods to an estimator.
 
-    One verb per meaning, for every format of :data:`aprender.format._formats.FORMATS`:
+    One verb per meaning, for every format of :data:`aprender.extend.FORMATS`:
     ``save_<format>(path)`` writes a file, ``to_<format>()`` returns the model in memory
     (bytes, or an ``onnx.ModelProto`` for ONNX), and ``load_<format>(path)`` reads a
     file back where the format loads (``load_safetensors``, ``load_apr``,

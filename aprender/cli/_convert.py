@@ -14,6 +14,7 @@ from aprender.cli._options import (
     INPUT,
     CommandError,
     FormatChoice,
+    TableOption,
     check_output,
     debug_option,
     force_option,
@@ -25,7 +26,7 @@ from aprender.cli._options import (
 from aprender.cli._progress import phases
 from aprender.cli._render import console, emit_json, say, size, table, warn
 from aprender.cli._secrets import Secrets, secret_options
-from aprender.cli._table import TableCommand, TableOption, own_options
+from aprender.cli._table import OptionsCommand, TableCommand, own_options
 from aprender.codec import ModelState
 from aprender.format import Compression
 from aprender.format._formats import FORMATS, Format, having
@@ -122,7 +123,7 @@ def _print_conversion(verb: str, s: dict[str, Any]) -> None:
                     f"{escape(s['output'])} ({s['format']}, {size(s['output_size'])})")
 
 
-@click.command(cls=TableCommand, short_help="Convert to {formats}.")
+@click.command(cls=OptionsCommand, short_help="Convert to {formats}.")
 @click.argument("input_path", metavar="INPUT", type=INPUT)
 @click.option("--format", "fmt", type=FormatChoice(), help="Output format (default: from the OUTPUT suffix).")
 @output_option("File to write.")
@@ -181,11 +182,12 @@ def _quantized_bytes(before: ModelState, after: ModelState) -> tuple[list[str], 
     return names, sum(before.tensors[n].nbytes for n in names), sum(after.tensors[n].nbytes for n in names)
 
 
-@click.command("quantize", short_help="Quantize weights to Q8_0, Q4_0 or Q4_1.")
+@click.command("quantize", cls=TableCommand, short_help="Quantize weights to Q8_0, Q4_0 or Q4_1.")
 @click.argument("file", type=INPUT)
 @click.option("--type", "qtype", type=click.Choice(QTYPES), required=True, help="GGML block format.")
-@output_option("Quantized file to write (.apr or .gguf).")
-@click.option("--compress", type=click.Choice(_COMPRESSIONS), help="Also compress the data section (apr only).")
+@output_option("Quantized file to write ({quantizes}).")
+@click.option("--compress", type=click.Choice(_COMPRESSIONS), cls=TableOption,
+              help="Also compress the data section ({compresses} only).")
 @secret_options
 @force_option
 @progress_option

@@ -13,6 +13,7 @@ from aprender.cli._foreign import block_bits
 from aprender.cli._options import INPUT, debug_option, json_option
 from aprender.cli._render import console, echo, emit_json, kv_table, number, short, size, table, tree
 from aprender.cli._secrets import Secrets, secret_options
+from aprender.cli._table import TableCommand
 from aprender.cli._tree import branches, input_columns, inputs_line, model_tree, untag
 from aprender.format import ModelInfo
 from aprender.format._formats import FORMATS
@@ -233,7 +234,7 @@ def _render_quantization(q: dict[str, Any]) -> None:
                     right=("Original bytes", "Stored bytes", "Ratio")))
 
 
-@click.command(short_help="Show a file's model, metadata, flags and tensors.")
+@click.command(cls=TableCommand, short_help="Show a file's model, metadata, flags and tensors.")
 @click.argument("file", type=INPUT)
 @click.option("--tensors", "with_stats", is_flag=True,
               help="Add per-tensor statistics (min, max, mean, NaN count); reads the tensor data.")
@@ -245,8 +246,8 @@ def _render_quantization(q: dict[str, Any]) -> None:
 def inspect(file: Path, with_stats: bool, with_quantization: bool, secrets: Secrets, as_json: bool) -> int:
     """Show what FILE holds: format, model, versions, hyperparameters, metadata, flags and tensors.
 
-    Works on .apr, .safetensors, .gguf and .onnx files, including SafeTensors and
-    GGUF files other tools wrote. Only the header, metadata and tensor table are
+    Works on {suffixes} files, including SafeTensors and GGUF
+    files other tools wrote. Only the header, metadata and tensor table are
     read: no key is needed and the model is never built. --tensors reads the data
     (an encrypted .apr then needs its password or key).
     """

@@ -16,6 +16,7 @@ __all__ = [
     "INPUT",
     "FormatChoice",
     "TableHelp",
+    "TableOption",
     "CommandError",
     "Invalid",
     "OutputExists",
@@ -62,6 +63,10 @@ class TableHelp:
     @help.setter
     def help(self, value: str | None) -> None:
         self._help = value
+
+
+class TableOption(TableHelp, click.Option):
+    """An option whose help is filled from the format table when shown."""
 
 
 #: An existing input file; a missing one is a usage error (exit 2) named by click.
@@ -170,7 +175,7 @@ def force_option(f: F) -> F:
 def output_option(help_text: str) -> Callable[[F], F]:
     """``--output/-o PATH`` (required)."""
     return click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
-                        help=help_text)
+                        help=help_text, cls=TableOption)
 
 
 def resolve_trust(specs: tuple[str, ...]) -> list[Any] | None:

@@ -17,16 +17,12 @@ import click
 from aprender.cli._options import TableHelp
 from aprender.format._formats import FORMATS, Format, describe
 
-__all__ = ["TableCommand", "TableOption", "own_options"]
+__all__ = ["OptionsCommand", "TableCommand", "own_options"]
 
 #: Option types a flag parses, by the name of its field's annotation (anything else is passed as text).
 _TYPES: dict[str, type] = {"int": int, "float": float, "str": str, "bool": bool}
 #: Where a command keeps the values of its format flags: format name -> {option: value}, set ones only.
 _GIVEN = "format_options"
-
-
-class TableOption(TableHelp, click.Option):
-    """An option whose help is filled from the format table when shown."""
 
 
 class _FormatFlag(click.Option):
@@ -47,12 +43,7 @@ def _flags(names: Sequence[str]) -> list[click.Option]:
 
 
 class TableCommand(TableHelp, click.Command):
-    """A command whose help is filled from the table, and which takes every format's own options.
-
-    The values reach the callback as ``format_options`` (see :func:`own_options`).
-    Only the backends whose flags the command line names are imported to parse it
-    (every one for ``--help``): ``apr convert m.apr -o m.gguf`` does not import ONNX.
-    """
+    """A command whose help and short help are filled from the table when shown."""
 
     @property  # type: ignore[override]
     def short_help(self) -> str | None:
@@ -61,6 +52,16 @@ class TableCommand(TableHelp, click.Command):
     @short_help.setter
     def short_help(self, value: str | None) -> None:
         self._short_help = value
+
+
+
+class OptionsCommand(TableCommand):
+    """A command that writes any format, and takes every format's own options (``--<format>-<option>``).
+
+    The values reach the callback as ``format_options`` (see :func:`own_options`).
+    Only the backends whose flags the command line names are imported to parse it
+    (every one for ``--help``): ``apr convert m.apr -o m.gguf`` does not import ONNX.
+    """
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         helping = any(a in ctx.help_option_names for a in args)

@@ -52,7 +52,7 @@ class ModelBytes:
     data : bytes
         The model file (.apr, SafeTensors or GGUF).
     suffix : str
-        The suffix of the format (a row of :data:`aprender.format._formats.FORMATS` that loads).
+        The suffix of the format (a row of :data:`aprender.extend.FORMATS` that loads).
     digest : str
         Hex SHA-256 of ``data``.
     model : estimator

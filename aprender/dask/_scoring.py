@@ -57,7 +57,7 @@ class ModelPlugin(WorkerPlugin):
     digest : str
         Hex SHA-256 of ``data``, checked on the worker before anything is parsed.
     suffix : str
-        The suffix of the format (a row of :data:`aprender.format._formats.FORMATS` that loads).
+        The suffix of the format (a row of :data:`aprender.extend.FORMATS` that loads).
         The file's format.
     trusted_key : bytes, optional
         Raw Ed25519 public key the .apr file's signature must verify against.
