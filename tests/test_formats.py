@@ -301,6 +301,8 @@ def test_the_cli_writes_an_export_only_format_with_its_own_option(toy, tmp_path)
     assert done.exit_code == 0, done.output
     shown = json.loads(done.output)
     assert shown["format"] == "toyx"
+    done = runner.invoke(main, ["inspect", str(out), "--tensors"])
+    assert done.exit_code == 0 and "holds no tensors aprender reads" in done.output, done.output
     done = runner.invoke(main, ["validate", str(out)])
     assert done.exit_code == 0, done.output
     # its option is its own; the options of the others are not its

@@ -114,8 +114,11 @@ def _stats(array: np.ndarray) -> dict[str, Any]:
 
 def _tensor_stats(path: Path, info: ModelInfo, secrets: Secrets) -> tuple[dict[str, Any] | None, str | None]:
     fmt = FORMATS[info.format]
-    if not fmt.can.loads:  # an exported graph: its initializers, as the backend reads them
-        return {name: _stats(a) for name, a in fmt.backend.load_tensors(path).items()}, None
+    if not fmt.can.loads:  # an export: its tensors (ONNX's initializers) where the backend reads them
+        reader = getattr(fmt.backend, "load_tensors", None)  # the optional verb of formats that hold tensors
+        if reader is None:
+            return {}, f"a {fmt.title} file holds no tensors aprender reads"
+        return {name: _stats(a) for name, a in reader(path).items()}, None
     if info.encrypted and not secrets.keys_for(info, required=False):
         return {}, ("the data is encrypted: statistics need --password-file, --password-env or --secret-key "
                       "(the table above needs no key)")
