@@ -377,10 +377,13 @@ def test_a_card_names_the_format_and_says_how_to_load_it(toy, tmp_path) -> None:
 _OWN = ("aprender/format/_formats.py", "aprender/format/safetensors.py", "aprender/format/apr/",
         "aprender/format/gguf/", "aprender/format/onnx/")
 _COMPARISON = re.compile(r"""(==|!=|\bin\b)\s*\(?\s*["'](safetensors|apr|gguf|onnx)["']"""
-                         r"""|["'](safetensors|apr|gguf|onnx)["']\s*(==|!=|\bin\b)""")
+                         r"""|["'](safetensors|apr|gguf|onnx)["']\s*(==|!=|\bin\b)"""
+                         r"""|["']\.?(safetensors|apr|gguf|onnx)["']\s*:\s*["']""")  # a second table by name or suffix
 
 
 def test_no_module_compares_format_names_outside_the_formats_own() -> None:
+    assert _COMPARISON.search('_FORMATS = {".safetensors": "SafeTensors"}')  # card.py's old second table
+    assert _COMPARISON.search('if info.format == "onnx":') and _COMPARISON.search('fmt.name in ("apr", "gguf")')
     found = []
     for path in sorted((ROOT / "aprender").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
