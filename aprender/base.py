@@ -35,7 +35,9 @@ class SerializableMixin:
     ``save_<format>(path)`` writes a file, ``to_<format>()`` returns the model in memory
     (bytes, or an ``onnx.ModelProto`` for ONNX), and ``load_<format>(path)`` reads a
     file back where the format loads (``load_safetensors``, ``load_apr``,
-    ``load_gguf``; ONNX is export only).
+    ``load_gguf``; ONNX is export only). ``save(path)`` and ``load(path)`` take any
+    format of the table, a registered one included, by the path's suffix and the file's
+    bytes.
 
     Put it first among the bases: ``class LinearRegression(SerializableMixin,
     sklearn.linear_model.LinearRegression)``. The class must be registered (all of

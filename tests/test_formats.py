@@ -300,7 +300,9 @@ def test_the_cli_writes_an_export_only_format_with_its_own_option(toy, tmp_path)
     done = runner.invoke(main, ["inspect", str(out), "--json"])
     assert done.exit_code == 0, done.output
     shown = json.loads(done.output)
-    assert shown["format"] == "toyx"
+    # an export records the root's class and hyperparameters, shown as an ONNX file's are
+    assert shown["format"] == "toyx" and shown["metadata"] == {"level": 4}
+    assert shown["hyperparameters"]["fit_intercept"] is True
     done = runner.invoke(main, ["inspect", str(out), "--tensors"])
     assert done.exit_code == 0 and "holds no tensors aprender reads" in done.output, done.output
     done = runner.invoke(main, ["validate", str(out)])
