@@ -39,7 +39,7 @@ class Reach(NamedTuple):
 
 
 _TREE = Reach("`tree_` node arrays (children, feature, threshold, value)", "`sklearn.tree._tree`", "schema",
-              "`schemas/tree.py`, `handlers/tree.py`, `schemas/_tree_structure.py`: children inside the node "
+              "`schemas/tree.py`, `trees/_sklearn_tree.py`, `trees/_structure.py`: children inside the node "
               "count, acyclic, features below `n_features_in_`, values against `n_outputs_`/`n_classes_`")
 _FOREST = Reach("every tree's `tree_`", "`sklearn.tree._tree`", "schema",
                 "`schemas/forests.py`: packed trees checked tree by tree as for a decision tree")

@@ -23,7 +23,7 @@ from sklearn.preprocessing import OrdinalEncoder
 
 from aprender.codec._checks import fail
 from aprender.codec._nodes import preview
-from aprender.codec.schemas._tree_structure import Layout, check_children, check_offsets, node_depths
+from aprender.codec.trees._structure import Layout, check_children, check_offsets, node_depths
 from aprender.exceptions import UnsupportedTypeError
 
 __all__ = [

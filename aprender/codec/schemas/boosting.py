@@ -1,6 +1,6 @@
 """Schemas of the boosted ensembles: gradient boosting and histogram gradient boosting.
 
-Gradient-boosting trees are packed like a forest's (aprender.codec.schemas._packed,
+Gradient-boosting trees are packed like a forest's (aprender.codec.trees._packed,
 aprender.codec.schemas.forests),
 HistGradientBoosting's predictors and bin mapper too (aprender.codec.schemas._hgb);
 the loss objects and the feature-subsampling Generator have named handlers. Each
@@ -29,7 +29,6 @@ from aprender import ensemble as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features, require
 from aprender.codec._nodes import join
-from aprender.codec.handlers.tree import check_tree_attrs
 from aprender.codec.schemas._hgb import (
     build_bin_mapper,
     build_predictors,
@@ -41,8 +40,9 @@ from aprender.codec.schemas._hgb import (
     pack_predictors,
     pack_preprocessor,
 )
-from aprender.codec.schemas._packed import check_packed, read_packed
 from aprender.codec.schemas.forests import Validator, pack_trees, unpack_trees
+from aprender.codec.trees._packed import check_packed, read_packed
+from aprender.codec.trees._sklearn_tree import check_tree_attrs
 from aprender.exceptions import UnsupportedTypeError
 
 

@@ -1,6 +1,6 @@
 """Schemas of the forests: RandomForest*, ExtraTree*, ExtraTrees* and RandomTreesEmbedding.
 
-Every tree's node arrays are packed (aprender.codec.schemas._packed): the arrays of all
+Every tree's node arrays are packed (aprender.codec.trees._packed): the arrays of all
 trees are concatenated, so the tensor count does not grow with ``n_estimators``, and
 the validators check them before anything is built. Gradient boosting
 (aprender.codec.schemas.boosting) packs its trees the same way. A forest's file
@@ -20,9 +20,9 @@ from sklearn.base import ClassifierMixin
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join
-from aprender.codec.handlers.tree import check_tree_attrs
-from aprender.codec.schemas._packed import check_packed, pack_estimators, read_packed, unpack_estimators
 from aprender.codec.schemas.tree import check_tree_classifier, check_tree_regressor
+from aprender.codec.trees._packed import check_packed, pack_estimators, read_packed, unpack_estimators
+from aprender.codec.trees._sklearn_tree import check_tree_attrs
 from aprender.ensemble._forest import RandomForestClassifier, RandomForestRegressor
 
 __all__ = ["SCHEMAS", "Validator", "forest_spec", "pack_trees", "unpack_trees"]

@@ -11,7 +11,7 @@ hundreds of tensors and metadata nodes; packed it is::
      "shared": {name: owner attribute} -- a hyperparameter that IS an attribute of the
                                           ensemble (gradient boosting's trees share ``_rng``),
      "attrs": fitted attributes shared by every tree (n_features_in_, classes_, ...),
-     "tree_": packed node arrays (aprender.codec.handlers.tree.pack_trees)}
+     "tree_": packed node arrays (aprender.codec.trees._sklearn_tree.pack_trees)}
 
 The number of tensors does not depend on the number of trees.
 """
@@ -31,7 +31,7 @@ from sklearn.tree import BaseDecisionTree
 from aprender.codec._checks import check_attr_name, fail, require
 from aprender.codec._nodes import join, preview
 from aprender.codec._registry import entry_for_class, entry_for_key
-from aprender.codec.handlers.tree import (
+from aprender.codec.trees._sklearn_tree import (
     TREE_CLASSIFIER_FITTED,
     TREE_FITTED,
     build_trees,
