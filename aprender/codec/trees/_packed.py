@@ -67,10 +67,8 @@ def _same(a: Any, b: Any) -> bool:
     return False
 
 
-def pack_estimators(estimators: list | np.ndarray, owner: Mapping[str, Any], path: str) -> dict[str, Any]:
-    """Pack ``estimators`` (trees of one registered class); ``owner`` is the ensemble's state."""
-    grid = np.asarray(estimators, dtype=object) if isinstance(estimators, list) else estimators
-    flat = list(grid.ravel())
+def _tree_states(flat: list[Any], path: str) -> tuple[type, str, list[dict[str, Any]]]:
+    """The trees' one class, its registry key and each tree's attributes (the same names in every tree)."""
     if not flat:
         raise UnsupportedTypeError(path, "list", "an ensemble without trees cannot be stored")
     cls = type(flat[0])
@@ -80,8 +78,13 @@ def pack_estimators(estimators: list | np.ndarray, owner: Mapping[str, Any], pat
     states = [vars(e) for e in flat]
     if any(s.keys() != states[0].keys() for s in states):
         raise UnsupportedTypeError(path, cls.__name__, "the trees have different attributes")
+    return cls, entry.key, states
+
+
+def _sort_values(cls: type, states: list[dict[str, Any]], owner: Mapping[str, Any], path: str) -> dict[str, dict]:
+    """Every attribute but ``tree_``, by where it is stored: params, per_tree, shared or attrs."""
     param_names = _param_names(cls)
-    params, per_tree, shared, attrs = {}, {}, {}, {}
+    parts: dict[str, dict] = {"params": {}, "per_tree": {}, "shared": {}, "attrs": {}}
     for name, first in states[0].items():
         if name == "tree_":
             continue
@@ -89,20 +92,25 @@ def pack_estimators(estimators: list | np.ndarray, owner: Mapping[str, Any], pat
         if all(_same(first, v) for v in values):
             owner_name = _owner_attribute(first, owner)
             if name in param_names and owner_name is not None:
-                shared[name] = owner_name
+                parts["shared"][name] = owner_name
             else:
-                (params if name in param_names else attrs)[name] = first
+                parts["params" if name in param_names else "attrs"][name] = first
         elif name in param_names and all(type(v) is int for v in values):
-            per_tree[name] = np.array(values, dtype=np.int64)
+            parts["per_tree"][name] = np.array(values, dtype=np.int64)
         else:
             raise UnsupportedTypeError(join(path, name), type(first).__name__, "differs between the trees")
+    return parts
+
+
+def pack_estimators(estimators: list | np.ndarray, owner: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """Pack ``estimators`` (trees of one registered class); ``owner`` is the ensemble's state."""
+    grid = np.asarray(estimators, dtype=object) if isinstance(estimators, list) else estimators
+    cls, key, states = _tree_states(list(grid.ravel()), path)
+    parts = _sort_values(cls, states, owner, path)
     return {
-        "class": entry.key,
+        "class": key,
         "shape": list(grid.shape),
-        "params": params,
-        "per_tree": per_tree,
-        "shared": shared,
-        "attrs": attrs,
+        **parts,
         "tree_": pack_trees([s["tree_"] for s in states], path),
     }
 
@@ -134,6 +142,28 @@ class Packed:
     trees: dict[str, Any]
 
 
+def _check_per_tree(per_tree: dict[str, Any], packed: dict[str, Any], cls: type, n_trees: int, path: str) -> None:
+    """Each per-tree hyperparameter is one of ``cls``'s, stored nowhere else, as ``n_trees`` int64s."""
+    names = _param_names(cls)
+    for name, values in per_tree.items():
+        if name not in names or name in packed["params"] or name in packed["shared"]:
+            raise fail(path, f"per-tree hyperparameter {preview(name)} is not a separate {cls.__name__} "
+                             "parameter")
+        if not isinstance(values, np.ndarray) or values.dtype != np.int64 or values.shape != (n_trees,):
+            raise fail(path, f"per-tree '{name}' must be int64 of shape ({n_trees},)")
+
+
+def _resolve_shared(packed: dict[str, Any], cls: type, owner: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """Each shared hyperparameter of ``cls``, as the ensemble attribute it names."""
+    names = _param_names(cls)
+    resolved = {}
+    for name, source in packed["shared"].items():
+        if name not in names or name in packed["params"] or not isinstance(source, str) or source not in owner:
+            raise fail(path, f"shared hyperparameter {preview(name)} must name an attribute of the ensemble")
+        resolved[name] = owner[source]
+    return resolved
+
+
 def read_packed(node: object, owner: Mapping[str, Any], path: str, ndim: int) -> Packed:
     """Type-check a packed node: registered tree class, shape, names; resolve ``shared``."""
     if not isinstance(node, dict) or node.keys() != _KEYS:
@@ -144,22 +174,11 @@ def read_packed(node: object, owner: Mapping[str, Any], path: str, ndim: int) ->
     shape = node["shape"]
     if not (isinstance(shape, list) and len(shape) == ndim and all(type(d) is int and d >= 1 for d in shape)):
         raise fail(path, f"'shape' must list {ndim} positive ints, found {preview(shape)}")
-    params, per_tree, shared, attrs = node["params"], node["per_tree"], node["shared"], node["attrs"]
-    if not all(isinstance(d, dict) for d in (params, per_tree, shared, attrs, node["tree_"])):
+    params, per_tree, attrs = node["params"], node["per_tree"], node["attrs"]
+    if not all(isinstance(node[part], dict) for part in ("params", "per_tree", "shared", "attrs", "tree_")):
         raise fail(path, "'params', 'per_tree', 'shared', 'attrs' and 'tree_' must be objects")
-    names = _param_names(entry.cls)
-    n_trees = math.prod(shape)
-    for name, values in per_tree.items():
-        if name not in names or name in params or name in shared:
-            raise fail(path, f"per-tree hyperparameter {preview(name)} is not a separate {entry.cls.__name__} "
-                             "parameter")
-        if not isinstance(values, np.ndarray) or values.dtype != np.int64 or values.shape != (n_trees,):
-            raise fail(path, f"per-tree '{name}' must be int64 of shape ({n_trees},)")
-    resolved = {}
-    for name, source in shared.items():
-        if name not in names or name in params or not isinstance(source, str) or source not in owner:
-            raise fail(path, f"shared hyperparameter {preview(name)} must name an attribute of the ensemble")
-        resolved[name] = owner[source]
+    _check_per_tree(per_tree, node, entry.cls, math.prod(shape), path)
+    resolved = _resolve_shared(node, entry.cls, owner, path)
     for name in attrs:
         check_attr_name(entry.cls, name, params, path)
         if name == "tree_":
