@@ -161,7 +161,7 @@ def register_estimator(
     ----------
     cls : type
         A scikit-learn compatible estimator class whose fitted state is made of
-        arrays, scalars, strings and other registered estimators.
+        arrays, scalars, strings and other allow-listed estimators.
     key : str, optional
         Stable key written into files; defaults to ``module.ClassName``.
     model_type : ModelType, default=ModelType.CUSTOM

@@ -103,7 +103,7 @@ def _sort_values(cls: type, states: list[dict[str, Any]], owner: Mapping[str, An
 
 
 def pack_estimators(estimators: list | np.ndarray, owner: Mapping[str, Any], path: str) -> dict[str, Any]:
-    """Pack ``estimators`` (trees of one registered class); ``owner`` is the ensemble's state."""
+    """Pack ``estimators`` (trees of one allow-listed class); ``owner`` is the ensemble's state."""
     grid = np.asarray(estimators, dtype=object) if isinstance(estimators, list) else estimators
     cls, key, states = _tree_states(list(grid.ravel()), path)
     parts = _sort_values(cls, states, owner, path)
@@ -165,7 +165,7 @@ def _resolve_shared(packed: dict[str, Any], cls: type, owner: Mapping[str, Any],
 
 
 def read_packed(node: object, owner: Mapping[str, Any], path: str, ndim: int) -> Packed:
-    """Type-check a packed node: registered tree class, shape, names; resolve ``shared``."""
+    """Type-check a packed node: allow-listed tree class, shape, names; resolve ``shared``."""
     if not isinstance(node, dict) or node.keys() != _KEYS:
         raise fail(path, f"packed trees need exactly the keys {sorted(_KEYS)}")
     entry = entry_for_key(node["class"], path)
