@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,8 @@ from aprender.codec.trees._sklearn_tree import (
 )
 from aprender.exceptions import UnsupportedTypeError
 
-__all__ = ["Packed", "check_packed", "pack_estimators", "read_packed", "unpack_estimators"]
+__all__ = ["Packed", "check_packed", "pack_ensemble", "pack_estimators", "read_packed", "unpack_ensemble",
+           "unpack_estimators"]
 
 _KEYS = frozenset(["class", "shape", "params", "per_tree", "shared", "attrs", "tree_"])
 _IMMUTABLE = (type(None), bool, int, float, str, tuple, np.generic)
@@ -245,3 +246,24 @@ def _template(packed: Packed, params: dict[str, Any], path: str) -> Any:
     if key is not None and len(_VALIDATED) < 1024:
         _VALIDATED.add(key)
     return est
+
+
+# -- an ensemble's ``estimators_``, as a schema's ``pack`` and ``unpack`` -----------------
+
+
+def pack_ensemble(attrs: dict[str, Any]) -> dict[str, Any]:
+    """A Spec ``pack``: ``estimators_`` as one packed node."""
+    if "estimators_" not in attrs:
+        return attrs
+    return {**attrs, "estimators_": pack_estimators(attrs["estimators_"], attrs, "estimators_")}
+
+
+def unpack_ensemble(ndim: int) -> Callable[[dict[str, Any], Mapping[str, Any], str], dict[str, Any]]:
+    """A Spec ``unpack``: the packed ``estimators_`` rebuilt as a grid of ``ndim`` dimensions."""
+    def unpack(attrs: dict[str, Any], params: Mapping[str, Any], path: str) -> dict[str, Any]:
+        if "estimators_" not in attrs:
+            return attrs
+        where = join(path, "estimators_")
+        return {**attrs, "estimators_": unpack_estimators(read_packed(attrs["estimators_"], attrs, where, ndim), where)}
+
+    return unpack
