@@ -4,7 +4,9 @@ Writing walks a fitted estimator into named tensors plus a JSON metadata tree
 (``_encode``); reading checks every node of that tree and rebuilds the estimator
 through the allow-list (``_decode``, ``_registry``). ``handlers`` holds one module per
 kind of non-JSON value, ``schemas`` one module per estimator family (stable tensor
-names, quantizable weights, load-time validators). Nothing here reads or writes bytes.
+names, quantizable weights, load-time validators); a handler may use a schema's
+checks, never the reverse, and ``trees`` stores decision trees for both. Nothing here
+reads or writes bytes.
 
 Examples
 --------
