@@ -23,7 +23,7 @@ from sklearn.svm import SVC, SVR, LinearSVC
 import aprender
 from aprender import _limits
 from aprender.codec._param_table import KINDS, kinds_of
-from aprender.codec._registry import is_builtin_key, registered
+from aprender.codec._registry import allow_list, is_builtin_key
 from aprender.codec._table import NAMESAKES
 from aprender.exceptions import UntrustedParameterError
 from aprender.feature_extraction.text import CountVectorizer
@@ -47,7 +47,7 @@ def table() -> dict[str, dict[str, str]]:
 
 
 def test_every_parameter_of_every_class_is_classified(table):
-    for entry in registered(generic=True):
+    for entry in allow_list(generic=True):
         if not (is_builtin_key(entry.key) or entry.key.startswith("aprender.")):
             continue  # a class another test registered at run time: only PARAM_RULES hold for it
         names = constructor_parameters(entry.cls)
@@ -219,7 +219,7 @@ def test_every_default_count_of_work_loads():
     from aprender.codec._param_rules import check_params
     from aprender.codec.trust import Trust
 
-    for entry in registered(generic=True):
+    for entry in allow_list(generic=True):
         kinds = kinds_of(entry.key) or {}
         try:
             signature = inspect.signature(entry.cls.__init__).parameters

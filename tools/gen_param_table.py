@@ -162,13 +162,13 @@ def constructor_parameters(cls: type) -> list[str]:
 def classify() -> dict[str, dict[str, str]]:
     """Entry key -> {parameter name -> kind} for every allow-listed class, generic ones included."""
     sys.path.insert(0, str(REPO))
-    from aprender.codec._registry import is_builtin_key, registered
+    from aprender.codec._registry import allow_list, is_builtin_key
     from aprender.codec.trust import PARAM_RULES
 
     resource_names = frozenset(PARAM_RULES)
     table: dict[str, dict[str, str]] = {}
     # aprender's own table and its namesakes; not the classes a program registers at run time
-    allowed = [e for e in registered(generic=True) if is_builtin_key(e.key) or e.key.startswith("aprender.")]
+    allowed = [e for e in allow_list(generic=True) if is_builtin_key(e.key) or e.key.startswith("aprender.")]
     for entry in sorted(allowed, key=lambda e: e.key):
         constraints = getattr(entry.cls, "_parameter_constraints", {})
         foreign = XGBOOST if entry.key.startswith("xgboost.") else {}

@@ -173,7 +173,7 @@ class Encoder:
         return node
 
     def estimator(self, est: Any, path: str) -> dict[str, Any]:
-        """Encode a registered estimator: class key, hyperparameters, fitted attributes."""
+        """Encode an allow-listed estimator: class key, hyperparameters, fitted attributes."""
         entry = entry_for_class(type(est), path)
         # The load-time guard on a model's fit is not state: the next load installs it again.
         state = {k: v for k, v in vars(est).items() if not is_warm_start_guard(k, v)}
