@@ -30,7 +30,7 @@ from aprender.cli._options import (
 )
 from aprender.cli._progress import phases
 from aprender.cli._render import emit_json, say, size
-from aprender.distill._methods import METHODS
+from aprender.distillation._methods import METHODS
 
 __all__ = ["distill_cmd", "load_data", "parse_student", "student_classes"]
 
