@@ -1,0 +1,73 @@
+"""No name is both a module and something else: ``package.name`` means what ``import package.name`` imports.
+
+A package attribute that shares its name with a submodule (``aprender.distill`` was a
+function and a package) means two things: which one a reader gets depends on what was
+imported before, and a type checker follows only one of them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import types
+
+import pytest
+
+import aprender
+
+
+def _packages() -> list[str]:
+    return ["aprender"] + [m.name for m in pkgutil.walk_packages(aprender.__path__, "aprender.") if m.ispkg]
+
+
+def _clashes(package: types.ModuleType) -> dict[str, str]:
+    """Public names of ``package`` that are a submodule's name but not that submodule."""
+    submodules = {m.name for m in pkgutil.iter_modules(package.__path__)}
+    out = {}
+    for name in sorted(submodules & set(dir(package))):
+        value = getattr(package, name)
+        if value is not importlib.import_module(f"{package.__name__}.{name}"):
+            out[name] = type(value).__name__
+    return out
+
+
+@pytest.mark.parametrize("name", _packages())
+def test_no_package_attribute_shadows_a_submodule(name: str) -> None:
+    assert _clashes(importlib.import_module(name)) == {}
+
+
+def test_a_shadowing_attribute_is_found() -> None:
+    """The check fails on the clash it is for: a package whose function has a submodule's name."""
+    package = types.ModuleType("aprender.format")
+    package.__path__ = importlib.import_module("aprender.format").__path__
+    package.quantize = lambda: None  # aprender/format/quantize.py is a module
+    assert _clashes(package) == {"quantize": "function"}
+
+
+def test_distill_is_the_function_and_its_package_is_distillation() -> None:
+    import aprender.distillation
+
+    assert isinstance(aprender.distillation, types.ModuleType)
+    assert callable(aprender.distill) and aprender.distill is aprender.distillation.distill
+
+
+def _verbs() -> set[str]:
+    from aprender.format._formats import Backend
+
+    return {name for name in vars(Backend) if not name.startswith("_")}
+
+
+@pytest.mark.parametrize("backend", ["apr", "gguf", "onnx"])
+def test_a_backend_verb_has_one_meaning_inside_its_package(backend: str) -> None:
+    """A private module of a backend package defines a verb's name only as the function the backend exports.
+
+    (gguf's reader had a ``read_state(path, where)`` beside the backend's ``read_state(path)``.)
+    """
+    package = importlib.import_module(f"aprender.format.{backend}")
+    verbs = _verbs()
+    assert {"read_state", "loads", "save_file"} <= verbs
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        defined = {name for name, value in vars(module).items()
+                   if name in verbs and getattr(value, "__module__", None) == module.__name__}
+        assert all(getattr(package, name) is getattr(module, name) for name in defined), (info.name, defined)
