@@ -71,3 +71,41 @@ def test_a_backend_verb_has_one_meaning_inside_its_package(backend: str) -> None
         defined = {name for name, value in vars(module).items()
                    if name in verbs and getattr(value, "__module__", None) == module.__name__}
         assert all(getattr(package, name) is getattr(module, name) for name in defined), (info.name, defined)
+
+
+def test_each_format_row_imports_the_backend_its_module_names() -> None:
+    """aprender's own rows reach their backend through the lazy package, which type checkers follow."""
+    from aprender.format._formats import FORMATS
+
+    for fmt in FORMATS.values():
+        assert fmt.importer is not None, fmt.name
+        assert fmt.backend is importlib.import_module(fmt.module), fmt.name
+
+
+#: The modules that import a module by a name held in a string, and why the name is data there.
+STRING_IMPORTS = {
+    "codec/_registry.py": "the class table's module for a class key read from a file, imported for that file only",
+    "codec/_migrations.py": "scikit-learn classes named in the migration table, which not every version has",
+    "codec/trust.py": "a trusted function's module, named by the file or by the caller's trusted= list",
+    "codec/handlers/_base.py": "the handler module of a value tag read from the file",
+    "codec/handlers/objects.py": "an allow-listed object's module, for an object key read from the file",
+    "codec/handlers/callbacks.py": "an allow-listed callback's module, for a callback named in the file",
+    "codec/_optional.py": "an optional library (a booster's), whose absence names the extra to install",
+    "card.py": "an optional library of the card extra, whose absence names the extra to install",
+    "format/_formats.py": "a format registered at run time by its module's name",
+    "cli/_app.py": "the module of the command argv names, from the table --help lists without importing",
+}
+
+
+def test_modules_are_imported_from_strings_only_where_the_name_is_data() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(aprender.__file__).parent
+    found = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            called = getattr(node, "func", None)
+            if isinstance(node, ast.Call) and getattr(called, "attr", getattr(called, "id", "")) == "import_module":
+                found.add(path.relative_to(root).as_posix())
+    assert found == set(STRING_IMPORTS)

@@ -20,9 +20,11 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from aprender import format as package  # lazy (SPEC 1): each backend module comes on first use
 from aprender._warn import model_type_keyword
 
 if TYPE_CHECKING:
@@ -85,7 +87,7 @@ class Format:
     suffix : str
         The file suffix, lower case with its dot.
     module : str
-        The backend module (see :class:`Backend`), imported on first use.
+        The backend module's name (see :class:`Backend`).
     title : str
         The name messages print.
     magic : bytes
@@ -104,6 +106,10 @@ class Format:
     raw_tensors : bool, default=False
         Holds tensors without a model (model type Custom), and reads such files that
         other tools wrote.
+    importer : callable, optional
+        Returns the backend module, imported on first use. aprender's own rows name their
+        module as an attribute of the lazy :mod:`aprender.format` package, which readers
+        and type checkers follow; a row without one is imported by its ``module`` name.
     """
 
     name: str
@@ -120,11 +126,14 @@ class Format:
     mmaps: bool = False
     quantizes: bool = False
     raw_tensors: bool = False
+    importer: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def backend(self) -> Backend:
         """The backend module, imported on first use."""
-        return _import(self.module)
+        if self.importer is not None:
+            return self.importer()
+        return _import(self.module)  # a format registered by a module's name
 
     def matches(self, head: bytes, suffix: str) -> bool:
         """Whether a file starting with ``head`` and named with ``suffix`` is of this format."""
@@ -134,7 +143,7 @@ class Format:
 
 @functools.cache
 def _import(module: str) -> Any:
-    return importlib.import_module(module)
+    return importlib.import_module(module)  # a name given at run time to register()
 
 
 #: Format name -> its row, in the order the CLI lists them.
@@ -151,12 +160,14 @@ def register(fmt: Format) -> Format:
 
 # A SafeTensors file starts with an 8-byte header length, then the JSON header's "{".
 register(Format("safetensors", ".safetensors", "aprender.format.safetensors", "SafeTensors", b"{", magic_offset=8,
-                raw_tensors=True))
+                raw_tensors=True, importer=lambda: package.safetensors))
 register(Format("apr", ".apr", "aprender.format.apr", ".apr", b"APR\x00", signs=True, encrypts=True,
-                compresses=True, mmaps=True, quantizes=True, raw_tensors=True))
-register(Format("gguf", ".gguf", "aprender.format.gguf", "GGUF", b"GGUF", quantizes=True))
+                compresses=True, mmaps=True, quantizes=True, raw_tensors=True, importer=lambda: package.apr))
+register(Format("gguf", ".gguf", "aprender.format.gguf", "GGUF", b"GGUF", quantizes=True,
+                importer=lambda: package.gguf))
 # An ONNX ModelProto starts with field 1 (ir_version, a varint): tag byte 0x08.
-register(Format("onnx", ".onnx", "aprender.format.onnx", "ONNX", b"\x08", magic_needs_suffix=True, loads=False))
+register(Format("onnx", ".onnx", "aprender.format.onnx", "ONNX", b"\x08", magic_needs_suffix=True, loads=False,
+                importer=lambda: package.onnx))
 
 
 def by_suffix(path: PathLike) -> Format | None:
