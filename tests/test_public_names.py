@@ -1,19 +1,49 @@
-"""No name is both a module and something else: ``package.name`` means what ``import package.name`` imports.
+"""Public names a reader and a type checker can follow, each with one meaning.
 
-A package attribute that shares its name with a submodule (``aprender.distill`` was a
-function and a package) means two things: which one a reader gets depends on what was
-imported before, and a type checker follows only one of them.
+Each lazy package lists its names once, in its ``__init__.pyi`` stub (lazy_loader, SPEC 1),
+and every one of them is there at run time. No name is both a module and something else:
+``package.name`` means what ``import package.name`` imports (``aprender.distill`` was a
+function and a package, and which one a reader got depended on what was imported before).
+Modules are imported from strings only where the name is data.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 import types
+from pathlib import Path
 
 import pytest
 
 import aprender
+
+ROOT = Path(aprender.__file__).parent
+
+
+def _stubbed() -> list[str]:
+    return sorted(".".join(p.parent.relative_to(ROOT.parent).parts) for p in ROOT.rglob("__init__.pyi"))
+
+
+def test_every_lazy_package_has_a_stub() -> None:
+    lazy = sorted(".".join(p.parent.relative_to(ROOT.parent).parts) for p in ROOT.rglob("__init__.py")
+                  if "attach_stub" in p.read_text())
+    assert lazy == _stubbed()
+    assert len(lazy) == 21
+
+
+@pytest.mark.parametrize("name", _stubbed())
+def test_every_name_a_stub_lists_is_listed_once_and_there_at_run_time(name: str) -> None:
+    stub = ROOT.parent.joinpath(*name.split("."), "__init__.pyi")
+    listed = [a.asname or a.name for node in ast.parse(stub.read_text()).body if isinstance(node, ast.ImportFrom)
+              for a in node.names]
+    assert len(listed) == len(set(listed)), name
+    package = importlib.import_module(name)
+    assert sorted(listed) == sorted(package.__all__) == sorted(dir(package))
+    star: dict[str, object] = {}
+    exec(f"from {name} import *", star)
+    assert set(listed) <= set(star)
 
 
 def _packages() -> list[str]:
@@ -98,9 +128,6 @@ STRING_IMPORTS = {
 
 
 def test_modules_are_imported_from_strings_only_where_the_name_is_data() -> None:
-    import ast
-    from pathlib import Path
-
     root = Path(aprender.__file__).parent
     found = set()
     for path in root.rglob("*.py"):
