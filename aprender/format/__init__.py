@@ -10,6 +10,7 @@ Examples
 'zstd'
 """
 
+import os
 import warnings
 from typing import Any
 
@@ -18,7 +19,9 @@ import lazy_loader as lazy
 # The names are listed once, in __init__.pyi, which type checkers read too; each is imported
 # on first use: inspecting a GGUF file needs neither the .apr backend nor the codec's encoder.
 # load_from_bytes is .apr's deprecated older name of apr.loads, kept for saved code.
-_getattr, __dir__, __all__ = lazy.attach_stub(__name__, __file__)
+_getattr, __dir__, _names = lazy.attach_stub(__name__, __file__)
+#: A star import takes the verbs and types, not the backend modules (the ONNX one needs its extra).
+__all__ = sorted(set(_names) - {os.path.splitext(entry)[0] for entry in os.listdir(os.path.dirname(__file__))})
 
 #: The codec's names this package used to re-export; each has one home now, aprender.codec.
 _CODEC_NAMES = frozenset({"ModelState", "ModelType", "from_state", "register_estimator", "to_state"})
