@@ -1,58 +1,15 @@
-"""Package attributes imported on first use (PEP 562).
+"""Values built on first use: an optional library's dtype, a table's costly entries.
 
-Defining a scikit-learn subclass is not free (scikit-learn's metadata-routing hook runs
-for each), and a package such as ``aprender.linear_model`` has dozens of generated
-namesakes. Loading a LogisticRegression file imports that package for one hand-written
-class, so the namesakes come in only when one of them is asked for.
+The packages' own names are imported on first use by ``lazy_loader`` from each package's
+``__init__.pyi`` (SPEC 1); what is here is lazy inside a module.
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["LazyValues", "bfloat16", "lazy_attributes"]
-
-
-def lazy_attributes(
-    package: str, modules: Mapping[str, Iterable[str]], submodules: Iterable[str] = ()
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """A package's ``__getattr__`` and ``__dir__`` for names that live in its submodules.
-
-    ``modules`` maps a submodule's name (``"_generated"``, or a full name from
-    ``aprender.``) to the names it provides. The
-    first access to a name imports its submodule; the name is then set on the package,
-    so later accesses are plain attribute reads. ``submodules`` are public submodules
-    that ``package.name`` imports on first access, as when the package imported them.
-
-    Examples
-    --------
-    >>> import aprender.cluster
-    >>> aprender.cluster.DBSCAN.__module__
-    'aprender.cluster._generated'
-    >>> "DBSCAN" in dir(aprender.cluster)
-    True
-    """
-    homes = {name: module for module, names in modules.items() for name in names}
-    children = frozenset(submodules)
-
-    def __getattr__(name: str) -> Any:
-        if name in children:
-            return importlib.import_module(f"{package}.{name}")  # the import binds it on the package
-        module = homes.get(name)
-        if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        home = module if module.startswith("aprender.") else f"{package}.{module}"
-        value = getattr(importlib.import_module(home), name)
-        setattr(sys.modules[package], name, value)
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted(set(vars(sys.modules[package])) | set(homes) | children)
-
-    return __getattr__, __dir__
+__all__ = ["LazyValues", "bfloat16"]
 
 
 def bfloat16() -> Any:

@@ -468,7 +468,7 @@ TITLES = {
 
 
 def section(halves: dict[str, tuple[list[str], dict[str, str]]], grid: list[str] | None) -> str:
-    from aprender.distill import distill
+    from aprender.distillation import distill
 
     defaults = {k: v.default for k, v in __import__("inspect").signature(distill).parameters.items()
                 if k in ("temperature", "alpha", "transfer_size", "validation_fraction")}

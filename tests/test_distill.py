@@ -18,15 +18,15 @@ import aprender
 from aprender.cli import main
 from aprender.cli._app import cli
 from aprender.cli._distill import parse_student
-from aprender.distill._fit import expand, fit_classifier, learns_soft_labels, soft_labels
-from aprender.distill._students import (
+from aprender.distillation._fit import expand, fit_classifier, learns_soft_labels, soft_labels
+from aprender.distillation._students import (
     boosts_soft_targets,
     logistic_objective,
     logistic_start,
     soft_boosting,
     starts_logistic,
 )
-from aprender.distill._transfer import regression_targets, soft_targets, synthesize, tempered, transfer_rows
+from aprender.distillation._transfer import regression_targets, soft_targets, synthesize, tempered, transfer_rows
 from aprender.ensemble import HistGradientBoostingClassifier, RandomForestClassifier, RandomForestRegressor
 from aprender.exceptions import DistillationError, InferenceOnlyError
 from aprender.linear_model import LinearRegression, LogisticRegression

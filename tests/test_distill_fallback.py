@@ -12,11 +12,11 @@ import pytest
 from sklearn.datasets import load_iris, make_classification
 
 import aprender
-from aprender.distill import _fallback as fallback
+from aprender.distillation import _fallback as fallback
 from aprender.ensemble import RandomForestClassifier
 from aprender.linear_model import LogisticRegression
 
-PACKAGE = Path(aprender.__file__).parent / "distill"
+PACKAGE = Path(aprender.__file__).parent / "distillation"
 
 
 class _Fixed:
@@ -143,14 +143,14 @@ def test_cross_fitted_record_says_so() -> None:
 
 
 def test_public_paths() -> None:
-    from aprender.distill import METHODS, distill
+    from aprender.distillation import METHODS, distill
 
-    assert aprender.distill is distill and distill.__module__ == "aprender.distill._api"
+    assert aprender.distill is distill and distill.__module__ == "aprender.distillation._api"
     assert METHODS == ("standard", "ensemble", "progressive")
     code = ("import importlib, sys\n"
-            "package = importlib.import_module('aprender.distill')\n"
+            "package = importlib.import_module('aprender.distillation')\n"
             "assert package.METHODS and 'sklearn' not in sys.modules, 'the package imported scikit-learn'\n"
-            "from aprender.distill import distill\n"
+            "from aprender.distillation import distill\n"
             "import aprender\n"
             "assert aprender.distill is distill is package.distill and 'sklearn' in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -159,19 +159,19 @@ def test_public_paths() -> None:
 def _imports(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("aprender.distill"):
-            found |= {f"{node.module}.{a.name}" if node.module == "aprender.distill" else node.module
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("aprender.distillation"):
+            found |= {f"{node.module}.{a.name}" if node.module == "aprender.distillation" else node.module
                       for a in node.names}
         elif isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith("aprender.distill")}
+            found |= {a.name for a in node.names if a.name.startswith("aprender.distillation")}
     return found
 
 
 def test_the_package_is_small_modules_without_import_circles() -> None:
-    modules = {f"aprender.distill.{p.stem}" if p.stem != "__init__" else "aprender.distill": p
+    modules = {f"aprender.distillation.{p.stem}" if p.stem != "__init__" else "aprender.distillation": p
                for p in PACKAGE.glob("*.py")}
-    assert {"aprender.distill._api", "aprender.distill._inputs", "aprender.distill._transfer",
-            "aprender.distill._fit", "aprender.distill._fallback", "aprender.distill._provenance"} <= set(modules)
+    assert {f"aprender.distillation.{step}" for step in ("_api", "_inputs", "_transfer", "_fit", "_fallback",
+                                                         "_provenance")} <= set(modules)
     assert max(len(p.read_text().splitlines()) for p in modules.values()) <= 600
     graph = {name: {m for m in _imports(path) if m in modules and m != name} for name, path in modules.items()}
 
@@ -187,7 +187,7 @@ def test_a_teacher_file_is_read_once_and_hashed_as_loaded(tmp_path, monkeypatch,
     import hashlib
     import io
 
-    from aprender.distill._inputs import load_teacher
+    from aprender.distillation._inputs import load_teacher
 
     X, y = load_iris(return_X_y=True)
     path = tmp_path / f"teacher{suffix}"

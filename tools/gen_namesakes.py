@@ -12,10 +12,9 @@ module that exports the class (``sklearn.feature_selection`` ->
 ``aprender/feature_selection/``). Classes aprender already defines by hand (any class with
 ``SerializableMixin`` among its bases outside ``_generated.py``) are left alone.
 
-Packages the script creates get a generated ``__init__.py``. In a hand-written
-``__init__.py`` the script keeps a block at the end up to date: the generated names in
-``_GENERATED``, imported on first use through ``aprender._lazy.lazy_attributes``, and
-added to ``__all__``.
+Packages the script creates get a generated ``__init__.py``. A hand-written package
+imports its names on first use with ``lazy_loader`` from its stub ``__init__.pyi``; there
+the script keeps the one ``from ._generated import ...`` statement up to date.
 
 Usage::
 
@@ -381,53 +380,26 @@ def _new_init(sk_module: str, package: str, names: list[str], version: str) -> s
     return text
 
 
-#: What a hand-written ``__init__.py`` ends with: its generated names, imported on first use.
-_LAZY_IMPORT = "from aprender._lazy import lazy_attributes\n"
-_LAZY_COMMENT = ("# The generated namesakes are imported on first use: defining them costs milliseconds that\n"
-                 "# loading a file of one of the hand-written classes above should not pay.\n")
-#: A hand-written ``__init__.py`` may name hand-written classes to import on first use too.
-_HAND_LAZY = "_HAND_LAZY"
+#: The statement of a hand-written package's stub that imports its generated names.
+_STUB_MODULE = "_generated"
 
 
-def _lazy_hook(hand_lazy: bool) -> str:
-    modules = f'{{**{_HAND_LAZY}, "_generated": _GENERATED}}' if hand_lazy else '{"_generated": _GENERATED}'
-    return f"__getattr__, __dir__ = lazy_attributes(__name__, {modules})\n"
+def _edit_stub(text: str, names: list[str]) -> str:
+    """Keep the ``from ._generated import ...`` statement of a package stub ``__init__.pyi`` current.
 
-
-def _edit_init(text: str, package: str, names: list[str]) -> str:
-    """Keep the generated-names block at the end of a hand-written ``__init__.py`` current.
-
-    The block lists the names in ``_GENERATED``, installs :func:`aprender._lazy.lazy_attributes`
-    as the package's ``__getattr__`` (for the hand-written ``_HAND_LAZY`` mapping of submodule
-    to names too, if the file defines one) and adds the names to ``__all__``; the script also
-    keeps the ``lazy_attributes`` import first among the package's imports, and touches
-    nothing else.
+    The statement re-exports each name as ``name as name`` (how a stub says the name is
+    public); it replaces the one the stub has, or goes before the first import of a
+    module that sorts after it. Nothing else in the stub changes.
     """
     lines = text.splitlines(keepends=True)
-    tree = ast.parse(text)
-    drop: set[int] = set()
-    hand_lazy = False
-    for node in tree.body:
-        hand_lazy |= any(isinstance(t, ast.Name) and t.id == _HAND_LAZY for t in getattr(node, "targets", []))
-        targets = [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
-        targets += [e.id for t in getattr(node, "targets", []) if isinstance(t, ast.Tuple)
-                    for e in t.elts if isinstance(e, ast.Name)]
-        own = (
-            (isinstance(node, ast.ImportFrom) and node.module in (f"{package}._generated", "aprender._lazy"))
-            or (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == "__all__")
-            or "_GENERATED" in targets or "__getattr__" in targets
-        )
-        if own:
-            drop.update(range(node.lineno - 1, node.end_lineno))
-    drop.update(i for i, line in enumerate(lines) if line in _LAZY_COMMENT.splitlines(keepends=True))
-    first = next(n for n in tree.body if isinstance(n, ast.ImportFrom))
-    out = [line for i, line in enumerate(lines) if i not in drop]
-    at = sum(1 for i in range(first.lineno - 1) if i not in drop)
-    out.insert(at, _LAZY_IMPORT)
-    while out and not out[-1].strip():
-        out.pop()
-    block = _LAZY_COMMENT + _all(names).replace("__all__", "_GENERATED", 1) + _lazy_hook(hand_lazy)
-    return "".join(out) + "\n" + block + "__all__ += _GENERATED\n"
+    statement = _import(f".{_STUB_MODULE}", [f"{n} as {n}" for n in names])
+    imports = [n for n in ast.parse(text).body if isinstance(n, ast.ImportFrom) and n.level == 1]
+    old = next((n for n in imports if n.module == _STUB_MODULE), None)
+    if old is not None:
+        return "".join(lines[:old.lineno - 1]) + statement + "".join(lines[old.end_lineno:])
+    after = next((n for n in imports if (n.module or "") > _STUB_MODULE), None)
+    at = after.lineno - 1 if after is not None else len(lines)
+    return "".join(lines[:at]) + statement + "".join(lines[at:])
 
 
 def files() -> dict[Path, str]:
@@ -454,8 +426,10 @@ def files() -> dict[Path, str]:
             out[init] = _new_init(sk_module, package, names, version)
         elif any(n in SINCE for n in names):
             raise SystemExit(f"{init}: version-gated classes are only generated into new packages")
+        elif (folder / "__init__.pyi").exists():
+            out[folder / "__init__.pyi"] = _edit_stub((folder / "__init__.pyi").read_text(), names)
         else:
-            out[init] = _edit_init(current, package, names)
+            raise SystemExit(f"{init}: a hand-written package lists its names in __init__.pyi (lazy_loader)")
     return out
 
 

@@ -9,7 +9,6 @@ True/False). Nothing is evaluated or imported by name.
 from __future__ import annotations
 
 import ast
-import importlib
 import inspect as pyinspect
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import click
 import numpy as np
 
 import aprender
+from aprender import ensemble, linear_model, naive_bayes, neighbors, neural_network, svm, tree
 from aprender.cli._options import (
     INPUT,
     check_output,
@@ -30,12 +30,13 @@ from aprender.cli._options import (
 )
 from aprender.cli._progress import phases
 from aprender.cli._render import emit_json, say, size
-from aprender.distill._methods import METHODS
+from aprender.distillation._methods import METHODS
 
 __all__ = ["distill_cmd", "load_data", "parse_student", "student_classes"]
 
-#: The public modules whose estimator classes a student spec may name.
-_MODULES = ("linear_model", "tree", "ensemble", "neighbors", "svm", "neural_network", "naive_bayes")
+#: The public packages whose estimator classes a student spec may name (each defines its classes
+#: on first use: SPEC 1).
+_PACKAGES = (linear_model, tree, ensemble, neighbors, svm, neural_network, naive_bayes)
 #: Transfer sets with at least this many rows get a progress bar by default.
 _LONG = 10_000
 
@@ -43,8 +44,7 @@ _LONG = 10_000
 def student_classes() -> dict[str, type]:
     """Name -> class of every estimator a student spec may name (aprender's public estimators)."""
     out = {}
-    for module in _MODULES:
-        package = importlib.import_module(f"aprender.{module}")
+    for package in _PACKAGES:
         for name in package.__all__:
             obj = getattr(package, name)
             if pyinspect.isclass(obj) and hasattr(obj, "fit") and hasattr(obj, "get_params"):

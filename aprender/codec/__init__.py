@@ -17,35 +17,8 @@ Examples
 array([5.])
 """
 
-from typing import TYPE_CHECKING
+import lazy_loader as lazy
 
-from aprender._lazy import lazy_attributes
-
-if TYPE_CHECKING:
-    from aprender.codec._model_type import ModelType
-    from aprender.codec._registry import allow_list, register_estimator
-    from aprender.codec._spec import Entry, Spec
-    from aprender.codec._state import SCHEMA_VERSION, ModelState, canonical_json, from_state, parse_json, to_state
-
-__all__ = [
-    "SCHEMA_VERSION",
-    "Entry",
-    "ModelState",
-    "ModelType",
-    "Spec",
-    "allow_list",
-    "canonical_json",
-    "from_state",
-    "parse_json",
-    "register_estimator",
-    "to_state",
-]
-
-# Imported on first use: ``aprender.codec._model_type`` (what a file header names) comes
-# without the encoder and decoder. ``registered`` is the deprecated older name of ``allow_list``.
-__getattr__, __dir__ = lazy_attributes("aprender.codec", {
-    "_model_type": ["ModelType"],
-    "_registry": ["allow_list", "register_estimator", "registered"],
-    "_spec": ["Entry", "Spec"],
-    "_state": ["SCHEMA_VERSION", "ModelState", "canonical_json", "from_state", "parse_json", "to_state"],
-}, ["handlers", "schemas"])
+# The names are listed once, in __init__.pyi, which type checkers read too;
+# each is imported on first use.
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

@@ -7,13 +7,8 @@ Examples
 True
 """
 
-from aprender._lazy import lazy_attributes
-from aprender.feature_extraction import text
+import lazy_loader as lazy
 
-__all__ = ["text"]
-
-# The generated namesakes are imported on first use: defining them costs milliseconds that
-# loading a file of one of the hand-written classes above should not pay.
-_GENERATED = ["DictVectorizer", "FeatureHasher"]
-__getattr__, __dir__ = lazy_attributes(__name__, {"_generated": _GENERATED})
-__all__ += _GENERATED
+# The names are listed once, in __init__.pyi, which type checkers read too;
+# each is imported on first use.
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

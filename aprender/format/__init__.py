@@ -10,51 +10,18 @@ Examples
 'zstd'
 """
 
+import os
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from aprender._lazy import lazy_attributes
+import lazy_loader as lazy
 
-if TYPE_CHECKING:
-    from aprender.format._api import inspect, load, save, validate
-    from aprender.format._info import ModelInfo, TensorInfo, ValidationReport
-    from aprender.format.apr import (
-        load_as_recipient,
-        load_encrypted,
-        load_verified,
-        save_encrypted,
-        save_for_recipient,
-        save_signed,
-    )
-    from aprender.format.apr._options import Compression, SaveOptions
-
-__all__ = [
-    "Compression",
-    "ModelInfo",
-    "SaveOptions",
-    "TensorInfo",
-    "ValidationReport",
-    "inspect",
-    "load",
-    "load_as_recipient",
-    "load_encrypted",
-    "load_verified",
-    "save",
-    "save_encrypted",
-    "save_for_recipient",
-    "save_signed",
-    "validate",
-]
-
-# Imported on first use: inspecting a GGUF file needs neither the .apr backend nor the codec's encoder.
+# The names are listed once, in __init__.pyi, which type checkers read too; each is imported
+# on first use: inspecting a GGUF file needs neither the .apr backend nor the codec's encoder.
 # load_from_bytes is .apr's deprecated older name of apr.loads, kept for saved code.
-_getattr, __dir__ = lazy_attributes("aprender.format", {
-    "_api": ["inspect", "load", "save", "validate"],
-    "_info": ["ModelInfo", "TensorInfo", "ValidationReport"],
-    "apr": ["load_as_recipient", "load_encrypted", "load_from_bytes", "load_verified", "save_encrypted",
-            "save_for_recipient", "save_signed"],
-    "apr._options": ["Compression", "SaveOptions"],
-}, ["apr", "gguf", "onnx", "quantize", "safetensors"])
+_getattr, __dir__, _names = lazy.attach_stub(__name__, __file__)
+#: A star import takes the verbs and types, not the backend modules (the ONNX one needs its extra).
+__all__ = sorted(set(_names) - {os.path.splitext(entry)[0] for entry in os.listdir(os.path.dirname(__file__))})
 
 #: The codec's names this package used to re-export; each has one home now, aprender.codec.
 _CODEC_NAMES = frozenset({"ModelState", "ModelType", "from_state", "register_estimator", "to_state"})

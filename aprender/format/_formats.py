@@ -26,10 +26,11 @@ import functools
 import importlib
 import os
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from aprender import format as package  # lazy (SPEC 1): each backend module comes on first use
 from aprender._warn import model_type_keyword
 
 if TYPE_CHECKING:
@@ -174,7 +175,7 @@ class Format:
     suffix : str
         The file suffix, lower case with its dot.
     module : str
-        The backend module (see :class:`Backend`), imported on first use.
+        The backend module's name (see :class:`Backend`).
     title : str
         The name messages print.
     magic : bytes
@@ -183,6 +184,10 @@ class Format:
     magic_needs_suffix : bool, default=False
         The magic is too weak alone (ONNX's first protobuf tag): the file must also
         have the suffix.
+    importer : callable, optional
+        Returns the backend module, imported on first use. aprender's own rows name their
+        module as an attribute of the lazy :mod:`aprender.format` package, which readers
+        and type checkers follow; a row without one is imported by its ``module`` name.
     """
 
     name: str
@@ -192,11 +197,14 @@ class Format:
     magic: bytes
     magic_offset: int = 0
     magic_needs_suffix: bool = False
+    importer: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def backend(self) -> Backend:
         """The backend module, imported on first use."""
-        return _import(self.module)
+        if self.importer is not None:
+            return self.importer()
+        return _import(self.module)  # a format registered by a module's name
 
     @property
     def can(self) -> Capabilities:
@@ -215,7 +223,7 @@ class Format:
 
 @functools.cache
 def _import(module: str) -> Any:
-    return importlib.import_module(module)
+    return importlib.import_module(module)  # a name given at run time to register()
 
 
 #: Format name -> its row, in the order the CLI lists them.
@@ -231,11 +239,13 @@ def register(fmt: Format) -> Format:
 
 
 # A SafeTensors file starts with an 8-byte header length, then the JSON header's "{".
-register(Format("safetensors", ".safetensors", "aprender.format.safetensors", "SafeTensors", b"{", magic_offset=8))
-register(Format("apr", ".apr", "aprender.format.apr", ".apr", b"APR\x00"))
-register(Format("gguf", ".gguf", "aprender.format.gguf", "GGUF", b"GGUF"))
+register(Format("safetensors", ".safetensors", "aprender.format.safetensors", "SafeTensors", b"{", magic_offset=8,
+                importer=lambda: package.safetensors))
+register(Format("apr", ".apr", "aprender.format.apr", ".apr", b"APR\x00", importer=lambda: package.apr))
+register(Format("gguf", ".gguf", "aprender.format.gguf", "GGUF", b"GGUF", importer=lambda: package.gguf))
 # An ONNX ModelProto starts with field 1 (ir_version, a varint): tag byte 0x08.
-register(Format("onnx", ".onnx", "aprender.format.onnx", "ONNX", b"\x08", magic_needs_suffix=True))
+register(Format("onnx", ".onnx", "aprender.format.onnx", "ONNX", b"\x08", magic_needs_suffix=True,
+                importer=lambda: package.onnx))
 
 
 def by_suffix(path: PathLike) -> Format | None:

@@ -1,12 +1,7 @@
 """Multi-layer perceptrons that save and load without pickle."""
 
-from aprender._lazy import lazy_attributes
-from aprender.neural_network._mlp import MLPClassifier, MLPRegressor
+import lazy_loader as lazy
 
-__all__ = ["MLPClassifier", "MLPRegressor"]
-
-# The generated namesakes are imported on first use: defining them costs milliseconds that
-# loading a file of one of the hand-written classes above should not pay.
-_GENERATED = ["BernoulliRBM"]
-__getattr__, __dir__ = lazy_attributes(__name__, {"_generated": _GENERATED})
-__all__ += _GENERATED
+# The names are listed once, in __init__.pyi, which type checkers read too;
+# each is imported on first use.
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

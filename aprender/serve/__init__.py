@@ -24,27 +24,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError(f"aprender.serve needs the 'serve' extra ({exc.name} is missing): "
                       "pip install \"aprender[serve]\"") from exc
 
-from typing import TYPE_CHECKING, Any
+import lazy_loader as lazy
 
-if TYPE_CHECKING:
-    from aprender.serve._app import ServeConfig, create_app, run
-    from aprender.serve._batching import Batcher, Overloaded
-    from aprender.serve._repository import Policy, RepositoryError, Settings, scan
-
-__all__ = ["Batcher", "Overloaded", "Policy", "RepositoryError", "ServeConfig", "Settings", "create_app", "run",
-           "scan"]
-
-#: Where each public name lives: imported on first use, so that the JSON parser process
-#: (aprender.serve._tensors) starts without the application, scikit-learn and scipy.
-_HOMES = {"ServeConfig": "_app", "create_app": "_app", "run": "_app", "Batcher": "_batching",
-          "Overloaded": "_batching", "Policy": "_repository", "RepositoryError": "_repository",
-          "Settings": "_repository", "scan": "_repository"}
-
-
-def __getattr__(name: str) -> Any:
-    import importlib
-
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'aprender.serve' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"aprender.serve.{home}"), name)
+# The names are listed once, in __init__.pyi, which type checkers read too. Each is imported on
+# first use, so that the JSON parser process (aprender.serve._tensors) starts without the
+# application, scikit-learn and scipy.
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

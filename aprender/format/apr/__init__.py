@@ -33,78 +33,8 @@ array([5.])
 'line'
 """
 
-from __future__ import annotations
+import lazy_loader as lazy
 
-from typing import TYPE_CHECKING
-
-from aprender._lazy import lazy_attributes
-
-if TYPE_CHECKING:
-    from aprender.format.apr._compress import MAX_DECOMPRESSED_RATIO
-    from aprender.format.apr._crypto import kdf_limits
-    from aprender.format.apr._inspect import inspect_file
-    from aprender.format.apr._load import (
-        MMAP_MIN_BYTES,
-        load_as_recipient,
-        load_encrypted,
-        load_file,
-        loads,
-        read_state,
-        state_from_bytes,
-    )
-    from aprender.format.apr._options import CAPABILITIES, Compression, SaveOptions, WriteOptions
-    from aprender.format.apr._save import (
-        dumps,
-        save_encrypted,
-        save_file,
-        save_for_recipient,
-        save_signed,
-        state_to_bytes,
-        write_state,
-    )
-    from aprender.format.apr._validate import validate_file
-    from aprender.format.apr._verify import load_verified, verify_file
-
-__all__ = [
-    "CAPABILITIES",
-    "MAX_DECOMPRESSED_RATIO",
-    "MMAP_MIN_BYTES",
-    "Compression",
-    "SaveOptions",
-    "WriteOptions",
-    "dumps",
-    "inspect_file",
-    "kdf_limits",
-    "load_as_recipient",
-    "load_encrypted",
-    "load_file",
-    "load_verified",
-    "loads",
-    "read_state",
-    "save_encrypted",
-    "save_file",
-    "save_for_recipient",
-    "save_signed",
-    "state_from_bytes",
-    "state_to_bytes",
-    "validate_file",
-    "verify_file",
-    "write_state",
-]
-
-
-# Imported on first use: a load reads with _load and _read alone, without the writer, the
-# verifier or the cryptography (kdf_limits comes with the first encrypted file).
-# load, save, load_from_bytes and save_to_bytes are the deprecated older names (docs/formats.md).
-__getattr__, __dir__ = lazy_attributes("aprender.format.apr", {
-    "_compress": ["MAX_DECOMPRESSED_RATIO"],
-    "_inspect": ["inspect_file"],
-    "_load": ["MMAP_MIN_BYTES", "load", "load_as_recipient", "load_encrypted", "load_file", "load_from_bytes",
-              "loads", "read_state", "state_from_bytes"],
-    "_options": ["CAPABILITIES", "Compression", "SaveOptions", "WriteOptions"],
-    "_save": ["dumps", "save", "save_encrypted", "save_file", "save_for_recipient", "save_signed", "save_to_bytes",
-              "state_to_bytes", "write_state"],
-    "_validate": ["validate_file"],
-    "_verify": ["load_verified", "verify_file"],
-    "_crypto": ["kdf_limits"],
-})
+# The names are listed once, in __init__.pyi, which type checkers read too;
+# each is imported on first use.
+__getattr__, __dir__, __all__ = lazy.attach_stub(__name__, __file__)

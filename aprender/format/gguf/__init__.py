@@ -256,7 +256,7 @@ def _where(path: str | os.PathLike) -> str:
 def read_state(path: str | os.PathLike) -> ModelState:
     """Read and validate the :class:`ModelState` stored in a GGUF file (still quantized, if it was)."""
     p = existing_file(path)
-    return _gguf_reader.read_state(p, _where(p))
+    return _gguf_reader.parse_state(p, _where(p))
 
 
 def state_from_bytes(data: bytes | bytearray | memoryview) -> ModelState:
@@ -264,7 +264,7 @@ def state_from_bytes(data: bytes | bytearray | memoryview) -> ModelState:
     with tempfile.TemporaryDirectory(prefix="aprender-gguf-") as folder:
         path = Path(folder) / "model.gguf"
         path.write_bytes(data)
-        return _gguf_reader.read_state(path, "GGUF bytes")
+        return _gguf_reader.parse_state(path, "GGUF bytes")
 
 
 def _model(state: ModelState, model_type: type | ModelType | None, trusted: Any = None) -> Any:

@@ -23,7 +23,7 @@ from aprender.codec._nodes import preview
 from aprender.exceptions import FormatError, LoadBudgetExceeded, UnsupportedVersion
 from aprender.format.gguf import _layout as layout
 
-__all__ = ["BoundedReader", "check_extent", "open_any", "open_reader", "read_fields", "read_tensors"]
+__all__ = ["BoundedReader", "check_extent", "open_any", "open_reader", "parse_state", "read_fields", "read_tensors"]
 
 #: Tensor types aprender reads (it writes no others).
 READ_TYPES = frozenset(
@@ -224,8 +224,12 @@ def read_tensors(reader: BoundedReader, meta: dict[str, Any], tensor_map: dict[s
     return tensors
 
 
-def read_state(path: str | os.PathLike, where: str) -> ModelState:
-    """Parse and validate a GGUF file into a (possibly quantized) ModelState."""
+def parse_state(path: str | os.PathLike, where: str) -> ModelState:
+    """Parse and validate a GGUF file into a (possibly quantized) ModelState; messages name it ``where``.
+
+    The backend's :func:`aprender.format.gguf.read_state` (a path) and ``state_from_bytes``
+    (bytes, through a temporary file) both read with this.
+    """
     reader = open_reader(path, where)
     meta, tensor_map = read_fields(reader, where)
     return ModelState(tensors=read_tensors(reader, meta, tensor_map, where), meta=meta)

@@ -69,8 +69,6 @@ def register_installed() -> None:
     A library that is not imported has no fitted model in this process, so nothing is
     imported here: a scikit-learn export stays free of them.
     """
-    import importlib
-
     for library, classes in ESTIMATORS.items():
         if library not in sys.modules or library in _registered:
             continue
@@ -79,7 +77,7 @@ def register_installed() -> None:
             from aprender.format.onnx._booster_frames import register_frame
 
             register_frame()
-        module = importlib.import_module(library)  # already imported: this only looks it up
+        module = sys.modules[library]  # imported already (the test above)
         convert = {"lightgbm": _convert_lightgbm, "xgboost": _convert_xgboost, "catboost": _convert_catboost}[library]
         for name, classifier in classes:
             _register(getattr(module, name), convert, classifier, library)

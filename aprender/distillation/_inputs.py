@@ -12,8 +12,8 @@ from sklearn.base import is_classifier
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 
-from aprender.distill import _progressive as progressive
-from aprender.distill._methods import METHODS
+from aprender.distillation import _progressive as progressive
+from aprender.distillation._methods import METHODS
 from aprender.exceptions import DistillationError
 from aprender.format._io import existing_file
 

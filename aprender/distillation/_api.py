@@ -10,12 +10,12 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 
-from aprender.distill import _fallback as fallbacks
-from aprender.distill import _progressive as progressive
-from aprender.distill import _transfer as transfer
-from aprender.distill._fit import fit_classifier, fit_regressor
-from aprender.distill._inputs import check_options, check_pair, load_teacher, split
-from aprender.distill._provenance import record, report
+from aprender.distillation import _fallback as fallbacks
+from aprender.distillation import _progressive as progressive
+from aprender.distillation import _transfer as transfer
+from aprender.distillation._fit import fit_classifier, fit_regressor
+from aprender.distillation._inputs import check_options, check_pair, load_teacher, split
+from aprender.distillation._provenance import record, report
 from aprender.exceptions import DistillationError
 
 __all__ = ["distill"]

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import r2_score
 
-from aprender.distill._fallback import score
+from aprender.distillation._fallback import score
 
 __all__ = ["record", "report"]
 

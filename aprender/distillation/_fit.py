@@ -7,10 +7,10 @@ targets exactly (docs/distill.md, step 4):
   (cross-entropy against a target matrix) and gradient (output minus target) are
   already those of soft targets; only its input check turns ``y`` into one-hot rows;
 * a HistGradientBoostingClassifier boosts on a soft-target loss
-  (:func:`aprender.distill._students.soft_boosting`);
+  (:func:`aprender.distillation._students.soft_boosting`);
 * any other student that takes ``sample_weight`` learns the rows of :func:`expand`,
   whose weighted cross-entropy equals the soft-target cross-entropy term for term (a
-  LogisticRegression starts at the solution, :func:`~aprender.distill._students.logistic_start`);
+  LogisticRegression starts at the solution, :func:`~aprender.distillation._students.logistic_start`);
 * the rest learn the argmax of the targets.
 
 :func:`fit_regressor` fits ``alpha * teacher + (1 - alpha) * y`` as plain targets.
@@ -26,8 +26,8 @@ import numpy as np
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.validation import has_fit_parameter, validate_data
 
-from aprender.distill import _progressive as progressive
-from aprender.distill import _students as students
+from aprender.distillation import _progressive as progressive
+from aprender.distillation import _students as students
 
 __all__ = ["expand", "fit_classifier", "fit_regressor", "learns_soft_labels", "soft_labels"]
 

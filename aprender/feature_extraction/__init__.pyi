@@ -1,0 +1,2 @@
+from . import text as text
+from ._generated import DictVectorizer as DictVectorizer, FeatureHasher as FeatureHasher

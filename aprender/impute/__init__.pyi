@@ -1,0 +1,6 @@
+from ._generated import (
+    IterativeImputer as IterativeImputer,
+    KNNImputer as KNNImputer,
+    MissingIndicator as MissingIndicator,
+)
+from ._simple import SimpleImputer as SimpleImputer

@@ -1,0 +1,2 @@
+from ._classes import DecisionTreeClassifier as DecisionTreeClassifier, DecisionTreeRegressor as DecisionTreeRegressor
+from ._generated import ExtraTreeClassifier as ExtraTreeClassifier, ExtraTreeRegressor as ExtraTreeRegressor
