@@ -314,17 +314,15 @@ def _model_json(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> st
     leaves = leaf_offsets(arrays["tree_depths"]).tolist()
     dim = meta["dimension"]
     weights = arrays["leaf_weights"].tolist()
-    features, indices = arrays["split_feature"].tolist(), arrays["split_border"].tolist()
-    trees, s = [], 0
-    for t, depth in enumerate(arrays["tree_depths"].tolist()):
-        splits = []
-        for f, i in zip(features[s:s + depth], indices[s:s + depth], strict=True):
-            splits.append({"border": borders[offsets[f] + i], "float_feature_index": f,
-                           "split_index": offsets[f] + i, "split_type": _FEATURE_SPLIT})
-        s += depth
-        # Zeros: _load sets the exact values afterwards, and printing doubles is most of the text's cost.
-        trees.append({"leaf_values": [0] * ((leaves[t + 1] - leaves[t]) * dim),
-                      "leaf_weights": weights[leaves[t]:leaves[t + 1]], "splits": splits})
+    # Each split's index among all borders, for every split at once.
+    index = (arrays["border_offsets"][arrays["split_feature"]] + arrays["split_border"]).tolist()
+    splits = [{"border": borders[i], "float_feature_index": f, "split_index": i, "split_type": _FEATURE_SPLIT}
+              for f, i in zip(arrays["split_feature"].tolist(), index, strict=True)]
+    firsts = np.concatenate([[0], np.cumsum(arrays["tree_depths"], dtype=np.int64)]).tolist()
+    # Zeros: _load sets the exact values afterwards, and printing doubles is most of the text's cost.
+    trees = [{"leaf_values": [0] * ((leaves[t + 1] - leaves[t]) * dim),
+              "leaf_weights": weights[leaves[t]:leaves[t + 1]], "splits": splits[firsts[t]:firsts[t + 1]]}
+             for t in range(len(firsts) - 1)]
     params = dict(meta["loss_params"])
     if params:
         params["__params_key_order"] = json.dumps(list(meta["loss_params"]))
@@ -333,7 +331,7 @@ def _model_json(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> st
     if meta["class_params"] is not None:
         info["class_params"] = meta["class_params"]
     if meta["training"] is not None:
-        info["training"] = json.dumps(meta["training"], allow_nan=False)
+        info["training"] = _json_text(meta["training"])
     model = {"features_info": {"float_features": floats}, "oblivious_trees": trees, "model_info": info,
              "scale_and_bias": [arrays["scale"][0].item(), arrays["bias"].tolist()]}
     return _json_text(model)
