@@ -208,8 +208,8 @@ NOTE = (
     "An XGBoost, LightGBM or CatBoost model is stored as checked arrays, never as the library's own bytes: a load "
     "checks them, writes the library's model from them (XGBoost's UBJSON, LightGBM's model text, CatBoost's "
     "JSON) and has the library parse that, where pickle hands the library its own bytes unchecked. CatBoost "
-    "reads its binary model in about a millisecond, but JSON is the only model format it documents for others "
-    "to write, and parsing it takes most of a CatBoost load."
+    "reads its binary model (an internal FlatBuffers layout aprender does not write) in about a millisecond; "
+    "parsing its JSON takes most of a CatBoost load."
 )
 
 #: Models whose every backend saves and loads in a few ms: many more rounds cost seconds, and spread
