@@ -34,14 +34,10 @@ from aprender import _limits
 from aprender.codec._checks import bounded_int, fail
 from aprender.codec._nodes import preview
 from aprender.codec._optional import require
+from aprender.codec.handlers import _booster_json as booster_json
 from aprender.codec.handlers._base import NULL, TENSOR, Handler, register_handler, tensor_field
 from aprender.codec.schemas._oblivious import ARRAYS, NAN_TREATMENTS, check_oblivious, leaf_offsets
 from aprender.exceptions import FormatError, UnsupportedTypeError
-
-try:  # the ``fast`` extra: orjson writes the model's JSON (half of a load's time) about ten times faster
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - exercised by monkeypatching in tests/test_catboost.py
-    _orjson = None
 
 if TYPE_CHECKING:
     from aprender.codec.handlers._base import Decoding, Encoding
@@ -89,8 +85,8 @@ def _dump(model: Any) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="aprender-catboost-") as folder:
         file = os.path.join(folder, "model.json")
         model._save_model(file, "json", "", None)
-        with open(file, encoding="utf-8") as stream:
-            return json.load(stream)
+        with open(file, "rb") as stream:
+            return booster_json.loads(stream.read())
 
 
 def _refuse(path: str, reason: str) -> UnsupportedTypeError:
@@ -117,20 +113,21 @@ def _check_savable(model: Any, dump: Mapping[str, Any], path: str) -> None:
 
 def _split_arrays(trees: list, borders: list[np.ndarray], path: str) -> dict[str, np.ndarray]:
     """Each tree's depth, and each split's float feature and the index of its border among that feature's."""
-    depths, features, indices = [], [], []
-    for tree in trees:
-        splits = tree.get("splits", [])
-        depths.append(len(splits))
-        for split in splits:
-            f = split["float_feature_index"]
-            border = np.float32(split["border"])
-            i = int(np.searchsorted(borders[f], border))
-            if i == borders[f].shape[0] or borders[f][i] != border:
-                raise _refuse(path, f"a split's border {border} is not one of feature {f}'s borders")
-            features.append(f)
-            indices.append(i)
-    return {"tree_depths": np.array(depths, dtype=np.int32), "split_feature": np.array(features, dtype=np.int32),
-            "split_border": np.array(indices, dtype=np.int32)}
+    splits = [split for tree in trees for split in tree.get("splits", [])]
+    depths = np.array([len(tree.get("splits", [])) for tree in trees], dtype=np.int32)
+    features = np.array([split["float_feature_index"] for split in splits], dtype=np.int32)
+    values = np.array([split["border"] for split in splits], dtype=np.float32)
+    indices = np.zeros(features.shape[0], dtype=np.int32)
+    for f in np.unique(features).tolist():  # one search per feature, not per split
+        mine = features == f
+        wanted = values[mine]
+        found = np.searchsorted(borders[f], wanted)
+        exact = found < borders[f].shape[0]
+        exact[exact] = borders[f][found[exact]] == wanted[exact]
+        if not exact.all():
+            raise _refuse(path, f"a split's border {wanted[~exact][0]} is not one of feature {f}'s borders")
+        indices[mine] = found
+    return {"tree_depths": depths, "split_feature": features, "split_border": indices}
 
 
 def _encode(model: Any, enc: Encoding, path: str) -> dict[str, Any]:
@@ -285,24 +282,6 @@ def _check_node(node: Mapping[str, Any], arrays: Mapping[str, np.ndarray], path:
     }
 
 
-def _json_text(value: dict[str, Any]) -> str:
-    """The JSON text of ``value`` (finite numbers only), with the values ``json.dumps`` gives.
-
-    orjson writes the same numbers (the shortest text of each double) and strings; text
-    it would write as non-ASCII UTF-8 (``json.dumps`` escapes it) or refuses goes the
-    standard library's way, so CatBoost reads what it always read.
-    """
-    if _orjson is not None:
-        try:
-            raw = _orjson.dumps(value)
-        except _orjson.JSONEncodeError:  # e.g. a lone surrogate in a feature name
-            pass
-        else:
-            if raw.isascii():
-                return raw.decode("ascii")
-    return json.dumps(value, allow_nan=False)
-
-
 def _model_json(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> str:
     """A CatBoost JSON model made from checked arrays and metadata only."""
     offsets = arrays["border_offsets"].tolist()
@@ -331,10 +310,10 @@ def _model_json(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> st
     if meta["class_params"] is not None:
         info["class_params"] = meta["class_params"]
     if meta["training"] is not None:
-        info["training"] = _json_text(meta["training"])
+        info["training"] = booster_json.dumps(meta["training"])
     model = {"features_info": {"float_features": floats}, "oblivious_trees": trees, "model_info": info,
              "scale_and_bias": [arrays["scale"][0].item(), arrays["bias"].tolist()]}
-    return _json_text(model)
+    return booster_json.dumps(model)
 
 
 def _load(text: str, arrays: Mapping[str, np.ndarray], path: str) -> Any:
