@@ -210,6 +210,9 @@ def test_numbers_are_written_back_exactly() -> None:
     assert pieces[1] == ""
     parsed = np.array([float(v) for piece in pieces for v in piece.split(" ") if piece])
     assert parsed.tobytes() == values.tobytes()
+    # A strided or byte-swapped array (orjson formats only contiguous native ones itself) gives the same text.
+    for other in (np.repeat(values, 2)[::2], values.astype(values.dtype.newbyteorder())):
+        assert _lgbm_text._pieces(other, np.array([0, 3, 3]), np.array([3, 3, 9])) == pieces
 
 
 def test_a_linear_tree_model_is_refused_at_save(tmp_path: Path) -> None:

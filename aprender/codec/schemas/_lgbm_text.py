@@ -221,11 +221,14 @@ def _pieces(values: np.ndarray, begins: np.ndarray, ends: np.ndarray) -> list[st
     The whole array is formatted in one call (by orjson in C when installed, ``repr``'s text
     either way: the shortest that parses back to the same number), then cut at its spaces.
     """
-    items = values.tolist()
-    if _orjson is not None:
-        raw = _orjson.dumps(items)[1:-1].replace(b",", b" ")
+    if _orjson is None:
+        raw = " ".join(map(repr, values.tolist())).encode("ascii")
     else:
-        raw = " ".join(map(repr, items)).encode("ascii")
+        try:  # the array itself: the same text as its list's, without making the list
+            raw = _orjson.dumps(values, option=_orjson.OPT_SERIALIZE_NUMPY)
+        except _orjson.JSONEncodeError:  # not C-contiguous, or not in native byte order
+            raw = _orjson.dumps(values.tolist())
+        raw = raw[1:-1].replace(b",", b" ")
     gaps = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == ord(" "))
     first = np.concatenate([[0], gaps + 1])  # where each number's text starts
     last = np.concatenate([gaps, [len(raw)]])  # and ends
