@@ -15,7 +15,7 @@ from typing import Any
 
 try:  # the ``fast`` extra
     import orjson as _orjson
-except ImportError:  # pragma: no cover - exercised by monkeypatching in the booster tests
+except ImportError:  # pragma: no cover - tests take the standard library's path by setting _orjson to None
     _orjson = None
 
 __all__ = ["dumps", "loads"]

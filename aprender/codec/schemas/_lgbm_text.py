@@ -9,9 +9,10 @@ LightGBM's parser. Nothing here imports LightGBM: ``apr inspect`` can read the a
 without it.
 
 Doubles are written with ``repr``'s text, the shortest that parses back to the same double
-(by orjson, in C, when the ``fast`` extra is installed: the text of a 500-tree model is
-most of its load time); LightGBM's parser reads them exactly, so the rebuilt booster holds the same bits
-(tests/test_lightgbm.py compares the rebuilt model's own text with the original's).
+(by orjson, in C, when the ``fast`` extra is installed: formatting a 500-tree model's
+numbers one by one in Python took most of its load); LightGBM's parser reads them exactly,
+so the rebuilt booster holds the same bits (tests/test_lightgbm.py compares the rebuilt
+model's own text with the original's).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from aprender.exceptions import UnsupportedTypeError
 
 try:  # the ``fast`` extra: orjson writes numbers in C, with ``repr``'s text up to the exponent's form
     import orjson as _orjson
-except ImportError:  # pragma: no cover - exercised by monkeypatching in tests/test_lightgbm.py
+except ImportError:  # pragma: no cover - tests take the standard library's path by setting _orjson to None
     _orjson = None
 
 __all__ = ["HEADER_INTS", "MULTICLASS", "OBJECTIVES", "TREE_ARRAYS", "TREE_COUNTS", "format_feature_info",
