@@ -1,7 +1,9 @@
 """``aprender serve`` beside MLServer 1.7 under load on loopback, with wrk (Debian package ``wrk``).
 
 Both servers serve the same fitted scikit-learn models: aprender from ``.apr`` files, MLServer
-(``mlserver_sklearn.SKLearnModel``) from joblib files of the same objects. Both answer the same
+(``mlserver_sklearn.SKLearnModel``) from joblib files of the same objects, or for a lone XGBoost or
+LightGBM model its own runtime (``mlserver_xgboost``, ``mlserver_lightgbm``) on the library's native
+model file. Both answer the same
 Open Inference Protocol v2 JSON bodies, checked to give 200 and the same predictions before any
 timing. Each server is one process pinned to one core; wrk and this script are pinned to the
 other. Per row, the servers' wrk runs are interleaved in seeded shuffled rounds (after an untimed
@@ -10,8 +12,9 @@ min-max spread. A second table measures aprender alone (protocols, adaptive batc
 and memory).
 
 MLServer runs from a venv of its own that this script builds once with ``python -m venv`` and
-pip (``--mlserver-venv``, default ``~/.cache/aprender-bench/mlserver-venv``): ``mlserver`` and
-``mlserver-sklearn`` 1.7, with this environment's scikit-learn, numpy, scipy and pandas versions
+pip (``--mlserver-venv``, default ``~/.cache/aprender-bench/mlserver-venv``): ``mlserver``,
+``mlserver-sklearn``, ``mlserver-xgboost`` and ``mlserver-lightgbm`` 1.7, with this environment's
+scikit-learn, numpy, scipy, pandas, xgboost and lightgbm versions
 so that the joblib files load and both servers compute with the same libraries. Nothing is
 installed into this environment. Not run in CI. Needs ``wrk`` (``apt-get install wrk``), the
 ``serve`` extra, 2 cores and, on first run, PyPI.
@@ -39,6 +42,7 @@ from pathlib import Path
 
 import httpx
 import joblib
+import lightgbm
 import numpy as np
 import orjson
 import pandas as pd
@@ -49,6 +53,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from xgboost import XGBClassifier
 
 import aprender
 
@@ -58,7 +63,7 @@ SERVER_CORE, CLIENT_CORE = 1, 0
 CONNECTIONS = 16
 #: The goal: aprender's req/s at least this many times MLServer's, at an equal or lower p99.
 GOAL = 5.0
-MLSERVER = ("mlserver==1.7.*", "mlserver-sklearn==1.7.*")
+MLSERVER = ("mlserver==1.7.*", "mlserver-sklearn==1.7.*", "mlserver-xgboost==1.7.*", "mlserver-lightgbm==1.7.*")
 DEFAULT_VENV = Path.home() / ".cache" / "aprender-bench" / "mlserver-venv"
 #: Written into the venv once it is complete: the requirements it was built with.
 _MARKER = "aprender-bench.json"
@@ -73,9 +78,11 @@ JSON_HEADERS = {"Content-Type": "application/json"}
 def _requirements() -> list[str]:
     import scipy
     import sklearn
+    import xgboost
 
     return [*MLSERVER, f"scikit-learn=={sklearn.__version__}", f"numpy=={np.__version__}",
-            f"scipy=={scipy.__version__}", f"pandas=={pd.__version__}"]
+            f"scipy=={scipy.__version__}", f"pandas=={pd.__version__}", f"xgboost=={xgboost.__version__}",
+            f"lightgbm=={lightgbm.__version__}"]
 
 
 def _foreign_env() -> dict[str, str]:
@@ -102,7 +109,7 @@ def mlserver_venv(path: Path) -> Path:
     try:
         for command in ([sys.executable, "-m", "venv", str(path)],
                         [python, "-m", "pip", "install", "--quiet", *wanted],
-                        [python, "-c", "import mlserver, mlserver_sklearn"]):
+                        [python, "-c", "import mlserver, mlserver_sklearn, mlserver_xgboost, mlserver_lightgbm"]):
             subprocess.run(command, check=True, capture_output=True, text=True, env=_foreign_env())
     except (OSError, subprocess.CalledProcessError) as error:
         shutil.rmtree(path, ignore_errors=True)
@@ -298,12 +305,33 @@ def _churn_frame(n: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
 
 @dataclass(frozen=True)
 class Model:
-    """A fitted model, the one-row v2 body both servers get, and its own predictions for that row."""
+    """A fitted model, the one-row v2 body both servers get, its own predictions for that row, the
+    MLServer runtime that serves it (a key of :data:`RUNTIMES`) and what that runtime answers."""
 
     name: str
     estimator: object
     body: bytes
     expected: list
+    runtime: str = "sklearn"
+    mlserver_expected: list | None = None
+
+
+def _save_joblib(estimator: object, path: Path) -> None:
+    joblib.dump(estimator, path)
+
+
+def _save_xgboost(estimator: object, path: Path) -> None:
+    estimator.save_model(path)  # type: ignore[attr-defined]
+
+
+def _save_lightgbm(estimator: object, path: Path) -> None:
+    estimator.booster_.save_model(path)  # type: ignore[attr-defined]
+
+
+#: MLServer runtime -> (its implementation, the file it loads, how that file is written).
+RUNTIMES = {"sklearn": ("mlserver_sklearn.SKLearnModel", "model.joblib", _save_joblib),
+            "xgboost": ("mlserver_xgboost.XGBoostModel", "model.json", _save_xgboost),
+            "lightgbm": ("mlserver_lightgbm.LightGBMModel", "model.bst", _save_lightgbm)}
 
 
 def fit_models() -> list[Model]:
@@ -313,28 +341,40 @@ def fit_models() -> list[Model]:
     pipeline = make_pipeline(ColumnTransformer([("num", StandardScaler(), ["age", "income"]),
                                                 ("cat", OneHotEncoder(handle_unknown="ignore"), ["city", "plan"])]),
                              LogisticRegression(max_iter=1000))
-    fitted = [("iris", LogisticRegression(max_iter=1000).fit(X, y), X[:1]),
-              ("forest", RandomForestClassifier(n_estimators=100, random_state=0).fit(Xf, yf), Xf[:1]),
-              ("frame", pipeline.fit(frame, yd), frame.iloc[:1])]
+    boosted = make_pipeline(ColumnTransformer([("num", StandardScaler(), ["age", "income"]),
+                                               ("cat", OneHotEncoder(handle_unknown="ignore"), ["city", "plan"])]),
+                            XGBClassifier(n_estimators=200, max_depth=6, random_state=0, n_jobs=1))
+    xgb = XGBClassifier(n_estimators=200, max_depth=6, random_state=0, n_jobs=1).fit(Xf, yf)
+    lgbm = lightgbm.LGBMClassifier(n_estimators=200, random_state=0, n_jobs=1, verbose=-1).fit(Xf, yf)
+    fitted = [("iris", LogisticRegression(max_iter=1000).fit(X, y), X[:1], "sklearn"),
+              ("forest", RandomForestClassifier(n_estimators=100, random_state=0).fit(Xf, yf), Xf[:1], "sklearn"),
+              ("frame", pipeline.fit(frame, yd), frame.iloc[:1], "sklearn"),
+              ("xgboost", xgb, Xf[:1], "xgboost"),
+              ("lightgbm", lgbm, Xf[:1], "lightgbm"),
+              ("frame-xgboost", boosted.fit(frame, yd), frame.iloc[:1], "sklearn")]
+    # MLServer's lightgbm runtime answers Booster.predict: the positive class's probability, not the label.
     return [Model(name, estimator, v2_frame(row) if isinstance(row, pd.DataFrame) else v2_tensor(row),
-                  estimator.predict(row).tolist()) for name, estimator, row in fitted]
+                  estimator.predict(row).tolist(), runtime,
+                  estimator.booster_.predict(row).tolist() if runtime == "lightgbm" else None)
+            for name, estimator, row, runtime in fitted]
 
 
 def write_repositories(models: list[Model], work: Path) -> tuple[Path, Path]:
-    """aprender's repository (``NAME/1/model.apr``) and MLServer's (``NAME/model.joblib`` and its
-    ``model-settings.json``; ``forest-batched`` is ``forest`` with MLServer's adaptive batching)."""
+    """aprender's repository (``NAME/1/model.apr``) and MLServer's (``NAME/`` with the file its runtime
+    loads and its ``model-settings.json``; ``forest-batched`` is ``forest`` with MLServer's adaptive batching)."""
     apr, mls = work / "aprender", work / "mlserver"
     for model in models:
         (apr / model.name / "1").mkdir(parents=True)
         aprender.save(model.estimator, apr / model.name / "1" / "model.apr")
         batched = [("", {})] + ([("-batched", MLSERVER_BATCHING)] if model.name == "forest" else [])
+        implementation, file, save = RUNTIMES[model.runtime]
         for suffix, batching in batched:
             folder = mls / (model.name + suffix)
             folder.mkdir(parents=True)
-            joblib.dump(model.estimator, folder / "model.joblib")
+            save(model.estimator, folder / file)
             (folder / "model-settings.json").write_text(json.dumps(
-                {"name": model.name + suffix, "implementation": "mlserver_sklearn.SKLearnModel",
-                 "parameters": {"uri": "./model.joblib"}, **batching}))
+                {"name": model.name + suffix, "implementation": implementation,
+                 "parameters": {"uri": f"./{file}"}, **batching}))
     return apr, mls
 
 
@@ -367,7 +407,13 @@ ROWS = (Row("LogisticRegression (iris), 4 numbers", "iris", "iris"),
         Row("RandomForest(100), 20 numbers", "forest", "forest"),
         Row("RandomForest(100), 20 numbers; MLServer adaptive batching 64 rows / 1 ms", "forest", "forest-batched"),
         Row("DataFrame pipeline (scaler + one-hot + LogisticRegression), 2 numbers + 2 strings, pandas codec",
-            "frame", "frame"))
+            "frame", "frame"),
+        Row("XGBClassifier(200, depth 6), 20 numbers; MLServer's xgboost runtime on XGBoost's JSON model",
+            "xgboost", "xgboost"),
+        Row("LGBMClassifier(200), 20 numbers; MLServer's lightgbm runtime on LightGBM's model text",
+            "lightgbm", "lightgbm"),
+        Row("DataFrame pipeline (scaler + one-hot + XGBClassifier(200, depth 6)), 2 numbers + 2 strings, "
+            "pandas codec", "frame-xgboost", "frame-xgboost"))
 
 
 def compare(models: list[Model], apr_repo: Path, mls_repo: Path, bin_dir: Path, seconds: int,
@@ -382,9 +428,10 @@ def compare(models: list[Model], apr_repo: Path, mls_repo: Path, bin_dir: Path, 
                        for server, name in ((ours, row.model), (theirs, row.mlserver_model))}
             for target in targets.values():
                 got = predictions(target)
-                if got != model.expected:
+                expected = model.expected if target.server is ours else model.mlserver_expected or model.expected
+                if got != expected:
                     raise RuntimeError(f"{target.server.name} predicted {got} for {row.model}, the model "
-                                       f"{model.expected}")
+                                       f"{expected}")
             results = measure(targets, CONNECTIONS, seconds, runs)
             for name, server_runs in results.items():
                 table.append([row.label, name, str(CONNECTIONS), *_fmt(server_runs)])
@@ -532,11 +579,15 @@ def main() -> None:
 ### aprender / MLServer
 
 The same fitted scikit-learn objects, saved as `.apr` for aprender and with joblib for MLServer
-(`mlserver_sklearn.SKLearnModel`, `model-settings.json` with `parameters.uri`), MLServer in a venv of its own
-with the same scikit-learn, numpy, scipy and pandas. Both get the same v2 JSON body, one row per request:
-one `input-0` FP64 tensor `[1, n]`, or for the DataFrame model MLServer's pandas codec (`"content_type": "pd"`,
-one input per column, BYTES for strings); before timing, each server answered it with 200 and the model's own
-prediction. Each row alternates the two servers in seeded shuffled rounds after an untimed 1 s warm-up each,
+(`mlserver_sklearn.SKLearnModel`, `model-settings.json` with `parameters.uri`), or for the lone XGBoost and
+LightGBM models as the library's native file for MLServer's own runtime (`mlserver_xgboost.XGBoostModel` on
+`save_model`'s JSON, `mlserver_lightgbm.LightGBMModel` on the booster's model text; that runtime answers
+`Booster.predict`, the positive class's probability, where aprender answers the label and the probabilities),
+MLServer in a venv of its own with the same scikit-learn, numpy, scipy, pandas, XGBoost and LightGBM. Both get
+the same v2 JSON body, one row per request: one `input-0` FP64 tensor `[1, n]`, or for the DataFrame models
+MLServer's pandas codec (`"content_type": "pd"`, one input per column, BYTES for strings); before timing, each
+server answered it with 200 and the model's own prediction. Each row alternates the two servers in seeded
+shuffled rounds after an untimed 1 s warm-up each,
 {CONNECTIONS} connections. Both at their defaults but for: MLServer `parallel_workers: 0` (inference in its
 one server process, as aprender does) and `debug: false` (no access log; aprender writes none). Left on:
 Prometheus metrics in both (aprender has no switch for them, and records the same `rest_server_requests`

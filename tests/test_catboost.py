@@ -163,6 +163,40 @@ def test_dataframe_feature_names(tmp_path: Path) -> None:
     assert_same(model, loaded, frame)
 
 
+@pytest.mark.parametrize("orjson", [True, False], ids=["orjson", "standard-library"])
+def test_the_model_json_is_the_same_with_or_without_orjson(models: dict[str, Any], orjson: bool, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from aprender.codec.handlers import _booster_json
+
+    if not orjson:
+        monkeypatch.setattr(_booster_json, "_orjson", None)
+    elif _booster_json._orjson is None:
+        pytest.skip("orjson (the fast extra) is not installed")
+    pd = pytest.importorskip("pandas")
+    # A non-ASCII feature name takes the standard library's path even with orjson.
+    frame = pd.DataFrame(X, columns=["âge", "height", "weight", "score"])
+    cases = {**models, "unicode": CatBoostRegressor(iterations=3, depth=2, **QUIET).fit(frame, X0)}
+    for case, model in cases.items():
+        aprender.save(model, tmp_path / f"{case}.apr")
+        data = frame if case == "unicode" else X
+        assert_same(model, aprender.load(tmp_path / f"{case}.apr"), data)
+
+
+def test_saves_are_the_same_bytes_with_or_without_orjson(models: dict[str, Any], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from aprender.codec.handlers import _booster_json
+
+    if _booster_json._orjson is None:
+        pytest.skip("orjson (the fast extra) is not installed")
+    for case, model in models.items():
+        aprender.save(model, tmp_path / f"{case}-orjson.safetensors")
+    monkeypatch.setattr(_booster_json, "_orjson", None)
+    for case, model in models.items():
+        aprender.save(model, tmp_path / f"{case}-json.safetensors")
+        assert (tmp_path / f"{case}-json.safetensors").read_bytes() == (
+            tmp_path / f"{case}-orjson.safetensors").read_bytes(), case
+
+
 def test_categorical_features_are_refused_at_save(tmp_path: Path) -> None:
     pd = pytest.importorskip("pandas")
     frame = pd.DataFrame({"x": X0, "colour": np.array(["red", "green", "blue"])[(X0 * 3).astype(int) % 3]})

@@ -181,6 +181,40 @@ def test_trees_are_stored_as_named_arrays() -> None:
     assert state.tensors["_Booster.cat_threshold"].size > 0
 
 
+@pytest.mark.parametrize("orjson", [True, False], ids=["orjson", "standard-library"])
+def test_the_model_text_is_the_same_with_or_without_orjson(orjson: bool, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from aprender.codec.schemas import _lgbm_text
+
+    if not orjson:
+        monkeypatch.setattr(_lgbm_text, "_orjson", None)
+    elif _lgbm_text._orjson is None:
+        pytest.skip("orjson (the fast extra) is not installed")
+    import lightgbm as lgb
+
+    rows = np.random.default_rng(0).normal(size=(50, 2))
+    lone = lgb.LGBMRegressor(n_estimators=2, verbose=-1).fit(rows, np.ones(50))  # one-leaf trees: no weights written
+    assert lone.booster_.dump_model()["tree_info"][0]["num_leaves"] == 1
+    for name, (model, X) in {"multiclass": models()["multiclass"], "lone-leaf": (lone, rows)}.items():
+        aprender.save(model, tmp_path / f"{name}.apr")
+        loaded = aprender.load(tmp_path / f"{name}.apr")
+        assert tree_text(loaded) == tree_text(model)
+        np.testing.assert_array_equal(loaded.predict(X, raw_score=True), model.predict(X, raw_score=True))
+
+
+def test_numbers_are_written_back_exactly() -> None:
+    from aprender.codec.schemas import _lgbm_text
+
+    values = np.array([0.1, -0.0, 1e-35, 5e-324, -1.7976931348623157e308, 1e16, 1e-7, 2.0 / 3, 1.0], dtype=np.float64)
+    pieces = _lgbm_text._pieces(values, np.array([0, 3, 3]), np.array([3, 3, 9]))
+    assert pieces[1] == ""
+    parsed = np.array([float(v) for piece in pieces for v in piece.split(" ") if piece])
+    assert parsed.tobytes() == values.tobytes()
+    # A strided or byte-swapped array (orjson formats only contiguous native ones itself) gives the same text.
+    for other in (np.repeat(values, 2)[::2], values.astype(values.dtype.newbyteorder())):
+        assert _lgbm_text._pieces(other, np.array([0, 3, 3]), np.array([3, 3, 9])) == pieces
+
+
 def test_a_linear_tree_model_is_refused_at_save(tmp_path: Path) -> None:
     import lightgbm as lgb
 

@@ -179,6 +179,21 @@ def test_apr_options(models: dict, option: str, tmp_path: Path, monkeypatch: pyt
     _assert_same(model, aprender.load(path, **load_kw), X)
 
 
+def test_saves_are_the_same_bytes_with_or_without_orjson(models: dict, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from aprender.codec.handlers import _booster_json
+
+    if _booster_json._orjson is None:
+        pytest.skip("orjson (the fast extra) is not installed")
+    for name, (model, _) in models.items():
+        aprender.save(model, tmp_path / f"{name}-orjson.safetensors")
+    monkeypatch.setattr(_booster_json, "_orjson", None)
+    for name, (model, _) in models.items():
+        aprender.save(model, tmp_path / f"{name}-json.safetensors")
+        assert (tmp_path / f"{name}-json.safetensors").read_bytes() == (
+            tmp_path / f"{name}-orjson.safetensors").read_bytes(), name
+
+
 def test_fitted_state_comes_back(models: dict, tmp_path: Path) -> None:
     model, frame = models["categorical"]
     path = tmp_path / "m.apr"

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from aprender.cli._boosters import booster_summaries
 from aprender.cli._files import ITEMSIZES, Loaded, info_of, plain, read
 from aprender.cli._foreign import block_bits
 from aprender.cli._options import INPUT, debug_option, json_option
@@ -112,23 +113,28 @@ def _stats(array: np.ndarray) -> dict[str, Any]:
                 "nan": n_nan}
 
 
-def _tensor_stats(path: Path, info: ModelInfo, secrets: Secrets) -> tuple[dict[str, Any] | None, str | None]:
+def _tensor_data(path: Path, info: ModelInfo, secrets: Secrets) -> tuple[dict[str, np.ndarray], str | None]:
+    """The file's tensors (dequantized), or none and why."""
     fmt = FORMATS[info.format]
     if not fmt.can.loads:  # an export: its tensors (ONNX's initializers) where the backend reads them
         reader = getattr(fmt.backend, "load_tensors", None)  # the optional verb of formats that hold tensors
         if reader is None:
             return {}, f"a {fmt.title} file holds no tensors aprender reads"
-        return {name: _stats(a) for name, a in reader(path).items()}, None
+        return dict(reader(path)), None
     if info.encrypted and not secrets.keys_for(info, required=False):
         return {}, ("the data is encrypted: statistics need --password-file, --password-env or --secret-key "
-                      "(the table above needs no key)")
+                    "(the table above needs no key)")
     loaded: Loaded = read(path, secrets, info)
-    return {name: _stats(a) for name, a in plain(loaded.state).tensors.items()}, None
+    return dict(plain(loaded.state).tensors), None
 
 
 def inspect_report(path: Path, info: ModelInfo, *, stats: dict[str, Any] | None = None,
-                   quantization: bool = False, notes: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Everything ``inspect`` prints, as one JSON-able dict (the ``--json`` output)."""
+                   quantization: bool = False, notes: tuple[str, ...] = (),
+                   arrays: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+    """Everything ``inspect`` prints, as one JSON-able dict (the ``--json`` output).
+
+    ``arrays``, the tensor data when it was read, completes the booster summaries (tree depths).
+    """
     tensors = []
     for t in info.tensors:
         row = {"name": t.name, "dtype": t.dtype, "shape": list(t.shape), "nbytes": t.nbytes, "offset": t.offset,
@@ -148,6 +154,7 @@ def inspect_report(path: Path, info: ModelInfo, *, stats: dict[str, Any] | None 
         "hyperparameters": _hyperparameters(info),
         "model": model_tree(_model_node(info)),
         "inputs": input_columns(_model_node(info)),
+        "boosters": booster_summaries(_model_node(info), {t.name: t.shape for t in info.tensors}, arrays),
         "metadata": _user_metadata(info),
         "flags": {"compressed": info.compressed, "encrypted": info.encrypted, "signed": info.signed,
                   "quantization": info.quantization},
@@ -193,6 +200,8 @@ def _render(report: dict[str, Any]) -> None:
         out.print(tree("Model", branches(report["model"]), inputs_line(report["inputs"])))
     elif report["hyperparameters"]:
         out.print(kv_table("Hyperparameters", [(k, short(v)) for k, v in sorted(report["hyperparameters"].items())]))
+    for booster in report["boosters"]:
+        out.print(kv_table(f"Booster {booster['path'] or ''}".strip(), _booster_rows(booster)))
     if report["metadata"]:
         rows = []
         for key, value in sorted(report["metadata"].items()):
@@ -221,6 +230,23 @@ def _render(report: dict[str, Any]) -> None:
         _render_quantization(report["quantization"])
     for note in report["notes"]:
         echo(f"note: {note}")
+
+
+#: Summary field -> its row label; a field the file does not tell is left out.
+_BOOSTER_ROWS = {"library": "Library", "format_version": "Model format", "estimator": "Estimator",
+                 "objective": "Objective", "n_trees": "Trees", "n_iterations": "Iterations",
+                 "trees_per_iteration": "Trees per iteration", "best_iteration": "Best iteration",
+                 "n_features": "Features", "n_classes": "Classes", "n_nodes": "Nodes", "n_leaves": "Leaves",
+                 "max_depth": "Max depth"}
+
+
+def _booster_rows(booster: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = [(label, short(booster[key])) for key, label in _BOOSTER_ROWS.items() if booster.get(key) is not None]
+    if booster.get("classes") is not None:
+        rows.append(("Class labels", short(booster["classes"])))
+    if booster.get("max_depth") is None:
+        rows.append(("Max depth", "needs the tensor data (--tensors)"))
+    return rows
 
 
 def _render_quantization(q: dict[str, Any]) -> None:
@@ -255,9 +281,10 @@ def inspect(file: Path, with_stats: bool, with_quantization: bool, secrets: Secr
     (an encrypted .apr then needs its password or key).
     """
     info = info_of(file)
-    stats, note = _tensor_stats(file, info, secrets) if with_stats else (None, None)
+    arrays, note = _tensor_data(file, info, secrets) if with_stats else (None, None)
+    stats = None if arrays is None else {name: _stats(a) for name, a in arrays.items()}
     report = inspect_report(file, info, stats=stats, quantization=with_quantization,
-                            notes=(note,) if note else ())
+                            notes=(note,) if note else (), arrays=arrays)
     if as_json:
         emit_json(report)
     else:

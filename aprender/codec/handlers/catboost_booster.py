@@ -34,6 +34,7 @@ from aprender import _limits
 from aprender.codec._checks import bounded_int, fail
 from aprender.codec._nodes import preview
 from aprender.codec._optional import require
+from aprender.codec.handlers import _booster_json as booster_json
 from aprender.codec.handlers._base import NULL, TENSOR, Handler, register_handler, tensor_field
 from aprender.codec.schemas._catboost_losses import LOSSES, METRIC_NAME
 from aprender.codec.schemas._oblivious import ARRAYS, NAN_TREATMENTS, check_oblivious, leaf_offsets
@@ -66,8 +67,8 @@ def _dump(model: Any) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="aprender-catboost-") as folder:
         file = os.path.join(folder, "model.json")
         model._save_model(file, "json", "", None)
-        with open(file, encoding="utf-8") as stream:
-            return json.load(stream)
+        with open(file, "rb") as stream:
+            return booster_json.loads(stream.read())
 
 
 def _refuse(path: str, reason: str) -> UnsupportedTypeError:
@@ -94,20 +95,21 @@ def _check_savable(model: Any, dump: Mapping[str, Any], path: str) -> None:
 
 def _split_arrays(trees: list, borders: list[np.ndarray], path: str) -> dict[str, np.ndarray]:
     """Each tree's depth, and each split's float feature and the index of its border among that feature's."""
-    depths, features, indices = [], [], []
-    for tree in trees:
-        splits = tree.get("splits", [])
-        depths.append(len(splits))
-        for split in splits:
-            f = split["float_feature_index"]
-            border = np.float32(split["border"])
-            i = int(np.searchsorted(borders[f], border))
-            if i == borders[f].shape[0] or borders[f][i] != border:
-                raise _refuse(path, f"a split's border {border} is not one of feature {f}'s borders")
-            features.append(f)
-            indices.append(i)
-    return {"tree_depths": np.array(depths, dtype=np.int32), "split_feature": np.array(features, dtype=np.int32),
-            "split_border": np.array(indices, dtype=np.int32)}
+    splits = [split for tree in trees for split in tree.get("splits", [])]
+    depths = np.array([len(tree.get("splits", [])) for tree in trees], dtype=np.int32)
+    features = np.array([split["float_feature_index"] for split in splits], dtype=np.int32)
+    values = np.array([split["border"] for split in splits], dtype=np.float32)
+    indices = np.zeros(features.shape[0], dtype=np.int32)
+    for f in np.unique(features).tolist():  # one search per feature, not per split
+        mine = features == f
+        wanted = values[mine]
+        found = np.searchsorted(borders[f], wanted)
+        exact = found < borders[f].shape[0]
+        exact[exact] = borders[f][found[exact]] == wanted[exact]
+        if not exact.all():
+            raise _refuse(path, f"a split's border {wanted[~exact][0]} is not one of feature {f}'s borders")
+        indices[mine] = found
+    return {"tree_depths": depths, "split_feature": features, "split_border": indices}
 
 
 def _encode(model: Any, enc: Encoding, path: str) -> dict[str, Any]:
@@ -273,17 +275,15 @@ def _model_json(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> st
     leaves = leaf_offsets(arrays["tree_depths"]).tolist()
     dim = meta["dimension"]
     weights = arrays["leaf_weights"].tolist()
-    features, indices = arrays["split_feature"].tolist(), arrays["split_border"].tolist()
-    trees, s = [], 0
-    for t, depth in enumerate(arrays["tree_depths"].tolist()):
-        splits = []
-        for f, i in zip(features[s:s + depth], indices[s:s + depth], strict=True):
-            splits.append({"border": borders[offsets[f] + i], "float_feature_index": f,
-                           "split_index": offsets[f] + i, "split_type": _FEATURE_SPLIT})
-        s += depth
-        # Zeros: _load sets the exact values afterwards, and printing doubles is most of the text's cost.
-        trees.append({"leaf_values": [0] * ((leaves[t + 1] - leaves[t]) * dim),
-                      "leaf_weights": weights[leaves[t]:leaves[t + 1]], "splits": splits})
+    # Each split's index among all borders, for every split at once.
+    index = (arrays["border_offsets"][arrays["split_feature"]] + arrays["split_border"]).tolist()
+    splits = [{"border": borders[i], "float_feature_index": f, "split_index": i, "split_type": _FEATURE_SPLIT}
+              for f, i in zip(arrays["split_feature"].tolist(), index, strict=True)]
+    firsts = np.concatenate([[0], np.cumsum(arrays["tree_depths"], dtype=np.int64)]).tolist()
+    # Zeros: _load sets the exact values afterwards, and printing doubles is most of the text's cost.
+    trees = [{"leaf_values": [0] * ((leaves[t + 1] - leaves[t]) * dim),
+              "leaf_weights": weights[leaves[t]:leaves[t + 1]], "splits": splits[firsts[t]:firsts[t + 1]]}
+             for t in range(len(firsts) - 1)]
     params = dict(meta["loss_params"])
     if params:
         params["__params_key_order"] = json.dumps(list(meta["loss_params"]))
@@ -292,10 +292,10 @@ def _model_json(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> st
     if meta["class_params"] is not None:
         info["class_params"] = meta["class_params"]
     if meta["training"] is not None:
-        info["training"] = json.dumps(meta["training"], allow_nan=False)
+        info["training"] = booster_json.dumps(meta["training"])
     model = {"features_info": {"float_features": floats}, "oblivious_trees": trees, "model_info": info,
              "scale_and_bias": [arrays["scale"][0].item(), arrays["bias"].tolist()]}
-    return json.dumps(model, allow_nan=False)
+    return booster_json.dumps(model)
 
 
 def _load(text: str, arrays: Mapping[str, np.ndarray], path: str) -> Any:

@@ -27,6 +27,7 @@ import numpy as np
 from aprender.codec._checks import fail
 from aprender.codec._nodes import preview
 from aprender.codec._optional import require
+from aprender.codec.handlers import _booster_json as booster_json
 from aprender.codec.handlers._base import TENSOR, Handler, register_handler, tensor_field
 from aprender.codec.schemas._xgb_structure import (
     CATEGORY_ARRAYS,
@@ -60,7 +61,7 @@ _NO_PARENT = 2147483647
 
 
 def _encode(booster: Any, enc: Encoding, path: str) -> dict[str, Any]:
-    learner = json.loads(booster.save_raw("json"))["learner"]
+    learner = booster_json.loads(booster.save_raw("json"))["learner"]
     gbm = learner["gradient_booster"]
     if gbm["name"] != "gbtree":
         raise UnsupportedTypeError(path, _TYPE, f"booster '{gbm['name']}' is not stored; only 'gbtree' boosters "
@@ -98,8 +99,9 @@ def _categories_of(entry: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def _pack(trees: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     """Concatenate the trees' node and category arrays, with per-tree offsets."""
-    arrays = {name: np.concatenate([np.asarray(t[name], dtype=dtype) for t in trees]) if trees
-              else np.zeros(0, dtype=dtype) for name, dtype in {**NODE_ARRAYS, **CATEGORY_ARRAYS}.items()}
+    # One conversion of all trees' values per array: one per tree and array costs more than the values.
+    arrays = {name: np.asarray(list(itertools.chain.from_iterable(t[name] for t in trees)), dtype=dtype)
+              for name, dtype in {**NODE_ARRAYS, **CATEGORY_ARRAYS}.items()}
     for name, of in PER_TREE.items():
         source = of if name != "node_offsets" else "left_children"
         counts = [len(t[source]) for t in trees]

@@ -8,9 +8,11 @@ LightGBM wrote; loading writes a new text from arrays and header values that pas
 LightGBM's parser. Nothing here imports LightGBM: ``apr inspect`` can read the arrays
 without it.
 
-Doubles are written with ``repr``, the shortest text that parses back to the same double;
-LightGBM's parser reads them exactly, so the rebuilt booster holds the same bits
-(tests/test_lightgbm.py compares the rebuilt model's own text with the original's).
+Doubles are written with ``repr``'s text, the shortest that parses back to the same double
+(by orjson, in C, when the ``fast`` extra is installed: formatting a 500-tree model's
+numbers one by one in Python took most of its load); LightGBM's parser reads them exactly,
+so the rebuilt booster holds the same bits (tests/test_lightgbm.py compares the rebuilt
+model's own text with the original's).
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ from typing import Any
 import numpy as np
 
 from aprender.exceptions import UnsupportedTypeError
+
+try:  # the ``fast`` extra: orjson writes numbers in C, with ``repr``'s text up to the exponent's form
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - tests take the standard library's path by setting _orjson to None
+    _orjson = None
 
 __all__ = ["HEADER_INTS", "MULTICLASS", "OBJECTIVES", "TREE_ARRAYS", "TREE_COUNTS", "format_feature_info",
            "format_objective", "parse_feature_info", "parse_model", "parse_objective", "write_model"]
@@ -209,6 +216,30 @@ def format_feature_info(info: tuple[float, float] | list[int] | None) -> str:
     return ":".join(map(str, info))
 
 
+def _pieces(values: np.ndarray, begins: np.ndarray, ends: np.ndarray) -> list[str]:
+    """The text of ``values[begins[t]:ends[t]]`` for each tree ``t``: numbers separated by spaces.
+
+    The whole array is formatted in one call (by orjson in C when installed, ``repr``'s text
+    either way: the shortest that parses back to the same number), then cut at its spaces.
+    """
+    if _orjson is None:
+        raw = " ".join(map(repr, values.tolist())).encode("ascii")
+    else:
+        try:  # the array itself: the same text as its list's, without making the list
+            raw = _orjson.dumps(values, option=_orjson.OPT_SERIALIZE_NUMPY)
+        except _orjson.JSONEncodeError:  # not C-contiguous, or not in native byte order
+            raw = _orjson.dumps(values.tolist())
+        raw = raw[1:-1].replace(b",", b" ")
+    gaps = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == ord(" "))
+    first = np.concatenate([[0], gaps + 1])  # where each number's text starts
+    last = np.concatenate([gaps, [len(raw)]])  # and ends
+    empty = ends <= begins
+    cut_begin = np.where(empty, 0, first[np.minimum(begins, first.shape[0] - 1)]).tolist()
+    cut_end = np.where(empty, 0, last[ends - 1]).tolist()
+    text = raw.decode("ascii")
+    return [text[b:e] for b, e in zip(cut_begin, cut_end, strict=True)]
+
+
 def write_model(header: Mapping[str, Any], arrays: Mapping[str, np.ndarray], offsets: Mapping[str, np.ndarray]) -> str:
     """LightGBM model text from checked header values and arrays.
 
@@ -226,19 +257,18 @@ def write_model(header: Mapping[str, Any], arrays: Mapping[str, np.ndarray], off
     lines.append("feature_infos=" + " ".join(header["feature_infos"]))
     lines.append("")
     num_leaves, num_cat = arrays["num_leaves"].tolist(), arrays["num_cat"].tolist()
-    shrinkage = arrays["shrinkage"].tolist()
-    # Each array's numbers written once, then sliced tree by tree.
-    texts = {name: list(map(repr, arrays[name].tolist())) for name in TREE_ARRAYS}
+    shrinkage = _pieces(arrays["shrinkage"], np.arange(len(num_leaves)), np.arange(1, len(num_leaves) + 1))
+    texts = {}
+    for name, (_, per) in TREE_ARRAYS.items():
+        begins, ends = offsets[per][:-1], offsets[per][1:]
+        if name == "leaf_weight":  # LightGBM writes none for a lone leaf
+            ends = np.where(arrays["num_leaves"] == 1, begins, ends)
+        texts[name] = _pieces(arrays[name], begins, ends)
     for t in range(len(num_leaves)):
         lines += [f"Tree={t}", f"num_leaves={num_leaves[t]}", f"num_cat={num_cat[t]}"]
-        for name, (_, per) in TREE_ARRAYS.items():
-            if per in ("cat", "word") and num_cat[t] == 0:
-                continue
-            begin, end = int(offsets[per][t]), int(offsets[per][t + 1])
-            if name == "leaf_weight" and num_leaves[t] == 1:  # LightGBM writes none for a lone leaf
-                begin = end
-            lines.append(f"{name}={' '.join(texts[name][begin:end])}")
-        lines += ["is_linear=0", f"shrinkage={shrinkage[t]!r}", "", ""]
+        lines += [f"{name}={texts[name][t]}" for name, (_, per) in TREE_ARRAYS.items()
+                  if num_cat[t] or per not in ("cat", "word")]
+        lines += ["is_linear=0", f"shrinkage={shrinkage[t]}", "", ""]
     # The objective's name among the parameters, as LightGBM writes it: the rebuilt booster's ``params``.
     lines += ["end of trees", "", "parameters:", f"[objective: {header['objective'][0]}]", "end of parameters", "",
               f"pandas_categorical:{json.dumps(header['pandas_categorical'])}", ""]
