@@ -53,10 +53,11 @@ except ImportError as exc:
     ) from exc
 
 from aprender._warn import deprecated_alias
-from aprender.exceptions import AprenderError, UnsupportedExportError
+from aprender.exceptions import AprenderError, ExportParityError, UnsupportedExportError
 from aprender.format._formats import model_type_keyword
 from aprender.format._io import existing_file, write_atomic
 from aprender.format.onnx._converters import nested, register_converter, sync
+from aprender.format.onnx._exact_trees import exact_trees
 from aprender.format.onnx._frame_probe import probe_frame, read_columns
 from aprender.format.onnx._gaps import check_exportable
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
@@ -329,10 +330,11 @@ def _own_converters() -> None:
     They import the estimator families and scikit-learn, so they load with the first
     export, not with this package: ``apr inspect m.onnx`` reads bytes and needs neither.
     """
-    from aprender.format.onnx import _moe, _threshold  # noqa: F401
+    from aprender.format.onnx import _exact_trees, _moe, _threshold  # noqa: F401
     from aprender.format.onnx._boosters import register_installed
 
     register_installed()  # XGBoost, LightGBM, CatBoost: those whose library a model may come from
+    _exact_trees.register()  # scikit-learn's trees: double thresholds where the graph reads doubles
 
 
 def to_onnx(
@@ -340,7 +342,7 @@ def to_onnx(
     X: Any = None,
     *,
     target_opset: int | Mapping[str, int] | None = None,
-    dtype: Any = np.float32,
+    dtype: Any = None,
     options: Mapping[Any, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
     verify: bool = True,
@@ -361,9 +363,13 @@ def to_onnx(
     target_opset : int or dict, optional
         ONNX opset (``{"": 21, "ai.onnx.ml": 3}`` per domain); skl2onnx's latest
         tested opset by default.
-    dtype : {numpy.float32, numpy.float64}, default=numpy.float32
+    dtype : {None, numpy.float32, numpy.float64}, default=None
         Element type of float inputs and outputs. float64 gives tighter parity where
-        the converter supports doubles; tree models need float32.
+        the converter supports doubles. ``None``: float64 for a model holding
+        scikit-learn trees (their exact graph: double thresholds and leaves, the
+        preprocessing in double), falling back to float32 where the model has no
+        double graph; float32 otherwise. ``numpy.float32`` keeps a tree model's compact
+        float32 graph.
     options : dict, optional
         skl2onnx converter options, e.g. ``{"zipmap": True}`` to get ZipMap
         probabilities back, ``{"raw_scores": True}``, or per step
@@ -410,6 +416,19 @@ def to_onnx(
     # the metadata writer needs the codec's encoder; reading an .onnx file does not
     from aprender.format.onnx._meta import doc_string, model_props
 
+    if dtype is None:
+        exact = np.float64 if exact_trees(nested(model)) else np.float32
+        try:
+            return to_onnx(model, X, target_opset=target_opset, dtype=exact, options=options, metadata=metadata,
+                           verify=verify, tolerance=tolerance)
+        except ExportParityError:
+            raise
+        except UnsupportedExportError:
+            if exact == np.float32:
+                raise
+        # a part of the model without a double graph (an operator ONNX Runtime has no double kernel for)
+        return to_onnx(model, X, target_opset=target_opset, dtype=np.float32, options=options, metadata=metadata,
+                       verify=verify, tolerance=tolerance)
     dtype = np.dtype(dtype)
     if dtype not in FLOAT_DTYPES:
         raise ValueError(f"dtype must be numpy.float32 or numpy.float64, got {dtype}")
