@@ -362,11 +362,14 @@ def test_protobuf_boolean_error_is_explained(monkeypatch, classifier) -> None:
     assert isinstance(info.value.__cause__, TypeError)
 
 
-def test_float64_multiclass_histogram_trees_are_refused_with_the_reason() -> None:
-    model = HistGradientBoostingClassifier(max_iter=5).fit(*iris())
-    with pytest.raises(UnsupportedExportError, match=r"HistGradientBoostingClassifier with several classes.*wrongly"):
-        to_onnx(model, dtype=np.float64)
-    assert to_onnx(model).graph.input[0].type.tensor_type.elem_type == 1  # the default falls back to float32
+def test_trees_export_in_double_by_default() -> None:
+    X, y = iris()
+    model = HistGradientBoostingClassifier(max_iter=5).fit(X, y)
+    onx = to_onnx(model)
+    assert onx.graph.input[0].type.tensor_type.elem_type == 11  # double thresholds compare the double input
+    labels, _ = ort.InferenceSession(onx.SerializeToString(), **_SESSION).run(None, {"X": X})
+    assert np.array_equal(labels, model.predict(X))
+    assert to_onnx(model, dtype=np.float32).graph.input[0].type.tensor_type.elem_type == 1  # the compact graph
 
 
 # -- what cannot be exported ----------------------------------------------------------------

@@ -61,21 +61,29 @@ def register() -> None:
     if _registered:
         return
     from skl2onnx._supported_operators import sklearn_operator_name_map
-    from skl2onnx.common._registration import get_converter, register_converter
     from sklearn.impute import SimpleImputer
 
-    for cls, rounds in [*_sklearn_trees().items(), (SimpleImputer, False)]:
-        alias = sklearn_operator_name_map[cls]
-        original = get_converter(alias)
-        register_converter(alias, _wrapped(original, rounds), overwrite=True, options=original.get_allowed_options())
+    for cls, rounds in _sklearn_trees().items():
+        _wrap(sklearn_operator_name_map[cls], rounds, tree=True)
+    _wrap(sklearn_operator_name_map[SimpleImputer], False, tree=False)
     _registered = True
 
 
-def _wrapped(original: Any, rounds: bool) -> Any:
-    def converter(scope: Any, operator: Any, container: Any) -> None:
-        original(scope, operator, _Exact(scope, operator, container, rounds))
+def _wrap(alias: str, rounds: bool, tree: bool) -> None:
+    from skl2onnx.common._registration import get_converter, register_converter
 
-    return converter
+    original = get_converter(alias)
+
+    def converter(scope: Any, operator: Any, container: Any) -> None:
+        exact = _Exact(scope, operator, container, rounds)
+        if tree and exact.double:
+            # Below ai.onnx.ml 3, skl2onnx's tree converters round thresholds and leaf values to float32
+            # before building the node; at 3 they keep the float64 values (made double tensors in add_node).
+            original._fct(scope, operator, exact, op_version=3)
+        else:
+            original(scope, operator, exact)
+
+    register_converter(alias, converter, overwrite=True, options=original.get_allowed_options())
 
 
 def _tree_structures(model: Any) -> list[Any]:
@@ -98,8 +106,8 @@ class _Exact:
         self._container = container
         self._model = operator.raw_operator
         self._rounds = rounds
-        self._double = bool(operator.inputs) and isinstance(operator.inputs[0].type, DoubleTensorType)
-        if self._double:  # skl2onnx declares a binary forest's probabilities float32 even in a double graph
+        self.double = bool(operator.inputs) and isinstance(operator.inputs[0].type, DoubleTensorType)
+        if self.double:  # skl2onnx declares a binary forest's probabilities float32 even in a double graph
             for output in operator.outputs:
                 if isinstance(output.type, FloatTensorType):
                     output.type = DoubleTensorType(output.type.shape)
@@ -108,25 +116,19 @@ class _Exact:
         return getattr(self._container, name)
 
     def add_node(self, op_type: str, inputs: Any, outputs: Any, *args: Any, **attrs: Any) -> Any:
-        if op_type == "Imputer" and self._double and self._impute(inputs, outputs, attrs):
+        if op_type == "Imputer" and self.double and self._impute(inputs, outputs, attrs):
             return None
         if op_type not in _TREE_OPS:
             return self._container.add_node(op_type, inputs, outputs, *args, **attrs)
         trees = _tree_structures(self._model)
         if trees:
             attrs["nodes_missing_value_tracks_true"] = _missing_left(attrs, trees)
-        if not self._double:
+        if not self.double:
             return self._container.add_node(op_type, inputs, outputs, *args, **attrs)
         if self._container.target_opset_any_domain("ai.onnx.ml") < 3:
             raise UnsupportedExportError(
                 f"cannot export {type(self._model).__name__} to ONNX with double trees: their double thresholds "
                 "need ai.onnx.ml opset 3 or later (target_opset={'ai.onnx.ml': 3}), or export with dtype=numpy.float32")
-        if getattr(self._model, "n_trees_per_iteration_", 1) > 1 and not trees:
-            # Measured: ONNX Runtime 1.32 sums a multiclass HistGradientBoosting ensemble with double thresholds
-            # wrongly from the second iteration on (probabilities up to 0.1 off; float32 attributes are right).
-            raise UnsupportedExportError(
-                f"cannot export {type(self._model).__name__} with several classes to ONNX with double trees: ONNX "
-                "Runtime computes its double tree ensemble wrongly; export with dtype=numpy.float32")
         if trees:
             attrs["nodes_values"] = _thresholds(attrs, trees)
         if self._rounds:
