@@ -289,9 +289,7 @@ def _check(onx: onnx.ModelProto, model: Any, dtype: np.dtype) -> None:
     if trees:
         raise UnsupportedExportError(
             f"cannot export {name} to ONNX with dtype=float64: its {', '.join(trees)} nodes compare double "
-            "inputs with float32 thresholds, while scikit-learn's trees compare float32 inputs, so predictions "
-            "would differ (and skl2onnx's double tree attributes fail ONNX type checking). Use dtype=np.float32, "
-            "which reproduces scikit-learn's tree decisions exactly."
+            "inputs with float32 thresholds, so predictions would differ from the model's. Use dtype=np.float32."
         )
     try:
         onnx.checker.check_model(onx, full_check=True)
@@ -379,8 +377,8 @@ def to_onnx(
     verify : bool, default=True
         Run the graph in ONNX Runtime on probe rows (``X``, else rows made from the
         fitted state) and compare with the estimator: labels exact, floats within
-        rtol 1e-4 / atol 1e-5 for float32 graphs, 1e-9 / 1e-10 for double graphs
-        (docs/onnx.md lists the measured exceptions). The result is stored as
+        rtol 1e-4 / atol 1e-5 for float32 graphs, 1e-9 / 1e-10 for double graphs, eps32
+        for scikit-learn's trees in double (docs/onnx.md lists the measured exceptions). The result is stored as
         ``aprender.parity`` in ``metadata_props``. ``False`` writes the graph unverified.
     tolerance : float or dict, optional
         A looser tolerance the caller accepts: a float for both ``rtol`` and ``atol``, or
