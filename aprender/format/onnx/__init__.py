@@ -64,6 +64,7 @@ from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format.onnx._inspect import inspect_file, load_tensors, validate_file
 from aprender.format.onnx._links import apply_inverse_links
 from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
+from aprender.format.onnx._tree_ensemble5 import double_ensembles
 from aprender.format.onnx._verify import parity_json, verify_export
 
 __all__ = [
@@ -279,7 +280,8 @@ def _double_trees(onx: onnx.ModelProto) -> list[str]:
 
 def _double_thresholds(node: onnx.NodeProto) -> bool:
     """A tree node whose thresholds are doubles (LightGBM's export): it compares double inputs exactly."""
-    return any(a.name == "nodes_values_as_tensor" and a.t.data_type == onnx.TensorProto.DOUBLE for a in node.attribute)
+    return any(a.name in ("nodes_values_as_tensor", "nodes_splits") and a.t.data_type == onnx.TensorProto.DOUBLE
+               for a in node.attribute)
 
 
 def _check(onx: onnx.ModelProto, model: Any, dtype: np.dtype) -> None:
@@ -446,6 +448,8 @@ def to_onnx(
     onx = _convert(model, types, opset, _options(model, options))
     _restore_input_names(onx, types)
     apply_inverse_links(onx, model)
+    if dtype == np.float64:
+        onx = double_ensembles(onx)
     parts = nested(model)
     unicode_tokens(onx, [e for e in parts if hasattr(e, "token_pattern") and hasattr(e, "vocabulary_")])
     _check(onx, model, dtype)
