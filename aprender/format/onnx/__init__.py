@@ -448,9 +448,9 @@ def to_onnx(
     onx = _convert(model, types, opset, _options(model, options))
     _restore_input_names(onx, types)
     apply_inverse_links(onx, model)
-    if dtype == np.float64:
-        onx = double_ensembles(onx)
     parts = nested(model)
+    if dtype == np.float64 and exact_trees(parts):  # scikit-learn's tree regressors: a double output
+        onx = double_ensembles(onx)
     unicode_tokens(onx, [e for e in parts if hasattr(e, "token_pattern") and hasattr(e, "vocabulary_")])
     _check(onx, model, dtype)
     if dtype == np.float32:
