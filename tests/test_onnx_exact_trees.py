@@ -210,3 +210,14 @@ def test_missing_values_go_the_way_scikit_learn_sends_them() -> None:
         session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
         (predicted,) = session.run(None, input_feed(onx, X))
         np.testing.assert_allclose(predicted.ravel(), model.predict(X), rtol=1e-6)
+
+
+def test_a_target_of_ai_onnx_ml_3_keeps_the_regressors_float32_scores() -> None:
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(100, 3))
+    model = GradientBoostingRegressor(n_estimators=10, random_state=0).fit(X, X[:, 0] * 100)
+    onx = to_onnx(model, target_opset={"": 21, "ai.onnx.ml": 3})
+    assert [n.op_type for n in onx.graph.node if n.domain == "ai.onnx.ml"] == ["TreeEnsembleRegressor"]
+    session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    (predicted,) = session.run(None, {"X": X})
+    np.testing.assert_allclose(predicted.ravel(), model.predict(X), rtol=EPS32)

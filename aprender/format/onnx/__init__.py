@@ -449,7 +449,8 @@ def to_onnx(
     _restore_input_names(onx, types)
     apply_inverse_links(onx, model)
     parts = nested(model)
-    if dtype == np.float64 and exact_trees(parts):  # scikit-learn's tree regressors: a double output
+    ml_opset = opset.get("ai.onnx.ml", 5) if isinstance(opset, Mapping) else 5  # a caller's target is kept
+    if dtype == np.float64 and exact_trees(parts) and ml_opset >= 5:  # scikit-learn's tree regressors: double
         onx = double_ensembles(onx)
     unicode_tokens(onx, [e for e in parts if hasattr(e, "token_pattern") and hasattr(e, "vocabulary_")])
     _check(onx, model, dtype)

@@ -13,7 +13,8 @@ variant declares double outputs that ai.onnx.ml opset 3's tree operators do not 
   ai.onnx.ml opset 3), the thresholds being the trees' own float64 values;
 - the input of a ``tree_`` model goes through ``Cast`` to float and back to double, the
   float32 rounding scikit-learn applies, so every row takes scikit-learn's branch;
-- the operator's float32 scores are cast to the double the rest of the graph computes in.
+- the operator's float32 scores are cast to the double the rest of the graph computes in
+  (a regressor's operator then becomes ai.onnx.ml 5's double ``TreeEnsemble``, ``_tree_ensemble5``).
 
 In either precision, a node's missing values go the way scikit-learn sends them
 (``tree_.missing_go_to_left``; skl2onnx sends every NaN right). SimpleImputer on double
