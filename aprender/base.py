@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
-
 from aprender._warn import deprecated_alias, warn
 
 __all__ = ["SerializableMixin"]
@@ -240,7 +238,7 @@ class SerializableMixin:
         X: Any = None,
         *,
         target_opset: int | None = None,
-        dtype: Any = np.float32,
+        dtype: Any = None,
         options: Mapping[str, Any] | None = None,
     ) -> Any:
         """Convert the fitted model to an ``onnx.ModelProto`` for ONNX Runtime.
@@ -252,8 +250,9 @@ class SerializableMixin:
             from ``n_features_in_``.
         target_opset : int, optional
             ONNX opset to target; defaults to the converter's latest.
-        dtype : {numpy.float32, numpy.float64}, default=numpy.float32
-            Tensor type of the graph's float inputs and outputs.
+        dtype : {None, numpy.float32, numpy.float64}, default=None
+            Tensor type of the graph's float inputs and outputs; ``None``: float64 for
+            scikit-learn's trees (their exact graph), float32 otherwise.
         options : dict, optional
             Converter options (skl2onnx's ``options=``).
 

@@ -362,10 +362,14 @@ def test_protobuf_boolean_error_is_explained(monkeypatch, classifier) -> None:
     assert isinstance(info.value.__cause__, TypeError)
 
 
-def test_float64_trees_are_refused_with_the_reason() -> None:
-    model = HistGradientBoostingClassifier(max_iter=5).fit(*iris())
-    with pytest.raises(UnsupportedExportError, match=r"HistGradientBoostingClassifier.*float32 thresholds"):
-        to_onnx(model, dtype=np.float64)
+def test_trees_export_in_double_by_default() -> None:
+    X, y = iris()
+    model = HistGradientBoostingClassifier(max_iter=5).fit(X, y)
+    onx = to_onnx(model)
+    assert onx.graph.input[0].type.tensor_type.elem_type == 11  # double thresholds compare the double input
+    labels, _ = ort.InferenceSession(onx.SerializeToString(), **_SESSION).run(None, {"X": X})
+    assert np.array_equal(labels, model.predict(X))
+    assert to_onnx(model, dtype=np.float32).graph.input[0].type.tensor_type.elem_type == 1  # the compact graph
 
 
 # -- what cannot be exported ----------------------------------------------------------------
@@ -762,8 +766,8 @@ def test_a_float_transform_before_trees_warns_and_the_cast_fix_is_exact() -> Non
     X = np.round(rng.normal(40, 12, (1500, 6)), 1)  # ages, rounded: many rows near each threshold
     y = (X[:, 0] + rng.normal(0, 5, 1500) > 40).astype(int)
     forest = RandomForestClassifier(n_estimators=30, random_state=0)
-    with pytest.warns(ExportPrecisionWarning, match="CastTransformer"):
-        to_onnx(Pipeline([("scale", StandardScaler()), ("trees", forest)]).fit(X[:1000], y[:1000]))
+    with pytest.warns(ExportPrecisionWarning, match="dtype=None"):
+        to_onnx(Pipeline([("scale", StandardScaler()), ("trees", forest)]).fit(X[:1000], y[:1000]), dtype=np.float32)
     exact = Pipeline([("scale", StandardScaler()), ("cast", CastTransformer()), ("trees", forest)]).fit(X[:1000],
                                                                                                       y[:1000])
     with warnings.catch_warnings():

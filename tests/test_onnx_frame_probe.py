@@ -21,14 +21,14 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import GridSearchCV
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
 from aprender.exceptions import ExportPrecisionWarning
 from aprender.format.onnx import input_feed, to_onnx
 from aprender.format.onnx._frame_probe import probe_frame
 
-STRING, FLOAT = 8, 1  # onnx.TensorProto element types
+STRING, FLOAT, DOUBLE = 8, 1, 11  # onnx.TensorProto element types
 
 
 @pytest.fixture(scope="module")
@@ -71,10 +71,11 @@ def test_a_dataframe_classifier_exports_without_a_sample(frame, make) -> None:
     y = (frame["age"] > 40).to_numpy().astype(int) ^ (frame["plan"] == "pro").to_numpy()
     model = make().fit(frame, y)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ExportPrecisionWarning)  # the forest's scaler: the rows here agree
+        warnings.simplefilter("error", ExportPrecisionWarning)  # the forest's exact graph computes the scaler in double
         onx = to_onnx(model)
     inputs = {i.name: i.type.tensor_type.elem_type for i in onx.graph.input}
-    assert inputs == {"age": FLOAT, "rooms": FLOAT, "city": STRING, "plan": STRING}  # dropped columns: no input
+    number = DOUBLE if isinstance(model, Pipeline) and isinstance(model[-1], RandomForestClassifier) else FLOAT
+    assert inputs == {"age": number, "rooms": number, "city": STRING, "plan": STRING}  # dropped columns: no input
     parity = json.loads({p.key: p.value for p in onx.metadata_props}["aprender.parity"])
     assert parity["verified"] and parity["source"] == "synthesized" and parity["rows"] == 64
     labels, probabilities = _run(onx, _as_fed(frame))

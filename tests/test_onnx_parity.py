@@ -73,9 +73,6 @@ def _word_ngrams(est: Any) -> bool:
     return est.analyzer == "word" and est.ngram_range[1] > 1
 
 
-TREES = ("DecisionTreeClassifier", "DecisionTreeRegressor", "RandomForestClassifier", "RandomForestRegressor",
-         "ExtraTreesClassifier", "ExtraTreesRegressor", "GradientBoostingClassifier", "GradientBoostingRegressor",
-         "HistGradientBoostingClassifier", "HistGradientBoostingRegressor")
 VECTORIZERS = ("CountVectorizer", "TfidfVectorizer")
 
 def _own_without_converter(model: Any) -> bool:
@@ -121,10 +118,7 @@ GAPS = [
 
 #: Exportable in float32 only.
 GAPS_FLOAT64 = [
-    Gap(lambda m: any(has(m, name) for name in TREES), "TreeEnsemble.*float32 thresholds",
-        "scikit-learn's trees compare float32 inputs; double inputs against float32 thresholds differ"),
     Gap(lambda m: has(m, "SVR"), "no double kernel.*SVMRegressor", "ONNX Runtime's SVMRegressor is float-only"),
-    Gap(lambda m: has(m, "SimpleImputer"), "no double kernel.*Imputer", "ONNX Runtime's Imputer is float-only"),
     Gap(lambda m: has(m, "LinearSVC"), "post_transform 'NONE' is not supported with double",
         "skl2onnx's double LinearSVC converter lacks raw scores"),
     Gap(lambda m: has(m, "LinearSVR", lambda e: not e.fit_intercept), "has no attribute 'reshape'",

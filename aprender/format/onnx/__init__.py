@@ -53,10 +53,11 @@ except ImportError as exc:
     ) from exc
 
 from aprender._warn import deprecated_alias
-from aprender.exceptions import AprenderError, UnsupportedExportError
+from aprender.exceptions import AprenderError, ExportParityError, UnsupportedExportError
 from aprender.format._formats import model_type_keyword
 from aprender.format._io import existing_file, write_atomic
 from aprender.format.onnx._converters import nested, register_converter, sync
+from aprender.format.onnx._exact_trees import exact_trees
 from aprender.format.onnx._frame_probe import probe_frame, read_columns
 from aprender.format.onnx._gaps import check_exportable
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
@@ -64,6 +65,7 @@ from aprender.format.onnx._inspect import inspect_file, load_tensors, validate_f
 from aprender.format.onnx._links import apply_inverse_links
 from aprender.format.onnx._options import CAPABILITIES, ExportOptions
 from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
+from aprender.format.onnx._tree_ensemble5 import double_ensembles
 from aprender.format.onnx._verify import parity_json, verify_export
 
 __all__ = [
@@ -281,7 +283,8 @@ def _double_trees(onx: onnx.ModelProto) -> list[str]:
 
 def _double_thresholds(node: onnx.NodeProto) -> bool:
     """A tree node whose thresholds are doubles (LightGBM's export): it compares double inputs exactly."""
-    return any(a.name == "nodes_values_as_tensor" and a.t.data_type == onnx.TensorProto.DOUBLE for a in node.attribute)
+    return any(a.name in ("nodes_values_as_tensor", "nodes_splits") and a.t.data_type == onnx.TensorProto.DOUBLE
+               for a in node.attribute)
 
 
 def _check(onx: onnx.ModelProto, model: Any, dtype: np.dtype) -> None:
@@ -291,9 +294,7 @@ def _check(onx: onnx.ModelProto, model: Any, dtype: np.dtype) -> None:
     if trees:
         raise UnsupportedExportError(
             f"cannot export {name} to ONNX with dtype=float64: its {', '.join(trees)} nodes compare double "
-            "inputs with float32 thresholds, while scikit-learn's trees compare float32 inputs, so predictions "
-            "would differ (and skl2onnx's double tree attributes fail ONNX type checking). Use dtype=np.float32, "
-            "which reproduces scikit-learn's tree decisions exactly."
+            "inputs with float32 thresholds, so predictions would differ from the model's. Use dtype=np.float32."
         )
     try:
         onnx.checker.check_model(onx, full_check=True)
@@ -332,10 +333,11 @@ def _own_converters() -> None:
     They import the estimator families and scikit-learn, so they load with the first
     export, not with this package: ``apr inspect m.onnx`` reads bytes and needs neither.
     """
-    from aprender.format.onnx import _moe, _threshold  # noqa: F401
+    from aprender.format.onnx import _exact_trees, _moe, _threshold  # noqa: F401
     from aprender.format.onnx._boosters import register_installed
 
     register_installed()  # XGBoost, LightGBM, CatBoost: those whose library a model may come from
+    _exact_trees.register()  # scikit-learn's trees: double thresholds where the graph reads doubles
 
 
 def to_onnx(
@@ -343,7 +345,7 @@ def to_onnx(
     X: Any = None,
     *,
     target_opset: int | Mapping[str, int] | None = None,
-    dtype: Any = np.float32,
+    dtype: Any = None,
     options: Mapping[Any, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
     verify: bool = True,
@@ -364,9 +366,13 @@ def to_onnx(
     target_opset : int or dict, optional
         ONNX opset (``{"": 21, "ai.onnx.ml": 3}`` per domain); skl2onnx's latest
         tested opset by default.
-    dtype : {numpy.float32, numpy.float64}, default=numpy.float32
+    dtype : {None, numpy.float32, numpy.float64}, default=None
         Element type of float inputs and outputs. float64 gives tighter parity where
-        the converter supports doubles; tree models need float32.
+        the converter supports doubles. ``None``: float64 for a model holding
+        scikit-learn trees (their exact graph: double thresholds and leaves, the
+        preprocessing in double), falling back to float32 where the model has no
+        double graph; float32 otherwise. ``numpy.float32`` keeps a tree model's compact
+        float32 graph.
     options : dict, optional
         skl2onnx converter options, e.g. ``{"zipmap": True}`` to get ZipMap
         probabilities back, ``{"raw_scores": True}``, or per step
@@ -376,8 +382,8 @@ def to_onnx(
     verify : bool, default=True
         Run the graph in ONNX Runtime on probe rows (``X``, else rows made from the
         fitted state) and compare with the estimator: labels exact, floats within
-        rtol 1e-4 / atol 1e-5 for float32 graphs, 1e-9 / 1e-10 for double graphs
-        (docs/onnx.md lists the measured exceptions). The result is stored as
+        rtol 1e-4 / atol 1e-5 for float32 graphs, 1e-9 / 1e-10 for double graphs, eps32
+        for scikit-learn's trees in double (docs/onnx.md lists the measured exceptions). The result is stored as
         ``aprender.parity`` in ``metadata_props``. ``False`` writes the graph unverified.
     tolerance : float or dict, optional
         A looser tolerance the caller accepts: a float for both ``rtol`` and ``atol``, or
@@ -413,6 +419,19 @@ def to_onnx(
     # the metadata writer needs the codec's encoder; reading an .onnx file does not
     from aprender.format.onnx._meta import doc_string, model_props
 
+    if dtype is None:
+        exact = np.float64 if exact_trees(nested(model)) else np.float32
+        try:
+            return to_onnx(model, X, target_opset=target_opset, dtype=exact, options=options, metadata=metadata,
+                           verify=verify, tolerance=tolerance)
+        except ExportParityError:
+            raise
+        except UnsupportedExportError:
+            if exact == np.float32:
+                raise
+        # a part of the model without a double graph (an operator ONNX Runtime has no double kernel for)
+        return to_onnx(model, X, target_opset=target_opset, dtype=np.float32, options=options, metadata=metadata,
+                       verify=verify, tolerance=tolerance)
     dtype = np.dtype(dtype)
     if dtype not in FLOAT_DTYPES:
         raise ValueError(f"dtype must be numpy.float32 or numpy.float64, got {dtype}")
@@ -433,6 +452,9 @@ def to_onnx(
     _restore_input_names(onx, types)
     apply_inverse_links(onx, model)
     parts = nested(model)
+    ml_opset = opset.get("ai.onnx.ml", 5) if isinstance(opset, Mapping) else 5  # a caller's target is kept
+    if dtype == np.float64 and exact_trees(parts) and ml_opset >= 5:  # scikit-learn's tree regressors: double
+        onx = double_ensembles(onx)
     unicode_tokens(onx, [e for e in parts if hasattr(e, "token_pattern") and hasattr(e, "vocabulary_")])
     _check(onx, model, dtype)
     if dtype == np.float32:

@@ -39,8 +39,8 @@ import numpy as np
 
 from aprender.format.onnx._converters import register_converter
 
-__all__ = ["ESTIMATORS", "LIGHTGBM_ZERO", "OBJECTIVES", "booster_gap", "booster_splits", "float32_toward", "is_booster",
-           "lightgbm_zero_band", "register_installed"]
+__all__ = ["ESTIMATORS", "LIGHTGBM_ZERO", "OBJECTIVES", "booster_gap", "booster_splits", "double_attributes",
+           "float32_toward", "is_booster", "lightgbm_zero_band", "register_installed"]
 
 #: Options of the boosters' classifier converters (as skl2onnx's own tree classifiers).
 _CLASSIFIER_OPTIONS = {"zipmap": [True, False, "columns"], "nocl": [True, False]}
@@ -211,7 +211,7 @@ class _Precision:
         if op_type in _TREE_OPS and self._double_thresholds:
             attrs["nodes_values"] = lightgbm_zero_band(attrs["nodes_values"], attrs["nodes_modes"])
             if self._double:
-                attrs = _double_attributes(attrs)
+                attrs = double_attributes(attrs)
             else:
                 attrs["nodes_values"] = float32_toward(attrs["nodes_values"], attrs["nodes_modes"])
         return self._container.add_node(op_type, inputs, outputs, *args, **attrs)
@@ -224,7 +224,7 @@ class _Precision:
                                      name=self._scope.get_unique_operator_name("CastToDouble"))
 
 
-def _double_attributes(attrs: dict[str, Any]) -> dict[str, Any]:
+def double_attributes(attrs: dict[str, Any]) -> dict[str, Any]:
     """Tree attributes with thresholds and weights as double tensors (ai.onnx.ml opset 3)."""
     from onnx import numpy_helper
 

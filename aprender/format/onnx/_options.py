@@ -6,8 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from aprender.format._formats import Capabilities
 
 __all__ = ["CAPABILITIES", "ExportOptions"]
@@ -23,7 +21,7 @@ class ExportOptions:
 
     X: Any = None
     target_opset: int | Mapping[str, int] | None = None
-    dtype: Any = np.float32
+    dtype: Any = None
     options: Mapping[Any, Any] | None = None
     metadata: Mapping[str, Any] | None = None
     verify: bool = True

@@ -73,8 +73,9 @@ def unicode_tokens(onx: onnx.ModelProto, vectorizers: list[Any]) -> None:
 
 #: What to do about float transforms before trees (the warning's and the parity error's advice).
 CAST_BEFORE_TREES = (
-    "For the same predictions as scikit-learn, put skl2onnx.sklapi.CastTransformer() right before the trees "
-    "(scikit-learn's predictions do not change) and export with dtype=numpy.float64.")
+    "For the same predictions as scikit-learn, export with dtype=None (the default) or dtype=numpy.float64: the graph "
+    "then computes the transform in double and its trees compare the input rounded to float32 with double thresholds, "
+    "as scikit-learn's do.")
 
 #: The same advice for XGBoost, LightGBM and CatBoost, whose double graphs already read as the libraries do.
 DOUBLE_FOR_BOOSTERS = (

@@ -30,6 +30,8 @@ import numpy as np
 import onnx
 
 from aprender.exceptions import ExportParityError, UnsupportedExportError
+from aprender.format.onnx._boosters import is_booster
+from aprender.format.onnx._exact_trees import exact_trees
 from aprender.format.onnx._frame_probe import probe_frame
 from aprender.format.onnx._inputs import input_feed
 from aprender.format.onnx._links import final_step
@@ -38,8 +40,12 @@ from aprender.format.onnx._probe import fitted_parts, probe_rows, rounded_like_g
 __all__ = ["LOOSER", "TOLERANCE", "explained_rows", "float32_split_flips", "knn_ties", "reference",
            "parity_json", "single_precision_inside", "svm_decision_atol", "tolerance_for", "verify", "verify_export"]
 
-#: Default tolerances per precision the graph computes in (labels: exact).
-TOLERANCE = {"float32": {"rtol": 1e-4, "atol": 1e-5}, "float64": {"rtol": 1e-9, "atol": 1e-10}}
+#: Default tolerances per precision the graph computes in (labels: exact). ``trees``: scikit-learn's trees in a
+#: double graph (double thresholds and leaves, ``_exact_trees``), whose tree operators round only their scores to
+#: float32: one float32 unit (eps32, relative and absolute).
+_EPS32 = float(np.finfo(np.float32).eps)
+TOLERANCE = {"float32": {"rtol": 1e-4, "atol": 1e-5}, "float64": {"rtol": 1e-9, "atol": 1e-10},
+             "trees": {"rtol": _EPS32, "atol": _EPS32}}
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,10 @@ def single_precision_inside(onx: onnx.ModelProto) -> bool:
 def tolerance_for(model: Any, onx: onnx.ModelProto, float32: bool) -> dict[str, float]:
     """The tolerance a faithful graph meets: by its precision, widened by :data:`LOOSER` where measured."""
     precision = "float32" if float32 or single_precision_inside(onx) else "float64"
-    names = {type(e).__name__ for e in fitted_parts(model)}
+    parts = list(fitted_parts(model))
+    if precision == "float32" and not float32 and exact_trees(parts) and not any(map(is_booster, parts)):
+        precision = "trees"
+    names = {type(e).__name__ for e in parts}
     looser = next((lo for lo in LOOSER if lo.precision == precision and names & set(lo.classes)), None)
     return dict(looser.tolerance if looser is not None else TOLERANCE[precision])
 

@@ -1,0 +1,198 @@
+"""scikit-learn's trees in ONNX with double thresholds and leaves, deciding as scikit-learn does (private).
+
+scikit-learn computes a Pipeline's preprocessing in float64; its trees (decision trees,
+random and extra forests, gradient boosting) cast their input to float32 and compare it
+with float64 thresholds; histogram gradient boosting compares the float64 input with
+float64 thresholds. skl2onnx 1.20 builds float32 tree attributes, and its double
+variant declares double outputs that ai.onnx.ml opset 3's tree operators do not produce
+(the graph fails type inference). The converters of these classes are wrapped
+(:func:`register`) so that, when the tree operator reads a double input:
+
+- its thresholds, leaf and base values are double tensors (``nodes_values_as_tensor``,
+  ``class_weights_as_tensor``, ``target_weights_as_tensor``, ``base_values_as_tensor``;
+  ai.onnx.ml opset 3), the thresholds being the trees' own float64 values;
+- the input of a ``tree_`` model goes through ``Cast`` to float and back to double, the
+  float32 rounding scikit-learn applies, so every row takes scikit-learn's branch;
+- the operator's float32 scores are cast to the double the rest of the graph computes in
+  (a regressor's operator then becomes ai.onnx.ml 5's double ``TreeEnsemble``, ``_tree_ensemble5``).
+
+In either precision, a node's missing values go the way scikit-learn sends them
+(``tree_.missing_go_to_left``; skl2onnx sends every NaN right). SimpleImputer on double
+input replaces missing values with ``Where`` and its double statistics (ai.onnx.ml's
+``Imputer`` holds float32 values, and ONNX Runtime has no double kernel for it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from aprender.exceptions import UnsupportedExportError
+from aprender.format.onnx._boosters import double_attributes
+
+__all__ = ["exact_trees", "register"]
+
+#: scikit-learn estimators whose trees are exported exact in a double graph.
+_FLOAT32_READERS = ("DecisionTreeClassifier", "DecisionTreeRegressor", "RandomForestClassifier",
+                    "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor",
+                    "GradientBoostingClassifier", "GradientBoostingRegressor")
+_FLOAT64_READERS = ("HistGradientBoostingClassifier", "HistGradientBoostingRegressor")
+_TREE_OPS = ("TreeEnsembleClassifier", "TreeEnsembleRegressor")
+_registered = False
+
+
+def _sklearn_trees() -> dict[type, bool]:
+    """The scikit-learn tree classes, each with whether it rounds its input to float32."""
+    from sklearn import ensemble, tree
+
+    return {getattr(ensemble if hasattr(ensemble, name) else tree, name): name in _FLOAT32_READERS
+            for name in _FLOAT32_READERS + _FLOAT64_READERS}
+
+
+def exact_trees(estimators: list[Any]) -> bool:
+    """Any of ``estimators`` is a scikit-learn tree model (or a subclass): its exact graph is double."""
+    classes = tuple(_sklearn_trees())
+    return any(isinstance(est, classes) for est in estimators)
+
+
+def register() -> None:
+    """Wrap skl2onnx's converters of the tree classes and of SimpleImputer (once)."""
+    global _registered
+    if _registered:
+        return
+    from skl2onnx._supported_operators import sklearn_operator_name_map
+    from sklearn.impute import SimpleImputer
+
+    for cls, rounds in _sklearn_trees().items():
+        _wrap(sklearn_operator_name_map[cls], rounds, tree=True)
+    _wrap(sklearn_operator_name_map[SimpleImputer], False, tree=False)
+    _registered = True
+
+
+def _wrap(alias: str, rounds: bool, tree: bool) -> None:
+    from skl2onnx.common._registration import get_converter, register_converter
+
+    original = get_converter(alias)
+
+    def converter(scope: Any, operator: Any, container: Any) -> None:
+        exact = _Exact(scope, operator, container, rounds)
+        if tree and exact.double:
+            # Below ai.onnx.ml 3, skl2onnx's tree converters round thresholds and leaf values to float32
+            # before building the node; at 3 they keep the float64 values (made double tensors in add_node).
+            original._fct(scope, operator, exact, op_version=3)
+        else:
+            original(scope, operator, exact)
+
+    register_converter(alias, converter, overwrite=True, options=original.get_allowed_options())
+
+
+def _tree_structures(model: Any) -> list[Any]:
+    """The ``tree_`` of each tree of ``model`` in skl2onnx's ``nodes_treeids`` order ([] for other models)."""
+    if hasattr(model, "tree_"):
+        return [model.tree_]
+    members = getattr(model, "estimators_", None)
+    if members is None or getattr(model, "_predictors", None) is not None:
+        return []
+    return [est.tree_ for est in np.ravel(np.asarray(members, dtype=object)) if hasattr(est, "tree_")]
+
+
+class _Exact:
+    """The converter's container, with tree nodes made to decide as scikit-learn does."""
+
+    def __init__(self, scope: Any, operator: Any, container: Any, rounds: bool) -> None:
+        from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
+
+        self._scope = scope
+        self._container = container
+        self._model = operator.raw_operator
+        self._rounds = rounds
+        self.double = bool(operator.inputs) and isinstance(operator.inputs[0].type, DoubleTensorType)
+        if self.double:  # skl2onnx declares a binary forest's probabilities float32 even in a double graph
+            for output in operator.outputs:
+                if isinstance(output.type, FloatTensorType):
+                    output.type = DoubleTensorType(output.type.shape)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._container, name)
+
+    def add_node(self, op_type: str, inputs: Any, outputs: Any, *args: Any, **attrs: Any) -> Any:
+        if op_type == "Imputer" and self.double and self._impute(inputs, outputs, attrs):
+            return None
+        if op_type not in _TREE_OPS:
+            return self._container.add_node(op_type, inputs, outputs, *args, **attrs)
+        trees = _tree_structures(self._model)
+        if trees:
+            attrs["nodes_missing_value_tracks_true"] = _missing_left(attrs, trees)
+        if not self.double:
+            return self._container.add_node(op_type, inputs, outputs, *args, **attrs)
+        if self._container.target_opset_any_domain("ai.onnx.ml") < 3:
+            raise UnsupportedExportError(
+                f"cannot export {type(self._model).__name__} to ONNX with double trees: their double thresholds "
+                "need ai.onnx.ml opset 3 or later (target_opset={'ai.onnx.ml': 3}), or export with dtype=numpy.float32")
+        if trees:
+            attrs["nodes_values"] = _thresholds(attrs, trees)
+        if self._rounds:
+            inputs = [self._round_trip(name) for name in ([inputs] if isinstance(inputs, str) else inputs)]
+        outputs = list([outputs] if isinstance(outputs, str) else outputs)
+        scores = len(outputs) - 1  # TreeEnsembleClassifier: (label, scores); TreeEnsembleRegressor: (scores,)
+        declared, outputs[scores] = outputs[scores], self._scope.get_unique_variable_name("tree_scores")
+        attrs["op_version"] = 3
+        node = self._container.add_node(op_type, inputs, outputs, *args, **double_attributes(attrs))
+        # ai.onnx.ml opset 3's tree operators always return float32 scores
+        self._container.add_node("Cast", [outputs[scores]], [declared], to=_DOUBLE,
+                                 name=self._scope.get_unique_operator_name("CastToDouble"))
+        return node
+
+    def _round_trip(self, name: str) -> str:
+        """``name`` cast to float32 and back: the values scikit-learn's trees compare."""
+        single = self._scope.get_unique_variable_name(f"{name}_float32")
+        again = self._scope.get_unique_variable_name(f"{name}_as_read")
+        self._container.add_node("Cast", [name], [single], to=_FLOAT, name=self._scope.get_unique_operator_name("Cast"))
+        self._container.add_node("Cast", [single], [again], to=_DOUBLE,
+                                 name=self._scope.get_unique_operator_name("Cast"))
+        return again
+
+    def _impute(self, inputs: Any, outputs: Any, attrs: dict[str, Any]) -> bool:
+        """SimpleImputer in double with ``Where``; False where the statistics hold NaN (dropped columns)."""
+        statistics = np.asarray(getattr(self._model, "statistics_", [np.nan]), dtype=np.float64)
+        if np.isnan(statistics).any() or "replaced_value_float" not in attrs:
+            return False
+        source = inputs if isinstance(inputs, str) else inputs[0]
+        missing = self._scope.get_unique_variable_name("missing")
+        fill = self._scope.get_unique_variable_name("statistics")
+        self._container.add_initializer(fill, _DOUBLE, [len(statistics)], statistics.tolist())
+        marker = float(attrs["replaced_value_float"])
+        if np.isnan(marker):
+            self._container.add_node("IsNaN", [source], [missing], name=self._scope.get_unique_operator_name("IsNaN"))
+        else:
+            value = self._scope.get_unique_variable_name("missing_value")
+            self._container.add_initializer(value, _DOUBLE, [], [marker])
+            self._container.add_node("Equal", [source, value], [missing],
+                                     name=self._scope.get_unique_operator_name("Equal"))
+        self._container.add_node("Where", [missing, fill, source], outputs if isinstance(outputs, list) else [outputs],
+                                 name=self._scope.get_unique_operator_name("Where"))
+        return True
+
+
+_FLOAT, _DOUBLE = 1, 11  # onnx.TensorProto element types
+
+
+def _node_table(attrs: dict[str, Any], trees: list[Any]) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray]:
+    tree_ids = np.asarray(attrs["nodes_treeids"], dtype=np.intp)
+    node_ids = np.asarray(attrs["nodes_nodeids"], dtype=np.intp)
+    branch = np.asarray([str(m) != "LEAF" for m in attrs["nodes_modes"]])
+    return trees, tree_ids, node_ids, branch
+
+
+def _missing_left(attrs: dict[str, Any], trees: list[Any]) -> list[int]:
+    """Per node: 1 where scikit-learn sends a missing value left (the ``true`` branch of ``BRANCH_LEQ``)."""
+    trees, tree_ids, node_ids, branch = _node_table(attrs, trees)
+    return [int(bool(trees[t].missing_go_to_left[n])) if b and hasattr(trees[t], "missing_go_to_left") else 0
+            for t, n, b in zip(tree_ids, node_ids, branch, strict=True)]
+
+
+def _thresholds(attrs: dict[str, Any], trees: list[Any]) -> list[float]:
+    """The trees' own float64 thresholds (skl2onnx moves them to match its float32 comparison)."""
+    trees, tree_ids, node_ids, branch = _node_table(attrs, trees)
+    return [float(trees[t].threshold[n]) if b else 0.0 for t, n, b in zip(tree_ids, node_ids, branch, strict=True)]
