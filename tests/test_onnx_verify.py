@@ -112,12 +112,6 @@ def test_linear_svc_inside_a_meta_estimator_exports(iris, wrap) -> None:
     assert parity["outputs"]["probabilities"]["max_abs"] < 1e-4  # decision_function
 
 
-def test_one_vs_rest_linear_svc_no_longer_crashes_and_its_wrong_scores_are_refused(iris) -> None:
-    X, y = iris  # skl2onnx's OvR graph gives normalised scores where scikit-learn has decision_function
-    with pytest.raises(ExportParityError, match="probabilities: 150 of 150 rows differ"):
-        to_onnx(OneVsRestClassifier(LinearSVC()).fit(X, y), X)
-
-
 def test_multilabel_one_vs_rest_is_refused() -> None:
     X, Y = make_multilabel_classification(60, random_state=0)
     with pytest.raises(UnsupportedExportError, match="multilabel targets"):
