@@ -13,13 +13,16 @@ import json
 import numpy as np
 import onnxruntime as ort
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import load_iris
+from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.model_selection import GridSearchCV
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.svm import LinearSVC
+from sklearn.svm import SVR, LinearSVC, NuSVR
 
+from aprender.exceptions import ExportParityError, UnsupportedExportError
 from aprender.format.onnx import input_feed, to_onnx
 
 
@@ -61,3 +64,50 @@ def test_one_vs_rest_over_linear_svc_exports_its_decision_function(iris, wrap) -
         scores = np.column_stack([-scores, scores])
     np.testing.assert_allclose(got["probabilities"], scores, rtol=1e-4, atol=1e-5)
     assert _parity(onx)["outputs"]["label"]["differing_rows"] == 0
+
+
+def _noisy_sine() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.RandomState(0)
+    X = np.sort(5 * rng.rand(40, 1), axis=0)
+    y = np.sin(X).ravel()
+    y[::5] += 3 * (0.5 - rng.rand(8))
+    return X, y
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("model", [SVR(kernel="rbf", C=100, gamma=0.1),
+                                   SVR(kernel="poly", C=100, degree=3, coef0=1),
+                                   SVR(kernel="sigmoid", gamma=0.1), SVR(kernel="linear"),
+                                   NuSVR(kernel="poly", degree=4)],
+                         ids=["rbf", "poly", "sigmoid", "linear", "nu-poly"])
+def test_svr_computes_in_double_and_matches(model, dtype) -> None:
+    # skl2onnx's float32-only SVMRegressor: the degree-3 kernel with C=100 was 0.5 off, float64 had no kernel
+    X, y = _noisy_sine()
+    model = clone(model).fit(X, y)
+    onx = to_onnx(model, X, dtype=dtype)
+    assert "SVMRegressor" not in {node.op_type for node in onx.graph.node}
+    got = _run(onx, X)["variable"].ravel()
+    expected = model.predict(_rounded(onx, X))
+    if dtype is np.float32:  # only the input and the output are rounded (one float32 rounding apart at most)
+        np.testing.assert_allclose(got, expected, rtol=np.finfo(np.float32).eps, atol=0)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-10)
+
+
+def test_gaussian_process_classifier_graph_loads_without_contrib_ops_and_its_float32_limit_is_refused(iris) -> None:
+    X, y = iris  # skl2onnx wrote com.microsoft:Solve, which ONNX Runtime could not load
+    model = GaussianProcessClassifier().fit(X[:100], y[:100])
+    onx = to_onnx(model, X[:100], dtype=np.float64, tolerance=1e-3)
+    assert {op.domain for op in onx.opset_import} <= {"", "ai.onnx.ml"}
+    got, seen = _run(onx, X[:100]), X[:100]
+    np.testing.assert_array_equal(got["label"].ravel(), model.predict(seen))  # skl2onnx's labels are [N, 1]
+    np.testing.assert_allclose(got["probabilities"], model.predict_proba(seen), atol=1e-3)
+    # its predict_proba sums erf terms with coefficients ~1e3 that cancel; ONNX Runtime's Erf is float32 only
+    with pytest.raises(ExportParityError, match=r"probabilities: \d+ of 100 rows differ"):
+        to_onnx(model, X[:100])
+
+
+def test_multiclass_gaussian_process_classifier_is_refused(iris) -> None:
+    X, y = iris
+    with pytest.raises(UnsupportedExportError, match="Only binary classification"):
+        to_onnx(GaussianProcessClassifier().fit(X[::3], y[::3]), X[::3])

@@ -123,7 +123,6 @@ GAPS = [
 GAPS_FLOAT64 = [
     Gap(lambda m: any(has(m, name) for name in TREES), "TreeEnsemble.*float32 thresholds",
         "scikit-learn's trees compare float32 inputs; double inputs against float32 thresholds differ"),
-    Gap(lambda m: has(m, "SVR"), "no double kernel.*SVMRegressor", "ONNX Runtime's SVMRegressor is float-only"),
     Gap(lambda m: has(m, "SimpleImputer"), "no double kernel.*Imputer", "ONNX Runtime's Imputer is float-only"),
     Gap(lambda m: has(m, "LinearSVC"), "post_transform 'NONE' is not supported with double",
         "skl2onnx's double LinearSVC converter lacks raw scores"),

@@ -61,6 +61,7 @@ from aprender.format.onnx._frame_probe import probe_frame, read_columns
 from aprender.format.onnx._gaps import check_exportable
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format.onnx._inspect import inspect_file, load_tensors, validate_file
+from aprender.format.onnx._kernels import runnable_kernels
 from aprender.format.onnx._links import apply_inverse_links
 from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
 from aprender.format.onnx._verify import parity_json, verify_export
@@ -329,7 +330,7 @@ def _own_converters() -> None:
     They import the estimator families and scikit-learn, so they load with the first
     export, not with this package: ``apr inspect m.onnx`` reads bytes and needs neither.
     """
-    from aprender.format.onnx import _moe, _ovr, _threshold  # noqa: F401
+    from aprender.format.onnx import _moe, _ovr, _svr, _threshold  # noqa: F401
     from aprender.format.onnx._boosters import register_installed
 
     register_installed()  # XGBoost, LightGBM, CatBoost: those whose library a model may come from
@@ -429,6 +430,7 @@ def to_onnx(
     onx = _convert(model, types, opset, _options(model, options))
     _restore_input_names(onx, types)
     apply_inverse_links(onx, model)
+    runnable_kernels(onx)
     parts = nested(model)
     unicode_tokens(onx, [e for e in parts if hasattr(e, "token_pattern") and hasattr(e, "vocabulary_")])
     _check(onx, model, dtype)
