@@ -64,6 +64,7 @@ from aprender.format.onnx._inspect import inspect_file, load_tensors, validate_f
 from aprender.format.onnx._kernels import runnable_kernels
 from aprender.format.onnx._links import apply_inverse_links
 from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
+from aprender.format.onnx._tree_missing import route_missing_values
 from aprender.format.onnx._verify import parity_json, verify_export
 
 __all__ = [
@@ -431,6 +432,7 @@ def to_onnx(
     _restore_input_names(onx, types)
     apply_inverse_links(onx, model)
     runnable_kernels(onx)
+    route_missing_values(onx, model)
     parts = nested(model)
     unicode_tokens(onx, [e for e in parts if hasattr(e, "token_pattern") and hasattr(e, "vocabulary_")])
     _check(onx, model, dtype)
