@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
-
 from aprender._warn import deprecated_alias, warn
 
 __all__ = ["SerializableMixin"]
@@ -238,7 +236,7 @@ class SerializableMixin:
         X: Any = None,
         *,
         target_opset: int | None = None,
-        dtype: Any = np.float32,
+        dtype: Any = None,
         options: Mapping[str, Any] | None = None,
     ) -> Any:
         """Convert the fitted model to an ``onnx.ModelProto`` for ONNX Runtime.
@@ -250,8 +248,10 @@ class SerializableMixin:
             from ``n_features_in_``.
         target_opset : int, optional
             ONNX opset to target; defaults to the converter's latest.
-        dtype : {numpy.float32, numpy.float64}, default=numpy.float32
-            Tensor type of the graph's float inputs and outputs.
+        dtype : {numpy.float32, numpy.float64}, optional
+            Tensor type of the graph's float inputs and outputs; float32 by default,
+            float64 for models whose values float32 cannot hold (see
+            :func:`aprender.format.onnx.to_onnx`).
         options : dict, optional
             Converter options (skl2onnx's ``options=``).
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from sklearn.base import clone
@@ -27,17 +28,17 @@ from sklearn.ensemble import (
 )
 from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.naive_bayes import GaussianNB
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 from sklearn.svm import SVR, LinearSVC, NuSVR
-from sklearn.tree import DecisionTreeClassifier
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from aprender.exceptions import ExportParityError, UnsupportedExportError
+from aprender.exceptions import ExportParityError, ExportPrecisionWarning, UnsupportedExportError
 from aprender.format.onnx import input_feed, to_onnx
 
 
@@ -215,3 +216,38 @@ def test_multilabel_one_vs_rest_is_refused_with_the_reason() -> None:
     X, Y = make_multilabel_classification(n_samples=60, n_features=6, n_classes=3, random_state=0)
     with pytest.raises(UnsupportedExportError, match="one multiclass label per row"):  # 190 of 200 labels wrong
         to_onnx(OneVsRestClassifier(LogisticRegression()).fit(X, Y), X)
+
+
+def _overfit_polynomial() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.RandomState(0)  # scikit-learn's underfitting/overfitting example, degree 15
+    x = np.sort(rng.rand(30))
+    return x[:, None], np.cos(1.5 * np.pi * x) + rng.randn(30) * 0.1
+
+
+def test_polynomial_features_export_in_double_by_default_and_float32_is_refused() -> None:
+    X, y = _overfit_polynomial()  # gallery: 583 off in float32
+    model = make_pipeline(PolynomialFeatures(15, include_bias=False), LinearRegression()).fit(X, y)
+    onx = to_onnx(model)  # no sample: the probe rows are synthesized, the dtype picked
+    assert onx.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
+    np.testing.assert_allclose(_run(onx, X)["variable"].ravel(), model.predict(X), rtol=1e-9, atol=1e-9)
+    with pytest.raises(ExportParityError, match=r"variable: \d+ of 30 rows differ"):
+        to_onnx(model, X, dtype=np.float32)
+
+
+def test_a_model_needing_double_without_a_double_graph_falls_back_to_float32() -> None:
+    X, y = _overfit_polynomial()  # scikit-learn's trees read float32: no double tree graph
+    model = make_pipeline(PolynomialFeatures(2), DecisionTreeRegressor(max_depth=3, random_state=0)).fit(X, y)
+    with pytest.warns(ExportPrecisionWarning, match="PolynomialFeatures in float32 before its trees"):
+        onx = to_onnx(model, X)
+    assert onx.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    assert _parity(onx)["verified"]
+
+
+@pytest.mark.parametrize("model", [GaussianProcessRegressor(kernel=RBF()), KernelPCA(2, kernel="rbf")],
+                         ids=["gpr", "kpca"])
+def test_gaussian_process_regressor_and_kernel_pca_export_in_double_by_default(model) -> None:
+    X = np.linspace(0, 10, 12)[:, None]
+    model = clone(model).fit(X, (X * np.sin(X)).ravel())
+    onx = to_onnx(model, X)
+    assert onx.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
+    assert {p["differing_rows"] for p in _parity(onx)["outputs"].values()} == {0}

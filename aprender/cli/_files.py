@@ -174,7 +174,9 @@ def _onnx(state: ModelState, path: Path, dtype: str | None, sample: Path | None,
     model = rebuild(state, trusted)
     X = None if sample is None else read_sample(sample, model)
     try:
-        onnx.save_file(model, path, X, dtype=np.float64 if dtype == "f64" else np.float32,
+        # no --dtype: the export's own choice (float64 for the models float32 cannot hold)
+        graph_dtype = None if dtype is None else np.float64 if dtype == "f64" else np.float32
+        onnx.save_file(model, path, X, dtype=graph_dtype,
                        metadata=state.user_metadata or None)
     except (UnsupportedExportError, ValueError) as exc:
         names = getattr(model, "feature_names_in_", None)

@@ -53,10 +53,11 @@ except ImportError as exc:
     ) from exc
 
 from aprender._warn import deprecated_alias
-from aprender.exceptions import AprenderError, UnsupportedExportError
+from aprender.exceptions import AprenderError, ExportParityError, UnsupportedExportError
 from aprender.format._formats import model_type_keyword
 from aprender.format._io import existing_file, write_atomic
 from aprender.format.onnx._converters import nested, register_converter, sync
+from aprender.format.onnx._double import needs_double
 from aprender.format.onnx._frame_probe import probe_frame, read_columns
 from aprender.format.onnx._gaps import check_exportable
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
@@ -342,7 +343,7 @@ def to_onnx(
     X: Any = None,
     *,
     target_opset: int | Mapping[str, int] | None = None,
-    dtype: Any = np.float32,
+    dtype: Any = None,
     options: Mapping[Any, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
     verify: bool = True,
@@ -363,9 +364,12 @@ def to_onnx(
     target_opset : int or dict, optional
         ONNX opset (``{"": 21, "ai.onnx.ml": 3}`` per domain); skl2onnx's latest
         tested opset by default.
-    dtype : {numpy.float32, numpy.float64}, default=numpy.float32
+    dtype : {numpy.float32, numpy.float64}, optional
         Element type of float inputs and outputs. float64 gives tighter parity where
-        the converter supports doubles; tree models need float32.
+        the converter supports doubles; tree models need float32. By default float32,
+        except for models whose values float32 cannot hold (PolynomialFeatures,
+        GaussianProcessRegressor, KernelPCA: ``_double.NEEDS_DOUBLE``), exported in
+        float64 where their double graph can be made.
     options : dict, optional
         skl2onnx converter options, e.g. ``{"zipmap": True}`` to get ZipMap
         probabilities back, ``{"raw_scores": True}``, or per step
@@ -412,6 +416,16 @@ def to_onnx(
     # the metadata writer needs the codec's encoder; reading an .onnx file does not
     from aprender.format.onnx._meta import doc_string, model_props
 
+    if dtype is None:  # aprender picks: double where float32 cannot hold the model's values
+        if needs_double(model) is not None:
+            try:
+                return to_onnx(model, X, target_opset=target_opset, dtype=np.float64, options=options,
+                               metadata=metadata, verify=verify, tolerance=tolerance)
+            except ExportParityError:
+                raise  # float32 would be further off
+            except UnsupportedExportError:
+                pass  # no double graph (trees, a float-only kernel): the float32 one, verified as always
+        dtype = np.float32
     dtype = np.dtype(dtype)
     if dtype not in FLOAT_DTYPES:
         raise ValueError(f"dtype must be numpy.float32 or numpy.float64, got {dtype}")
