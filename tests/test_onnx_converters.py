@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from scipy.special import erf
 from sklearn.base import clone
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.cluster import KMeans
@@ -40,6 +41,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from aprender.exceptions import ExportParityError, ExportPrecisionWarning, UnsupportedExportError
 from aprender.format.onnx import input_feed, to_onnx
+from aprender.format.onnx._erf import erf_nodes
 
 
 @pytest.fixture(scope="module")
@@ -110,17 +112,30 @@ def test_svr_computes_in_double_and_matches(model, dtype) -> None:
         np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-10)
 
 
-def test_gaussian_process_classifier_graph_loads_without_contrib_ops_and_its_float32_limit_is_refused(iris) -> None:
+def test_gaussian_process_classifier_exports_in_double_without_contrib_ops(iris) -> None:
     X, y = iris  # skl2onnx wrote com.microsoft:Solve, which ONNX Runtime could not load
     model = GaussianProcessClassifier().fit(X[:100], y[:100])
-    onx = to_onnx(model, X[:100], dtype=np.float64, tolerance=1e-3)
+    onx = to_onnx(model, X[:100])
     assert {op.domain for op in onx.opset_import} <= {"", "ai.onnx.ml"}
-    got, seen = _run(onx, X[:100]), X[:100]
-    np.testing.assert_array_equal(got["label"].ravel(), model.predict(seen))  # skl2onnx's labels are [N, 1]
-    np.testing.assert_allclose(got["probabilities"], model.predict_proba(seen), atol=1e-3)
-    # its predict_proba sums erf terms with coefficients ~1e3 that cancel; ONNX Runtime's Erf is float32 only
+    assert onx.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
+    assert "Erf" not in {node.op_type for node in onx.graph.node}  # ONNX Runtime's Erf is float32 only
+    got = _run(onx, X[:100])
+    np.testing.assert_array_equal(got["label"].ravel(), model.predict(X[:100]))  # skl2onnx's labels are [N, 1]
+    np.testing.assert_allclose(got["probabilities"], model.predict_proba(X[:100]), rtol=1e-9, atol=1e-10)
+    # its erf terms have coefficients ~1e3 that cancel: float32 cannot hold them
     with pytest.raises(ExportParityError, match=r"probabilities: \d+ of 100 rows differ"):
-        to_onnx(model, X[:100])
+        to_onnx(model, X[:100], dtype=np.float32)
+
+
+def test_double_erf_matches_scipy_over_its_three_pieces() -> None:
+    x = np.concatenate([np.linspace(-12, 12, 20001), [1.0, -1.0, 8.0, -8.0, 1e-300, np.inf, -np.inf, np.nan]])
+    nodes, constants = erf_nodes("x", "y")
+    vector = [onnx.helper.make_tensor_value_info(n, onnx.TensorProto.DOUBLE, [None]) for n in ("x", "y")]
+    graph = onnx.helper.make_graph(nodes, "erf", vector[:1], vector[1:], constants)
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 21)])
+    onnx.checker.check_model(model, full_check=True)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], erf(x), rtol=1e-15, atol=4e-16)
 
 
 def test_multiclass_gaussian_process_classifier_is_refused(iris) -> None:

@@ -367,9 +367,9 @@ def to_onnx(
     dtype : {numpy.float32, numpy.float64}, optional
         Element type of float inputs and outputs. float64 gives tighter parity where
         the converter supports doubles; tree models need float32. By default float32,
-        except for models whose values float32 cannot hold (PolynomialFeatures,
-        GaussianProcessRegressor, KernelPCA: ``_double.NEEDS_DOUBLE``), exported in
-        float64 where their double graph can be made.
+        except for models whose values float32 cannot hold (PolynomialFeatures, Gaussian
+        processes, KernelPCA: ``_double.NEEDS_DOUBLE``), exported in float64 where their
+        double graph can be made.
     options : dict, optional
         skl2onnx converter options, e.g. ``{"zipmap": True}`` to get ZipMap
         probabilities back, ``{"raw_scores": True}``, or per step
