@@ -36,12 +36,13 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures, StandardScaler
-from sklearn.svm import SVR, LinearSVC, NuSVR
+from sklearn.svm import SVC, SVR, LinearSVC, NuSVC, NuSVR
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from aprender.exceptions import ExportParityError, ExportPrecisionWarning, UnsupportedExportError
 from aprender.format.onnx import input_feed, to_onnx
 from aprender.format.onnx._erf import erf_nodes
+from aprender.format.onnx._verify import svm_decision_atol
 
 
 @pytest.fixture(scope="module")
@@ -266,3 +267,39 @@ def test_gaussian_process_regressor_and_kernel_pca_export_in_double_by_default(m
     onx = to_onnx(model, X)
     assert onx.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
     assert {p["differing_rows"] for p in _parity(onx)["outputs"].values()} == {0}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("case", ["poly-iris", "binary-poly", "ovo-4-classes", "break-ties", "nu", "string-labels"])
+def test_svc_decision_values_and_labels_computed_in_double(iris, case, dtype) -> None:
+    # skl2onnx's float32 SVMClassifier: 1 of 150 iris labels (poly kernel), 2 of 100 for a degree-5 binary kernel
+    X, y = iris
+    model, X, y = {
+        "poly-iris": (SVC(kernel="poly", degree=3, gamma="auto"), X[:, :2], y),
+        "binary-poly": (SVC(kernel="poly", degree=5, C=1), X[y > 0][:, :2], y[y > 0]),
+        "ovo-4-classes": (SVC(decision_function_shape="ovo"), X, np.r_[y[:140], [3] * 10]),
+        "break-ties": (SVC(break_ties=True), X, y),
+        "nu": (NuSVC(kernel="sigmoid", gamma=0.01), X, y),
+        "string-labels": (SVC(kernel="linear"), X, np.array(["a", "b", "c"])[y]),
+    }[case]
+    model.fit(X, y)
+    onx = to_onnx(model, X, dtype=dtype)
+    assert "SVMClassifier" not in {node.op_type for node in onx.graph.node}
+    got, seen = _run(onx, X), _rounded(onx, X)
+    np.testing.assert_array_equal(got["label"], model.predict(seen))
+    scores = model.decision_function(seen)
+    if scores.ndim == 1:  # two classes: [d, -d], skl2onnx's layout
+        scores = np.column_stack([scores, -scores])
+    # the sum of large terms that cancel runs in another order than libsvm's: 8 eps sum |alpha K| per row
+    bound = svm_decision_atol(model, seen, float32=dtype is np.float32)[:, None]
+    excess = np.abs(got["probabilities"] - scores) - (1e-6 if dtype is np.float32 else 1e-9) * np.abs(scores) - bound
+    assert excess.max() <= 0
+
+
+def test_binary_svc_inside_calibration_gets_the_raw_score_layout(iris) -> None:
+    X, y = iris  # CalibratedClassifierCV asks for raw_scores: [-d, d], as skl2onnx lays it out
+    model = CalibratedClassifierCV(SVC(), cv=3).fit(X, (y > 0).astype(int))
+    onx = to_onnx(model, X)
+    got, seen = _run(onx, X), _rounded(onx, X)
+    np.testing.assert_array_equal(got["label"], model.predict(seen))
+    np.testing.assert_allclose(got["probabilities"], model.predict_proba(seen), rtol=1e-4, atol=1e-5)

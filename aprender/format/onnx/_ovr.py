@@ -7,8 +7,9 @@ takes each LinearSVC's probability output as one column although it has two
 (``[-d, d]``) and divides the scores by their row sum as if they were probabilities:
 the graph fails shape inference with ``raw_scores`` and is wrong without it (the
 gallery measured 11.2 off ``decision_function``). This converter builds the scores
-from each estimator's own graph (``OnnxSubEstimator``), taking its last column, the
-positive side's value; every other OneVsRest goes to skl2onnx's converter unchanged.
+from each estimator's own graph (``OnnxSubEstimator``, with ``raw_scores`` where its converter
+takes it), taking its last column, the positive side's value; every other OneVsRest goes to
+skl2onnx's converter unchanged.
 Multilabel OneVsRest is refused before conversion (``_gaps``).
 """
 
@@ -27,6 +28,15 @@ def _decision_only(model: Any) -> bool:
     return not hasattr(model, "predict_proba") and not model.multilabel_
 
 
+def _raw_scores(est: Any) -> dict[str, bool] | None:
+    """``raw_scores=True`` where the estimator's converter takes it: a binary SVC then lays out ``[-d, d]``."""
+    from skl2onnx._supported_operators import sklearn_operator_name_map
+    from skl2onnx.common._registration import get_converter
+
+    allowed = get_converter(sklearn_operator_name_map[type(est)]).get_allowed_options() or {}
+    return {"raw_scores": True} if "raw_scores" in allowed else None
+
+
 def convert(scope: Any, operator: Any, container: Any) -> None:
     """skl2onnx converter: ``label`` and ``probabilities`` (= ``decision_function``, ``[N, n_classes]``)."""
     from skl2onnx.algebra.onnx_operator import OnnxSubEstimator
@@ -41,8 +51,8 @@ def convert(scope: Any, operator: Any, container: Any) -> None:
         return
     X = operator.inputs[0]
     last = np.array([-1], dtype=np.int64)
-    columns = [OnnxGather(OnnxSubEstimator(est, X, op_version=opv)[1], last, axis=1, op_version=opv)
-               for est in model.estimators_]
+    columns = [OnnxGather(OnnxSubEstimator(est, X, op_version=opv, options=_raw_scores(est))[1], last, axis=1,
+                          op_version=opv) for est in model.estimators_]
     if len(columns) == 1:  # binary: [-d, d], as skl2onnx lays out a binary classifier's decision values
         columns = [OnnxNeg(columns[0], op_version=opv), columns[0]]
     scores = OnnxConcat(*columns, axis=1, op_version=opv)

@@ -21,15 +21,15 @@ import numpy as np
 
 from aprender.format.onnx._converters import replace_converter
 
-__all__ = ["register"]
+__all__ = ["dense", "register", "svm_kernel"]
 
 
-def _dense(values: Any) -> np.ndarray:
+def dense(values: Any) -> np.ndarray:
     """A fitted matrix as float64, densified (a model fitted on scipy.sparse data keeps sparse ones)."""
     return np.asarray(values.toarray() if hasattr(values, "toarray") else values, dtype=np.float64)
 
 
-def _kernel(est: Any, X: Any, opv: int) -> Any:
+def svm_kernel(est: Any, X: Any, opv: int) -> Any:
     """``K(X, support_vectors_)``, ``[N, n_SV]``, in double."""
     from skl2onnx.algebra.onnx_ops import (
         OnnxAdd,
@@ -43,7 +43,7 @@ def _kernel(est: Any, X: Any, opv: int) -> Any:
         OnnxUnsqueeze,
     )
 
-    sv = _dense(est.support_vectors_)
+    sv = dense(est.support_vectors_)
     gamma, coef0 = np.array([est._gamma], dtype=np.float64), np.array([est.coef0], dtype=np.float64)
     if est.kernel == "rbf":
         diff = OnnxSub(OnnxUnsqueeze(X, np.array([1], dtype=np.int64), op_version=opv), sv, op_version=opv)
@@ -66,8 +66,8 @@ def convert(scope: Any, operator: Any, container: Any) -> None:
 
     est, opv = operator.raw_operator, container.target_opset
     X = OnnxCast(operator.inputs[0], to=TensorProto.DOUBLE, op_version=opv)
-    weights = _dense(est.dual_coef_).T  # [n_SV, 1]
-    y = OnnxAdd(OnnxMatMul(_kernel(est, X, opv), weights, op_version=opv),
+    weights = dense(est.dual_coef_).T  # [n_SV, 1]
+    y = OnnxAdd(OnnxMatMul(svm_kernel(est, X, opv), weights, op_version=opv),
                 est.intercept_.astype(np.float64), op_version=opv)
     out = OnnxCast(y, to=guess_proto_type(operator.inputs[0].type), op_version=opv, output_names=operator.outputs[:1])
     out.add_to(scope, container)
