@@ -65,12 +65,13 @@ def _rounded(onx, X: np.ndarray) -> np.ndarray:
     return X.astype(np.float32).astype(np.float64) if onx.graph.input[0].type.tensor_type.elem_type == 1 else X
 
 
+@pytest.mark.parametrize("base", [LinearSVC(), SVC()], ids=["linear-svc", "svc"])
 @pytest.mark.parametrize("wrap", ["alone", "binary", "pipeline", "search", "string labels"])
-def test_one_vs_rest_over_linear_svc_exports_its_decision_function(iris, wrap) -> None:
+def test_one_vs_rest_over_svms_exports_its_decision_function(iris, wrap, base) -> None:
     # skl2onnx read one column of each LinearSVC's [-d, d] and normalised the scores: 11.2 off
     X, y = iris
     y = {"binary": (y > 0).astype(int), "string labels": np.array(["a", "b", "c"])[y]}.get(wrap, y)
-    ovr = OneVsRestClassifier(LinearSVC())
+    ovr = OneVsRestClassifier(clone(base))
     model = {"pipeline": lambda: make_pipeline(StandardScaler(), ovr),
              "search": lambda: GridSearchCV(ovr, {"estimator__C": [0.5, 1.0]}, cv=2)}.get(wrap, lambda: ovr)()
     model.fit(X, y)

@@ -51,6 +51,10 @@ def convert(scope: Any, operator: Any, container: Any) -> None:
         return
     X = operator.inputs[0]
     last = np.array([-1], dtype=np.int64)
+    for est in model.estimators_:
+        if _raw_scores(est):  # as skl2onnx's OvR asks it: the sub-estimator's converter reads the container
+            container.add_options(id(est), {"raw_scores": True})
+            scope.add_options(id(est), {"raw_scores": True})
     columns = [OnnxGather(OnnxSubEstimator(est, X, op_version=opv, options=_raw_scores(est))[1], last, axis=1,
                           op_version=opv) for est in model.estimators_]
     if len(columns) == 1:  # binary: [-d, d], as skl2onnx lays out a binary classifier's decision values
