@@ -229,10 +229,17 @@ def test_kmeans_distances_are_verified_squared_in_float32_and_exact_in_float64(i
     np.testing.assert_allclose(_run(onx, X)["scores"], model.transform(X), rtol=1e-9, atol=1e-9)
 
 
-def test_multilabel_one_vs_rest_is_refused_with_the_reason() -> None:
+@pytest.mark.parametrize("base", [LogisticRegression(), RandomForestClassifier(10, random_state=0),
+                                  SVC(kernel="linear"), LinearSVC()], ids=["logistic", "forest", "svc", "linear-svc"])
+def test_multilabel_one_vs_rest_exports_one_column_per_label(base) -> None:
+    # gallery: 190 of 200 label rows wrong (decision values thresholded at 0.5 as if probabilities)
     X, Y = make_multilabel_classification(n_samples=60, n_features=6, n_classes=3, random_state=0)
-    with pytest.raises(UnsupportedExportError, match="one multiclass label per row"):  # 190 of 200 labels wrong
-        to_onnx(OneVsRestClassifier(LogisticRegression()).fit(X, Y), X)
+    model = OneVsRestClassifier(clone(base)).fit(X, Y)
+    onx = to_onnx(model, X)
+    got, seen = _run(onx, X), _rounded(onx, X)
+    np.testing.assert_array_equal(got["label"], model.predict(seen))
+    scores = model.predict_proba(seen) if hasattr(model, "predict_proba") else model.decision_function(seen)
+    np.testing.assert_allclose(got["probabilities"], scores, rtol=1e-4, atol=1e-5)
 
 
 def _overfit_polynomial() -> tuple[np.ndarray, np.ndarray]:

@@ -14,14 +14,13 @@ import numpy as np
 import onnx
 import pytest
 from cli_run import invoke
-from sklearn.datasets import load_iris, make_multilabel_classification
+from sklearn.datasets import load_iris
 from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestClassifier
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import GridSearchCV
-from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.svm import SVC, LinearSVC
+from sklearn.svm import LinearSVC
 
 import aprender
 from aprender.exceptions import ExportParityError, UnsupportedExportError
@@ -110,12 +109,6 @@ def test_linear_svc_inside_a_meta_estimator_exports(iris, wrap) -> None:
     parity = _parity(to_onnx(model, X))
     assert parity["outputs"]["label"]["differing_rows"] == 0
     assert parity["outputs"]["probabilities"]["max_abs"] < 1e-4  # decision_function
-
-
-def test_multilabel_one_vs_rest_is_refused() -> None:
-    X, Y = make_multilabel_classification(60, random_state=0)
-    with pytest.raises(UnsupportedExportError, match="multilabel targets"):
-        to_onnx(OneVsRestClassifier(SVC(kernel="linear")).fit(X, Y), X)
 
 
 def test_a_graph_onnx_runtime_cannot_load_is_refused(iris) -> None:

@@ -84,14 +84,6 @@ def _imputer_gap(est: Any) -> str | None:
     return "add_indicator=True: skl2onnx drops the missing-value indicator columns from the output"
 
 
-def _multilabel_gap(est: Any) -> str | None:
-    if not getattr(est, "multilabel_", False):
-        return None
-    # Measured (gallery): 190 of 200 label rows wrong with ONNX Runtime 1.32 / skl2onnx 1.20.
-    return ("it was fitted on multilabel targets (an indicator matrix), and skl2onnx's OneVsRest graph returns "
-            "one multiclass label per row instead of one 0/1 column per label")
-
-
 def _calibration_gap(est: Any) -> str | None:
     if est.method == "sigmoid":
         return None
@@ -104,7 +96,7 @@ def _calibration_gap(est: Any) -> str | None:
 
 def _parameter_gap(est: Any) -> str | None:
     """Why an otherwise convertible estimator cannot be converted faithfully with its parameters."""
-    from sklearn import calibration, feature_extraction, impute, model_selection, multiclass, neighbors, svm
+    from sklearn import calibration, feature_extraction, impute, model_selection, neighbors, svm
 
     # with the estimators: importing _threshold registers its converter, which needs scikit-learn
     from aprender.format.onnx._threshold import threshold_gap
@@ -116,7 +108,6 @@ def _parameter_gap(est: Any) -> str | None:
         ((feature_extraction.text.CountVectorizer, feature_extraction.text.TfidfTransformer), _text_gap),
         ((neighbors.KNeighborsClassifier, neighbors.KNeighborsRegressor), _knn_gap),
         ((impute.SimpleImputer,), _imputer_gap),
-        ((multiclass.OneVsRestClassifier,), _multilabel_gap),
         ((calibration.CalibratedClassifierCV,), _calibration_gap),
     )
     for classes, check in checks:
