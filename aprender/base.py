@@ -29,11 +29,13 @@ def _backend(name: str) -> Any:
 class SerializableMixin:
     """Adds pickle-free ``save_*`` / ``to_*`` / ``load_*`` methods to an estimator.
 
-    One verb per meaning, for every format of :data:`aprender.format._formats.FORMATS`:
+    One verb per meaning, for every format of :data:`aprender.extend.FORMATS`:
     ``save_<format>(path)`` writes a file, ``to_<format>()`` returns the model in memory
     (bytes, or an ``onnx.ModelProto`` for ONNX), and ``load_<format>(path)`` reads a
     file back where the format loads (``load_safetensors``, ``load_apr``,
-    ``load_gguf``; ONNX is export only).
+    ``load_gguf``; ONNX is export only). ``save(path)`` and ``load(path)`` take any
+    format of the table, a registered one included, by the path's suffix and the file's
+    bytes.
 
     Put it first among the bases: ``class LinearRegression(SerializableMixin,
     sklearn.linear_model.LinearRegression)``. The class must be registered (all of
@@ -278,6 +280,39 @@ class SerializableMixin:
         >>> model.save_onnx(os.path.join(tempfile.mkdtemp(), "model.onnx"))
         """
         _backend("onnx").save_file(self, path, X, **kwargs)
+
+    def save(self, path: PathLike, **options: Any) -> None:
+        """Save the fitted model in the format ``path``'s suffix names (any format of the table).
+
+        :func:`aprender.save` on this model: ``options`` go to the format's backend (its
+        ``CAPABILITIES.options`` and the codec's ``dtype=`` / ``metadata=``), so a format
+        registered with :func:`aprender.extend.register_format` is saved the same way.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from aprender.linear_model import LinearRegression
+        >>> path = os.path.join(tempfile.mkdtemp(), "line.apr")
+        >>> LinearRegression().fit([[0.0], [1.0]], [1.0, 3.0]).save(path, compression="zstd")
+        >>> LinearRegression.load(path).predict([[2.0]])
+        array([5.])
+        """
+        from aprender.format._api import save
+
+        save(self, path, **options)
+
+    @classmethod
+    def load(cls: type[T], path: PathLike, *, trusted: Any = None, **options: Any) -> T:
+        """Load a model of this class from a file of any format that loads (:func:`aprender.load`).
+
+        Raises :class:`~aprender.exceptions.ModelTypeMismatch` if the file holds another
+        kind of model; an export-only format's file (ONNX) raises
+        :class:`~aprender.exceptions.UnsupportedExportError`.
+        """
+        from aprender.format._api import load
+
+        model: T = load(path, cls, trusted=trusted, **options)
+        return model
 
     def save_pretrained(self, folder: PathLike, **options: Any) -> Path:
         """Write a Hugging Face-style model folder (see :func:`aprender.save_pretrained`).

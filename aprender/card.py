@@ -41,13 +41,12 @@ import numpy as np
 
 from aprender._display import printable
 from aprender.codec import to_state
+from aprender.format._formats import by_suffix, having
 
 __all__ = ["Card", "Evaluation", "Plot"]
 
 PathLike = str | os.PathLike
 
-#: Format names of the files a card can describe, by suffix.
-_FORMATS = {".safetensors": "SafeTensors", ".apr": "aprender .apr", ".gguf": "GGUF", ".onnx": "ONNX"}
 _WIDTH = 80
 
 
@@ -305,6 +304,11 @@ class Card:
         if self.folder:
             return "import aprender\n\nmodel = aprender.from_pretrained(\"path/to/folder\")"
         name = self.file[0] if self.file else "model.apr"
+        fmt = by_suffix(name)
+        if fmt is not None and not fmt.can.loads:  # the backend says its files are exports, not models
+            loading = ", ".join(f.suffix for f in having("loads"))
+            return (f"# {fmt.title} is an export: aprender writes it for another runtime and cannot load it back.\n"
+                    f"# Run {name} there; keep a {loading} copy of the model to load it with aprender.load.")
         return f"import aprender\n\nmodel = aprender.load(\"{name}\")"
 
     def render(self) -> str:
@@ -325,7 +329,8 @@ class Card:
                  f"numpy {versions.get('numpy')}."]
         if self.file:
             name, digest = self.file
-            kind = _FORMATS.get(Path(name).suffix.lower(), Path(name).suffix)
+            fmt = by_suffix(name)
+            kind = fmt.title if fmt is not None else Path(name).suffix
             lines.insert(0, f"| File | Format | SHA-256 |\n|---|---|---|\n| `{name}` | {kind} | `{digest}` |\n")
         body += ["## Model file", "\n".join(lines)]
         body += ["## How to load", f"```python\n{self._load_snippet()}\n```"]

@@ -65,7 +65,7 @@ MAX_PER_SCRIPT = 40
 def examples_dir(given: str | None) -> Path:
     """The gallery's examples for the installed scikit-learn: ``given``, or the cached source release's."""
     if given:
-        return Path(given)
+        return Path(given).resolve()
     version = importlib.metadata.version("scikit-learn")
     root = WORK / f"scikit_learn-{version}"
     if not (root / "examples").is_dir():
@@ -84,7 +84,7 @@ def scripts(root: Path, only: str | None) -> tuple[list[Path], list[Path]]:
     """The example scripts to run and those skipped because they fetch data."""
     run, skipped = [], []
     for path in sorted(root.rglob("*.py")):
-        if only and only not in str(path.relative_to(root)):
+        if only and not any(part in str(path.relative_to(root)) for part in only.split(",")):
             continue
         (skipped if DOWNLOADS.search(path.read_text(errors="replace")) else run).append(path)
     return run, skipped
@@ -239,7 +239,9 @@ def _onnx(est: Any, X: Any, reference: dict[str, Any], folder: Path) -> dict[str
     from aprender.exceptions import AprenderError
 
     try:
-        sample = X[:5] if hasattr(X, "iloc") else np.asarray(X)[:5]
+        import scipy.sparse
+
+        sample = X[:5] if hasattr(X, "iloc") or scipy.sparse.issparse(X) else np.asarray(X)[:5]
         path = folder / "m.onnx"
         aprender.save(est, path, X=sample)
         import onnxruntime as ort
@@ -261,11 +263,16 @@ def _onnx(est: Any, X: Any, reference: dict[str, Any], folder: Path) -> dict[str
 
 def _feeds(session: Any, X: Any) -> dict[str, Any]:
     import numpy as np
+    import scipy.sparse
 
     inputs = session.get_inputs()
     if len(inputs) == 1:
         dtype = np.int64 if "int64" in inputs[0].type else np.float32 if "float)" in inputs[0].type else np.float64
-        return {inputs[0].name: np.asarray(X).astype(dtype)}
+        rows = np.asarray(X.toarray() if scipy.sparse.issparse(X) else X)
+        # an estimator fitted on 1-D data (LabelEncoder on y) exports a graph of one column
+        if rows.ndim == 1 and len(inputs[0].shape) == 2:
+            rows = rows.reshape(-1, 1)
+        return {inputs[0].name: rows.astype(str if "string" in inputs[0].type else dtype)}
     feeds = {}
     for i in inputs:
         column = X[i.name].to_numpy().reshape(-1, 1)
@@ -330,9 +337,13 @@ def child(script: Path, out: Path, onnx: bool) -> None:
 # -- the parent: run every script, then tabulate ---------------------------------------------
 
 
-def run(paths: list[Path], root: Path, timeout: float, onnx: bool, out: str | None = None) -> dict[str, Any]:
-    """Run every script; with ``out``, the results so far are written after each one (a stopped run keeps them)."""
-    results = {}
+def run(paths: list[Path], root: Path, timeout: float, onnx: bool, out: str | None = None,
+        results: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run every script; with ``out``, the results so far are written after each one (a stopped run keeps them).
+
+    ``results`` holds earlier results, which a script run again replaces.
+    """
+    results = dict(results or {})
     for i, path in enumerate(paths):
         name = str(path.relative_to(root))
         with tempfile.TemporaryDirectory() as tmp:
@@ -389,7 +400,8 @@ def tabulate(results: dict[str, Any], skipped: list[str], onnx: bool) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", help="the gallery's examples folder (default: the source release's)")
-    parser.add_argument("--only", help="run only scripts whose path contains this")
+    parser.add_argument("--only", help="run only scripts whose path contains this (or one of these, comma-separated)")
+    parser.add_argument("--update", help="a results file of --out: the scripts run again replace theirs in it")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per script")
     parser.add_argument("--onnx", action="store_true", help="also export to ONNX and run it in ONNX Runtime")
     parser.add_argument("--out", help="write every result as JSON here (after each script)")
@@ -406,7 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.render:
         results = json.loads(Path(args.render).read_text())
     else:
-        results = run(paths, root, args.timeout, args.onnx, args.out)
+        earlier = json.loads(Path(args.update).read_text()) if args.update else None
+        results = run(paths, root, args.timeout, args.onnx, args.out or args.update, earlier)
     table = tabulate(results, [str(p.relative_to(root)) for p in skipped], args.onnx)
     print(table)
     if args.readme:

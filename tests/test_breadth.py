@@ -29,7 +29,7 @@ from sklearn_instances import same
 from zoo import diabetes, iris
 
 import aprender
-from aprender.codec import registered, to_state
+from aprender.codec import allow_list, to_state
 from aprender.exceptions import UnsupportedTypeError, UntrustedFunctionError
 from aprender.format import apr, gguf, safetensors
 
@@ -266,7 +266,7 @@ def test_loading_imports_only_the_schemas_a_file_names(tmp_path) -> None:
 
 
 def test_registered_lists_schemas_and_optionally_generic_entries() -> None:
-    keys = {e.key for e in registered()}
+    keys = {e.key for e in allow_list()}
     assert "aprender.linear_model.LinearRegression" in keys
     assert "sklearn.linear_model.RidgeClassifier" not in keys
-    assert "sklearn.linear_model.RidgeClassifier" in {e.key for e in registered(generic=True)}
+    assert "sklearn.linear_model.RidgeClassifier" in {e.key for e in allow_list(generic=True)}

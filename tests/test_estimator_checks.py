@@ -24,14 +24,14 @@ from namesakes import namesake
 from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from aprender.codec import registered
+from aprender.codec import allow_list
 from aprender.compose import ColumnTransformer
 from aprender.linear_model import LogisticRegression
 from aprender.pipeline import Pipeline
 from aprender.preprocessing import StandardScaler
 
 APRENDER_CLASSES = sorted(
-    (e.cls for e in registered() if e.key.startswith("aprender.") and not e.cls.__module__.endswith("._generated")),
+    (e.cls for e in allow_list() if e.key.startswith("aprender.") and not e.cls.__module__.endswith("._generated")),
     key=lambda c: c.__name__,
 )
 

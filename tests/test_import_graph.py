@@ -159,3 +159,33 @@ def test_a_circle_is_found_and_printed_as_its_chain() -> None:
     assert _cycle(graph, ["a", "b", "c"]) == ["a", "b", "c", "a"]
     graph["c"] = {"d"}  # cut one edge: no circle is left
     assert _strongly_connected(graph) == []
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _crossing(graph: dict[str, set[str]], source: str, target: str) -> list[str]:
+    """Imports from a module of package ``source`` (or the package itself) into package ``target``."""
+    return sorted(f"{module} -> {imported}" for module, targets in graph.items() if _inside(module, source)
+                  for imported in targets if _inside(imported, target))
+
+
+def test_schemas_never_import_handlers() -> None:
+    """The codec's two layers import one way: a handler may use a family's checks, a schema never a handler.
+
+    A check that both need (sparse index arrays, tree structure) lives below both, in
+    ``aprender.codec._checks`` or ``aprender.codec.trees``.
+    """
+    graph = import_graph()
+    assert not _crossing(graph, "aprender.codec.schemas", "aprender.codec.handlers")
+    assert not _crossing(graph, "aprender.codec.trees", "aprender.codec.handlers")
+    assert not _crossing(graph, "aprender.codec.trees", "aprender.codec.schemas")
+
+
+def test_an_import_from_a_schema_into_a_handler_is_caught() -> None:
+    graph = {"aprender.codec.schemas.tree": {"aprender.codec.handlers.tree", "aprender.codec._checks"},
+             "aprender.codec.handlers.tree": {"aprender.codec.schemas._hgb"},
+             "aprender.codec.schemas_extra": {"aprender.codec.handlers"}}
+    assert _crossing(graph, "aprender.codec.schemas", "aprender.codec.handlers") == [
+        "aprender.codec.schemas.tree -> aprender.codec.handlers.tree"]

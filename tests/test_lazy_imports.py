@@ -152,9 +152,10 @@ def test_a_file_imports_the_handler_modules_of_the_tags_it_names(tmp_path) -> No
     code = ("import sys, aprender\n"
             "aprender.load(sys.argv[1])\n"
             "assert 'aprender.codec.handlers.tree' in sys.modules\n"
-            "assert 'aprender.codec.handlers.compiled' not in sys.modules\n"
+            "assert 'aprender.codec.handlers.interpolate' not in sys.modules\n"
             "assert aprender.load(sys.argv[2]).predict([3.0]).tolist() == [9.0]\n")
-    assert "aprender.codec.handlers.compiled" in _imported(code, str(tmp_path / "tree.apr"), str(tmp_path / "iso.apr"))
+    imported = _imported(code, str(tmp_path / "tree.apr"), str(tmp_path / "iso.apr"))
+    assert "aprender.codec.handlers.interpolate" in imported
 
 
 def test_threads_that_first_need_a_handler_module_together_all_load(tmp_path) -> None:
@@ -165,7 +166,7 @@ def test_threads_that_first_need_a_handler_module_together_all_load(tmp_path) ->
     from aprender.preprocessing import OneHotEncoder
 
     x = np.arange(30.0)
-    aprender.save(IsotonicRegression().fit(x, x**2), tmp_path / "iso.apr")  # interp1d: the compiled handler
+    aprender.save(IsotonicRegression().fit(x, x**2), tmp_path / "iso.apr")  # interp1d: the interpolate handler
     aprender.save(OneHotEncoder().fit([["a"], ["b"]]), tmp_path / "ohe.apr")  # dtype nodes: the std handler
     code = ("import sys, threading, aprender\n"
             "aprender.load(sys.argv[1])  # the codec and the families, not the handlers\n"
@@ -185,16 +186,16 @@ def test_threads_that_first_need_a_handler_module_together_all_load(tmp_path) ->
 
 
 def test_a_save_imports_the_handler_modules_its_values_need(tmp_path) -> None:
-    """Encoding finds a handler whose module nobody imported yet (interp1d -> compiled), and no other."""
+    """Encoding finds a handler whose module nobody imported yet (interp1d -> interpolate), and no other."""
     code = ("import sys, numpy as np, aprender\n"
             "from aprender.isotonic import IsotonicRegression\n"
             "from aprender.linear_model import LinearRegression\n"
             "X = np.arange(30.0)\n"
             "aprender.save(LinearRegression().fit(X[:, None], X), sys.argv[1] + '/lr.apr')\n"
-            "assert 'aprender.codec.handlers.compiled' not in sys.modules\n"
+            "assert 'aprender.codec.handlers.interpolate' not in sys.modules\n"
             "aprender.save(IsotonicRegression().fit(X, X ** 2), sys.argv[1] + '/iso.apr')\n"
             "assert aprender.load(sys.argv[1] + '/iso.apr').predict([3.0]).tolist() == [9.0]\n")
-    assert "aprender.codec.handlers.compiled" in _imported(code, str(tmp_path))
+    assert "aprender.codec.handlers.interpolate" in _imported(code, str(tmp_path))
 
 
 def test_loading_a_logistic_regression_imports_nothing_joblib_would_not(tmp_path) -> None:
@@ -303,4 +304,4 @@ def test_validate_imports_what_its_model_needs_and_no_other_family(cli_files) ->
     assert "aprender.codec.schemas.linear" in loaded
     schemas = [m for m in loaded if m.startswith("aprender.codec.schemas.")]
     assert schemas == ["aprender.codec.schemas._model_checks", "aprender.codec.schemas.linear"], schemas
-    assert "aprender.codec.handlers.compiled" not in loaded and "aprender.distill" not in loaded
+    assert "aprender.codec.handlers.interpolate" not in loaded and "aprender.distill" not in loaded

@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +22,7 @@ import numpy as np
 import pytest
 import zstandard
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from peak_rss import peak_growths
 
 import aprender
 from aprender.codec import ModelState, canonical_json, parse_json, to_state
@@ -47,39 +45,6 @@ Y = np.arange(40) % 2
 
 def line(slope: float) -> LinearRegression:
     return LinearRegression().fit([[0.0], [1.0]], [1.0, 1.0 + slope])
-
-
-def peak_growths(loads: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """Run each load (a Python expression of ``path``, by path) in one fresh interpreter, one after another.
-
-    For each: its error (class name, whether an AprenderError, message) and how far it
-    raised the peak RSS (``VmHWM``, bytes) above the peak before it.
-    """
-    code = textwrap.dedent("""
-        import json, sys
-        import aprender, aprender.exceptions
-        from aprender.format import apr, gguf, safetensors
-
-        def hwm():
-            with open("/proc/self/status") as f:
-                return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmHWM"))
-
-        results = {}
-        for path, load in json.loads(sys.argv[1]).items():
-            before = hwm()
-            try:
-                eval(load)
-                error = None
-            except Exception as exc:
-                error = [type(exc).__name__, isinstance(exc, aprender.exceptions.AprenderError), str(exc)]
-            results[path] = {"error": error, "growth": hwm() - before}
-        print(json.dumps(results))
-    """)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code, json.dumps(loads)], capture_output=True, text=True, env=env,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.splitlines()[-1])
 
 
 def craft_apr(meta: dict, entries: list[IndexEntry], stored: bytes, flags: Flags) -> bytes:

@@ -24,7 +24,7 @@ from sklearn.pipeline import Pipeline
 from zoo import diabetes, iris
 
 import aprender
-from aprender.codec import registered
+from aprender.codec import allow_list
 from aprender.decomposition import PCA
 from aprender.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from aprender.exceptions import FormatError, UnsupportedExportError
@@ -526,7 +526,7 @@ def test_every_aprender_subclass_is_registered_under_its_parents_alias() -> None
 
     to_onnx(Ridge().fit(*diabetes()))  # triggers the lazy registration
     checked = 0
-    for entry in registered():
+    for entry in allow_list():
         cls = entry.cls
         base = next((b for b in cls.__mro__[1:] if b.__module__.startswith("sklearn.") and b in aliases), None)
         if cls.__module__.startswith("aprender.") and base is not None:

@@ -22,8 +22,9 @@ from sklearn.svm import SVC, SVR, LinearSVC
 
 import aprender
 from aprender import _limits
-from aprender.codec._param_table import KINDS
-from aprender.codec._registry import is_builtin_key, registered
+from aprender.codec._param_table import KINDS, kinds_of
+from aprender.codec._registry import allow_list, is_builtin_key
+from aprender.codec._table import NAMESAKES
 from aprender.exceptions import UntrustedParameterError
 from aprender.feature_extraction.text import CountVectorizer
 from aprender.text import NgramLm
@@ -46,13 +47,14 @@ def table() -> dict[str, dict[str, str]]:
 
 
 def test_every_parameter_of_every_class_is_classified(table):
-    for entry in registered(generic=True):
+    for entry in allow_list(generic=True):
         if not (is_builtin_key(entry.key) or entry.key.startswith("aprender.")):
             continue  # a class another test registered at run time: only PARAM_RULES hold for it
         names = constructor_parameters(entry.cls)
-        assert entry.key in KINDS, entry.key
-        assert sorted(KINDS[entry.key]) == sorted(names), entry.key
-        assert set(KINDS[entry.key].values()) <= KINDS_ALLOWED, entry.key
+        kinds = kinds_of(entry.key)
+        assert kinds is not None, entry.key
+        assert sorted(kinds) == sorted(names), entry.key
+        assert set(kinds.values()) <= KINDS_ALLOWED, entry.key
 
 
 def test_checked_in_table_is_what_the_tool_generates(table):
@@ -60,6 +62,13 @@ def test_checked_in_table_is_what_the_tool_generates(table):
     assert path.read_text() == module_text(table), "run python tools/gen_param_table.py"
     page = (ROOT / "docs" / "threat-model.md").read_text()
     assert page[page.index(BEGIN):page.index(END) + len(END)] == block(table), "run python tools/gen_param_table.py"
+
+
+def test_a_namesake_shares_its_parents_row_only_when_the_rows_agree(table):
+    shared = [key for key in NAMESAKES if key in table and key not in KINDS]
+    assert shared, "no namesake shares a row"
+    for key in shared:
+        assert kinds_of(key) == table[key] == table[NAMESAKES[key][2]], key
 
 
 @pytest.mark.parametrize(("key", "name", "kind"), [
@@ -70,7 +79,7 @@ def test_checked_in_table_is_what_the_tool_generates(table):
     ("sklearn.svm.SVC", "C", "checked"),
 ])
 def test_known_parameters_have_their_kind(key, name, kind):
-    assert KINDS[key][name] == kind
+    assert kinds_of(key)[name] == kind
 
 
 def _crafted(est, tmp_path, **changes):
@@ -210,8 +219,8 @@ def test_every_default_count_of_work_loads():
     from aprender.codec._param_rules import check_params
     from aprender.codec.trust import Trust
 
-    for entry in registered(generic=True):
-        kinds = KINDS.get(entry.key, {})
+    for entry in allow_list(generic=True):
+        kinds = kinds_of(entry.key) or {}
         try:
             signature = inspect.signature(entry.cls.__init__).parameters
         except (TypeError, ValueError):

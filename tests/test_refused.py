@@ -80,7 +80,8 @@ def _pattern() -> Any:
 #: REFUSED id -> (builder taking tmp_path, what the error message must contain).
 CASES: dict[str, tuple[Callable[[Path], Any], str]] = {
     "lambda": (lambda tmp: _lambda(), "functions are stored by name and this one has no unique name"),
-    "joblib-memory": (_memory, "of type joblib.memory.Memory"),
+    "joblib-memory": (_memory, "of type joblib.memory.Memory: a cache object; its folder holds pickles that a "
+                               "later fit would load; instead: memory=None, or a folder path"),
     "unregistered-class": (lambda tmp: make_pipeline(StandardScaler(), Homemade()).fit(X, Y),
                            "this class is not registered; call aprender.register_estimator()"),
     "distribution-outside-table": (lambda tmp: _histogram(), "only the distributions of the table DISTRIBUTIONS"),
@@ -105,6 +106,13 @@ def test_each_listed_value_is_refused_on_save(key: str, tmp_path: Path) -> None:
             aprender.save(model, tmp_path / name)
         assert message in str(info.value)
         assert not (tmp_path / name).exists()
+
+
+def test_a_value_no_entry_covers_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    model = StandardScaler().fit(X)
+    model.note_ = Path("somewhere")  # a value of a class the codec has no handler for
+    with pytest.raises(UnsupportedTypeError, match=r"note_' of type pathlib\.PosixPath: .*register_estimator\(\)"):
+        aprender.save(model, tmp_path / "m.apr")
 
 
 def test_a_vectorizer_with_a_lambda_tokenizer_is_refused_the_same_way(tmp_path: Path) -> None:

@@ -167,7 +167,7 @@ def test_node_field_of_the_wrong_dtype(tree) -> None:
 @pytest.mark.parametrize("doubling", [True, False], ids=["by-doubling", "by-level"])
 def test_max_depth_understated(tree, doubling, monkeypatch) -> None:
     """decision_path sizes its buffer by max_depth: a smaller claim would overflow it."""
-    from aprender.codec.schemas import _tree_structure as tree_structure
+    from aprender.codec.trees import _structure as tree_structure
 
     monkeypatch.setattr(tree_structure, "DOUBLING_MAX_NODES", tree.tree_.node_count if doubling else 0)
 
@@ -179,8 +179,8 @@ def test_max_depth_understated(tree, doubling, monkeypatch) -> None:
 
 def test_node_depths_agree_both_ways(forest, monkeypatch) -> None:
     """Small ensembles find depths by pointer doubling, large ones level by level: the same depths."""
-    from aprender.codec.schemas import _tree_structure as tree_structure
-    from aprender.codec.schemas._tree_structure import Layout, node_depths
+    from aprender.codec.trees import _structure as tree_structure
+    from aprender.codec.trees._structure import Layout, node_depths
 
     trees = [e.tree_ for e in forest.estimators_]
     offsets = np.r_[0, np.cumsum([t.node_count for t in trees])].astype(np.int64)

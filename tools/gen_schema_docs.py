@@ -208,7 +208,7 @@ def sections() -> tuple[dict[str, list[Section]], dict[str, str]]:
     """Module name -> sections for every allow-listed class with a fitted example; refused keys."""
     from aprender.codec import to_state
     from aprender.codec._optional import LIBRARIES
-    from aprender.codec._registry import registered
+    from aprender.codec._registry import allow_list
     from aprender.codec.schemas._generic import GENERIC
     from aprender.exceptions import UnsupportedTypeError
 
@@ -216,7 +216,7 @@ def sections() -> tuple[dict[str, list[Section]], dict[str, str]]:
     pages: dict[str, list[Section]] = defaultdict(list)
     refused: dict[str, str] = {}
     done: set[str] = set()
-    entries = sorted(registered(generic=True), key=lambda e: (not e.key.startswith("sklearn."), e.key))
+    entries = sorted(allow_list(generic=True), key=lambda e: (not e.key.startswith("sklearn."), e.key))
     for entry in entries:
         if entry.key in done:
             continue

@@ -13,8 +13,9 @@ from typing import Any
 import click
 
 from aprender import __version__
-from aprender.cli._options import Invalid, debug_option, error_text
+from aprender.cli._options import Invalid, TableHelp, debug_option, error_text
 from aprender.cli._render import echo, echo_traceback, emit_json
+from aprender.format._formats import describe
 
 __all__ = ["cli", "main"]
 
@@ -28,10 +29,11 @@ _INTERRUPTED = 130
 #: lists them. A command's module is imported when the command runs: ``apr inspect`` never imports
 #: what ``apr distill`` or ``apr serve`` need, and ``apr --help`` lists the commands from this table
 #: without importing any (tests/test_cli.py checks each line against the command's own short help).
+#: ``{formats}`` is filled from the format table (:func:`~aprender.format._formats.describe`).
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "inspect": ("_inspect", "inspect", "Show a file's model, metadata, flags and tensors."),
     "validate": ("_validate", "validate", "Check checksums, structure and signature."),
-    "convert": ("_convert", "convert", "Convert to safetensors, apr, gguf or onnx."),
+    "convert": ("_convert", "convert", "Convert to {formats}."),
     "export": ("_convert", "convert", "Alias of convert."),
     "import": ("_convert", "import_", "Import a foreign .safetensors/.gguf as raw tensors."),
     "quantize": ("_convert", "quantize_cmd", "Quantize weights to Q8_0, Q4_0 or Q4_1."),
@@ -55,7 +57,7 @@ BYTE_COMMANDS = frozenset({"inspect", "verify", "sign", "keygen", "encrypt", "de
 _BLAS_THREADS = "OPENBLAS_NUM_THREADS"
 
 
-class _LazyGroup(click.Group):
+class _LazyGroup(TableHelp, click.Group):
     """A group whose commands are imported on first use, from :data:`COMMANDS`."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -81,7 +83,7 @@ class _LazyGroup(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # click's own layout (a definition list under "Commands"), from the table: no command module is imported.
         with formatter.section("Commands"):
-            formatter.write_dl([(name, short_help) for name, (_, _, short_help) in COMMANDS.items()])
+            formatter.write_dl([(name, describe(short_help)) for name, (_, _, short_help) in COMMANDS.items()])
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -90,8 +92,8 @@ class _LazyGroup(click.Group):
 def cli() -> None:
     """Inspect, validate, convert, quantize, sign and encrypt aprender model files.
 
-    Files: .apr, .safetensors and .gguf; .onnx too for inspect and validate, and as a
-    convert target.
+    Files: {suffixes}; an export-only format (named in 'convert
+    --help') is written by convert and read by inspect and validate.
     Every command takes --help and --json. Exit status: 0 ok, 1 invalid or
     different, 2 usage error. Errors are one line on stderr; --debug shows the
     traceback.

@@ -14,6 +14,7 @@ from aprender.cli._options import (
     INPUT,
     CommandError,
     FormatChoice,
+    TableOption,
     check_output,
     debug_option,
     force_option,
@@ -25,10 +26,10 @@ from aprender.cli._options import (
 from aprender.cli._progress import phases
 from aprender.cli._render import console, emit_json, say, size, table, warn
 from aprender.cli._secrets import Secrets, secret_options
+from aprender.cli._table import OptionsCommand, TableCommand, own_options
 from aprender.codec import ModelState
 from aprender.format import Compression
-from aprender.format._formats import FORMATS as TABLE
-from aprender.format._formats import Format, having
+from aprender.format._formats import FORMATS, Format, having
 from aprender.format.quantize import QTYPES, is_quantized, quantizable_tensors, quantize
 
 __all__ = ["convert", "import_", "quantize_cmd", "transcode"]
@@ -41,13 +42,13 @@ def _suffixes(capability: str) -> str:
     return " or ".join(f.suffix for f in having(capability))
 
 
-def _exports() -> str:
-    """The titles of the export-only formats (``ONNX``), for messages."""
-    return " or ".join(f.title for f in TABLE.values() if not f.loads)
+def _fields(fmt: Format) -> set[str]:
+    """The names of the options ``fmt``'s backend takes."""
+    return {f.name for f in fmt.can.option_fields()}
 
 
 def _check_compression(compress: str | None, target: Format) -> None:
-    if compress is not None and not target.compresses:
+    if compress is not None and not target.can.compresses:
         raise click.BadParameter(f"compression applies to {_suffixes('compresses')} output only",
                                  param_hint="--compress")
 
@@ -68,13 +69,14 @@ def _quantize(state: ModelState, qtype: str) -> ModelState:
 
 def transcode(src: Path, out: Path, fmt: str, secrets: Secrets, *, qtype: str | None = None,
               compress: str | None = None, dtype: str | None = None, progress: bool | None = None,
-              foreign_only: bool = False, sample: Path | None = None,
-              trusted: Any = None) -> tuple[dict[str, Any], ModelState, ModelState]:
+              foreign_only: bool = False, sample: Path | None = None, trusted: Any = None,
+              options: dict[str, Any] | None = None) -> tuple[dict[str, Any], ModelState, ModelState]:
     """Read ``src``, cast / quantize on request, write ``out`` as ``fmt``.
 
-    Returns the summary printed by the commands, and the states before and after
-    quantization.
+    ``options`` are the target backend's own (``--<format>-<option>``). Returns the
+    summary printed by the commands, and the states before and after quantization.
     """
+    target = FORMATS[fmt].can
     info = info_of(src)
     if foreign_only and not is_foreign(info):
         what = info.class_key or info.format
@@ -82,18 +84,19 @@ def transcode(src: Path, out: Path, fmt: str, secrets: Secrets, *, qtype: str | 
     with phases(2 + (dtype is not None) + (qtype is not None), info.file_size, progress) as start:
         start(f"reading {src.name}")
         state = read(src, secrets, info).state
-        if dtype is not None and TABLE[fmt].loads:  # a graph export takes --dtype as its graph's type
+        if dtype is not None and target.loads:  # an export takes --dtype as its own float type
             start(f"casting float tensors to {dtype}")
             state = cast(state, dtype, trusted)
         before = state
         if qtype is not None:
             start(f"quantizing to {qtype}")
             state = _quantize(state, qtype)
-        if TABLE[fmt].loads and not TABLE[fmt].quantizes and is_quantized(state):
-            warn(f"{TABLE[fmt].title} holds no GGML blocks: the {state.meta['quantization']['type']} tensors are "
+        if target.loads and not target.quantizes and is_quantized(state):
+            warn(f"{FORMATS[fmt].title} holds no GGML blocks: the {state.meta['quantization']['type']} tensors are "
                  "written dequantized")
         start(f"writing {out.name}")
-        write(state, out, fmt, compression=compress, onnx_dtype=dtype, onnx_sample=sample, trusted=trusted)
+        write(state, out, fmt, dtype=dtype, sample=sample, trusted=trusted,
+              options={"compression": compress, **(options or {})})
     if info.encrypted:
         warn(f"'{out}' is not encrypted (its source was); seal it with 'encrypt'")
     if info.signed:
@@ -120,16 +123,19 @@ def _print_conversion(verb: str, s: dict[str, Any]) -> None:
                     f"{escape(s['output'])} ({s['format']}, {size(s['output_size'])})")
 
 
-@click.command(short_help="Convert to safetensors, apr, gguf or onnx.")
+@click.command(cls=OptionsCommand, short_help="Convert to {formats}.")
 @click.argument("input_path", metavar="INPUT", type=INPUT)
 @click.option("--format", "fmt", type=FormatChoice(), help="Output format (default: from the OUTPUT suffix).")
 @output_option("File to write.")
-@click.option("--quantize", "qtype", type=click.Choice(QTYPES), help="GGML block-quantize the weights (apr, gguf).")
-@click.option("--compress", type=click.Choice(_COMPRESSIONS), help="Compress the data section (apr only).")
-@click.option("--dtype", type=click.Choice(list(DTYPES)),
-              help="Store float tensors as this type (onnx: f32 or f64 graph).")
+@click.option("--quantize", "qtype", type=click.Choice(QTYPES), cls=TableOption,
+              help="GGML block-quantize the weights ({quantizes}).")
+@click.option("--compress", type=click.Choice(_COMPRESSIONS), cls=TableOption,
+              help="Compress the data section ({compresses} only).")
+@click.option("--dtype", type=click.Choice(list(DTYPES)), cls=TableOption,
+              help="Store float tensors as this type ({with_dtype}: f32 or f64 export).")
 @click.option("--sample", type=click.Path(exists=True, dir_okay=False, path_type=Path), metavar="ROWS",
-              help="onnx: a .csv or .parquet file of input rows, which types the inputs of a DataFrame model.")
+              cls=TableOption, help="{with_X}: a .csv or .parquet file of input rows, which types the inputs of a "
+              "DataFrame model.")
 @trust_option
 @secret_options
 @force_option
@@ -138,28 +144,32 @@ def _print_conversion(verb: str, s: dict[str, Any]) -> None:
 @debug_option
 def convert(input_path: Path, fmt: str | None, output: Path, qtype: str | None, compress: str | None,
             dtype: str | None, sample: Path | None, trusted: list[Any] | None, secrets: Secrets, force: bool,
-            progress: bool | None, as_json: bool) -> int:
-    """Convert INPUT to another format: safetensors, apr, gguf or onnx.
+            progress: bool | None, as_json: bool, format_options: dict[str, dict[str, Any]]) -> int:
+    """Convert INPUT to another format: {formats}.
 
     The model's state is carried over as it is, so files convert even when their
-    model cannot be rebuilt here; ONNX export and --dtype rebuild the model. Quantized
-    tensors stay quantized in .apr and .gguf, and are dequantized for SafeTensors.
+    model cannot be rebuilt here; an export ({exports}) and --dtype rebuild the model.
+    Quantized tensors stay quantized in {quantizes}, and are dequantized for the others.
+    Options named --<format>-<option> are that output format's own.
     """
     fmt = output_format(output, fmt)
-    target = TABLE[fmt]
+    target = FORMATS[fmt]
+    own = own_options(format_options, fmt)
     _check_compression(compress, target)
-    if qtype is not None and not target.quantizes:
+    if qtype is not None and not target.can.quantizes:
         raise click.BadParameter(f"{fmt} cannot hold GGML blocks; quantize to {_suffixes('quantizes')}",
                                  param_hint="--quantize")
-    # --dtype and --sample of a graph export (ONNX) type its inputs and outputs
-    if dtype in ("f16", "bf16") and not target.loads:
-        raise click.BadParameter(f"{target.title} export takes f32 or f64", param_hint="--dtype")
-    if sample is not None and target.loads:
-        raise click.BadParameter(f"a sample types {_exports()} inputs only",
-                                 param_hint="--sample")
+    # --dtype and --sample of an export type its inputs and outputs, where the backend takes them
+    takes = _fields(target)
+    if dtype is not None and not target.can.loads and ("dtype" not in takes or dtype in ("f16", "bf16")):
+        raise click.BadParameter(f"{target.title} export takes " + ("f32 or f64" if "dtype" in takes else "no dtype"),
+                                 param_hint="--dtype")
+    if sample is not None and (target.can.loads or "X" not in takes):
+        exporters = [f.title for f in FORMATS.values() if not f.can.loads and "X" in _fields(f)]
+        raise click.BadParameter(f"a sample types {' or '.join(exporters)} inputs only", param_hint="--sample")
     check_output(output, force)
     summary, _, _ = transcode(input_path, output, fmt, secrets, qtype=qtype, compress=compress, dtype=dtype,
-                              progress=progress, sample=sample, trusted=trusted)
+                              progress=progress, sample=sample, trusted=trusted, options=own)
     if as_json:
         emit_json(summary)
     else:
@@ -172,11 +182,12 @@ def _quantized_bytes(before: ModelState, after: ModelState) -> tuple[list[str], 
     return names, sum(before.tensors[n].nbytes for n in names), sum(after.tensors[n].nbytes for n in names)
 
 
-@click.command("quantize", short_help="Quantize weights to Q8_0, Q4_0 or Q4_1.")
+@click.command("quantize", cls=TableCommand, short_help="Quantize weights to Q8_0, Q4_0 or Q4_1.")
 @click.argument("file", type=INPUT)
 @click.option("--type", "qtype", type=click.Choice(QTYPES), required=True, help="GGML block format.")
-@output_option("Quantized file to write (.apr or .gguf).")
-@click.option("--compress", type=click.Choice(_COMPRESSIONS), help="Also compress the data section (apr only).")
+@output_option("Quantized file to write ({quantizes}).")
+@click.option("--compress", type=click.Choice(_COMPRESSIONS), cls=TableOption,
+              help="Also compress the data section ({compresses} only).")
 @secret_options
 @force_option
 @progress_option
@@ -190,10 +201,10 @@ def quantize_cmd(file: Path, qtype: str, output: Path, compress: str | None, sec
     indices and counts are kept exactly. The output format follows the OUTPUT suffix.
     """
     fmt = output_format(output, None)
-    if not TABLE[fmt].quantizes:
+    if not FORMATS[fmt].can.quantizes:
         raise click.BadParameter(f"{fmt} cannot hold GGML blocks; write {_suffixes('quantizes')}",
                                  param_hint="--output")
-    _check_compression(compress, TABLE[fmt])
+    _check_compression(compress, FORMATS[fmt])
     check_output(output, force)
     summary, before, after = transcode(file, output, fmt, secrets, qtype=qtype, compress=compress,
                                        progress=progress)

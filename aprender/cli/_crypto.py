@@ -48,7 +48,7 @@ def _compression(info: ModelInfo) -> str | None:
     """The --compress value that reproduces an .apr file's compression."""
     from aprender.format.apr import Compression
 
-    record = info.metadata.get("compression") if info.format == "apr" else None
+    record = info.metadata.get("compression") if FORMATS[info.format].can.compresses else None
     if not isinstance(record, dict):
         return None
     if record.get("algorithm") == "zstd":
@@ -59,7 +59,7 @@ def _compression(info: ModelInfo) -> str | None:
 def _rewrite(loaded: Loaded, output: Path, **apr_keys: Any) -> dict[str, Any]:
     from aprender.cli._files import write
 
-    write(loaded.state, output, "apr", compression=_compression(loaded.info), **apr_keys)
+    write(loaded.state, output, "apr", options={"compression": _compression(loaded.info), **apr_keys})
     return {"input": loaded.info.path, "output": str(output), "output_size": output.stat().st_size,
             "compression": _compression(loaded.info)}
 
@@ -140,12 +140,12 @@ def verify(file: Path, key: Path | None, as_json: bool) -> int:
                               "public_key_hex": None, "error": None}
 
     def check() -> None:
-        from aprender.cli._files import file_format
         from aprender.format import apr
+        from aprender.format._api import file_format
 
         fmt = file_format(file)
-        if not FORMATS[fmt].signs:
-            raise SignatureInvalid(f"'{file}': {fmt} files carry no signature; only {titles('signs')} files are "
+        if not fmt.can.signs:
+            raise SignatureInvalid(f"'{file}': {fmt.name} files carry no signature; only {titles('signs')} files are "
                                    "signed")
         # the signature is checked before any header field or metadata is trusted
         result["public_key_hex"] = apr.verify_file(file, verifying_key).hex()

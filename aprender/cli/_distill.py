@@ -130,7 +130,7 @@ def load_data(path: Path, target: str) -> tuple[np.ndarray, np.ndarray | None]:
               help="The student as a call, e.g. \"MLPClassifier(hidden_layer_sizes=(32,))\" (literal arguments).")
 @click.option("--data", "data_path", required=True, type=INPUT,
               help="Transfer data: .npz (X, optional y), .npy (X), .csv or .parquet (header; --target column is y).")
-@output_option("Student file to write (.apr, .safetensors, .gguf).")
+@output_option("Student file to write ({loads}).")
 @click.option("--method", type=click.Choice(METHODS), default="standard", show_default=True,
               help="standard (one teacher), ensemble (teachers averaged) or progressive (MLP layers matched).")
 @click.option("--temperature", type=click.FloatRange(min=0, min_open=True), default=0.5, show_default=True,

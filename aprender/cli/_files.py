@@ -2,12 +2,15 @@
 
 Conversions read a file's state with its backend's ``read_state`` and write it with
 the target backend's ``write_state``, so a file converts even when its model cannot
-be rebuilt here; the estimator is rebuilt only where the target needs one (ONNX, a
-dtype change). Files no aprender wrote are read as raw tensors (``_foreign``).
+be rebuilt here; the estimator is rebuilt only where the target needs one (an
+export-only format such as ONNX, a dtype change). Each backend's ``CAPABILITIES``
+says what it takes; no format is named here. Files no aprender wrote are read as raw
+tensors (``_foreign``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,9 +25,7 @@ from aprender.cli._options import CommandError
 from aprender.cli._secrets import Secrets
 from aprender.exceptions import UnsupportedExportError
 from aprender.format import ModelInfo
-from aprender.format._api import file_format as sniff_format
-from aprender.format._formats import FORMATS as TABLE
-from aprender.format._formats import by_suffix, having
+from aprender.format._formats import FORMATS, Format, by_suffix, having
 
 if TYPE_CHECKING:
     from aprender.codec import ModelState
@@ -34,7 +35,6 @@ __all__ = [
     "ITEMSIZES",
     "Loaded",
     "cast",
-    "file_format",
     "info_of",
     "is_foreign",
     "output_format",
@@ -48,11 +48,6 @@ __all__ = [
 DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 #: Bytes per value of each of them.
 ITEMSIZES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
-
-
-def file_format(path: Path) -> str:
-    """Format of an existing file, from its bytes (``"apr"``, ``"gguf"`` ...)."""
-    return sniff_format(path).name
 
 
 def output_format(path: Path, requested: str | None) -> str:
@@ -77,7 +72,7 @@ def info_of(path: Path) -> ModelInfo:
 
 def is_foreign(info: ModelInfo) -> bool:
     """No aprender metadata at all: another tool wrote the file."""
-    return bool(info.extra.get("foreign")) or (info.format == "safetensors" and not info.metadata)
+    return bool(info.extra.get("foreign")) or (FORMATS[info.format].can.raw_tensors and not info.metadata)
 
 
 @dataclass(frozen=True)
@@ -96,18 +91,16 @@ def read(path: Path, secrets: Secrets, info: ModelInfo | None = None) -> Loaded:
     An encrypted .apr is opened with ``secrets`` (asking for a password on a terminal).
     """
     info = info if info is not None else info_of(path)
-    fmt = TABLE[info.format]
-    if not fmt.loads:
+    fmt = FORMATS[info.format]
+    if not fmt.can.loads:
         readable = ", ".join(f.suffix for f in having("loads"))
         raise CommandError(f"'{path}' is {fmt.title}, which aprender exports but cannot read back into a model; "
                            f"convert from the {readable} file instead")
-    keys = secrets.keys_for(info, required=True) if fmt.encrypts else {}
+    keys = secrets.keys_for(info, required=True) if fmt.can.encrypts else {}
     if is_foreign(info):
         state = custom_state(fmt.backend.load_tensors(path), foreign_source(info))
-    elif fmt.encrypts or fmt.compresses:
-        state = fmt.backend.read_state(path, **keys, **secrets.limits(info))
     else:
-        state = fmt.backend.read_state(path)
+        state = fmt.backend.read_state(path, **keys, **secrets.limits(info))
     return Loaded(state, info, keys)
 
 
@@ -166,49 +159,52 @@ def read_sample(path: Path, model: Any) -> Any:
     return rows[list(names)]
 
 
-def _onnx(state: ModelState, path: Path, dtype: str | None, sample: Path | None, trusted: Any) -> None:
+def _export(state: ModelState, path: Path, target: Format, dtype: str | None, sample: Path | None, trusted: Any,
+            options: Mapping[str, Any]) -> None:
+    """Rebuild the model and hand it to an export-only backend's ``save_file``.
+
+    The export's float type (``dtype``), a sample of input rows (``X``) and the user
+    metadata go to a backend whose options declare them; one that does not take a
+    given ``dtype`` or ``sample`` is an error.
+    """
     import numpy as np
 
-    from aprender.format import onnx
-
+    declared = {f.name for f in target.can.option_fields()}
     model = rebuild(state, trusted)
     X = None if sample is None else read_sample(sample, model)
+    given = {"X": X, "dtype": {"f64": np.float64, "f32": np.float32}.get(dtype or ""), **options}
+    if "metadata" in declared:
+        given["metadata"] = state.user_metadata or None
     try:
-        # no --dtype: the export's own choice (float64 for the models float32 cannot hold)
-        graph_dtype = None if dtype is None else np.float64 if dtype == "f64" else np.float32
-        onnx.save_file(model, path, X, dtype=graph_dtype,
-                       metadata=state.user_metadata or None)
+        target.backend.save_file(model, path, **target.can.write_options(given))
     except (UnsupportedExportError, ValueError) as exc:
         names = getattr(model, "feature_names_in_", None)
-        if X is not None or names is None:
+        if X is not None or names is None or "X" not in declared:
             raise
         shown = ", ".join(map(str, names[:6])) + (", ..." if len(names) > 6 else "")
         raise UnsupportedExportError(
-            f"{str(exc).rstrip('.')}. The model was fitted on a DataFrame (columns {shown}), and its ONNX inputs "
-            "are typed from a few rows of it: add --sample ROWS.csv (or .parquet)") from exc
+            f"{str(exc).rstrip('.')}. The model was fitted on a DataFrame (columns {shown}), and its "
+            f"{target.title} inputs are typed from a few rows of it: add --sample ROWS.csv (or .parquet)") from exc
 
 
-def write(state: ModelState, path: Path, fmt: str, *, compression: str | None = None,
-          onnx_dtype: str | None = None, onnx_sample: Path | None = None, trusted: Any = None,
-          **apr_keys: Any) -> None:
+def write(state: ModelState, path: Path, fmt: str, *, dtype: str | None = None, sample: Path | None = None,
+          trusted: Any = None, options: Mapping[str, Any] | None = None) -> None:
     """Write ``state`` to ``path`` in ``fmt`` (atomically, by the format's backend).
 
-    ``apr_keys`` (``signing_key=``, ``password=``, ``recipient_public_key=``) and
-    ``compression`` apply to .apr only; ``onnx_dtype`` and ``onnx_sample`` (a CSV or
-    Parquet file of input rows) to ONNX, whose export rebuilds the model (``trusted`` as
-    for ``aprender.load``).
+    ``options`` are the target backend's own (the fields of its
+    ``CAPABILITIES.options``: compression and keys for .apr, ``--<format>-<option>``
+    flags); unset ones (None) are left out, and a set one the backend does not take is
+    an error. An export-only target rebuilds the model (``trusted`` as for
+    ``aprender.load``); ``dtype`` (``"f32"`` or ``"f64"``) is its float type and
+    ``sample`` (a CSV or Parquet file of input rows) types its inputs.
     """
-    target = TABLE[fmt]
-    if not target.loads:  # a graph export: the model is rebuilt and converted
-        _onnx(state, path, onnx_dtype, onnx_sample, trusted)
+    target = FORMATS[fmt]
+    can = target.can
+    if not can.loads:
+        _export(state, path, target, dtype, sample, trusted, options or {})
         return
-    if is_raw(state) and not target.raw_tensors:
+    if is_raw(state) and not can.raw_tensors:
         holders = " or ".join(f.suffix for f in having("raw_tensors"))
         raise UnsupportedExportError(f"{target.title} output holds aprender models; raw tensors (model type Custom) "
                                      f"can go to {holders}")
-    options: dict[str, Any] = {}
-    if target.compresses:
-        options["compression"] = compression
-    if target.signs or target.encrypts:
-        options.update(apr_keys)
-    target.backend.write_state(state if target.quantizes else plain(state), path, **options)
+    target.backend.write_state(state if can.quantizes else plain(state), path, **can.write_options(options or {}))

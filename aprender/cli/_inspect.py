@@ -13,6 +13,7 @@ from aprender.cli._foreign import block_bits
 from aprender.cli._options import INPUT, debug_option, json_option
 from aprender.cli._render import console, echo, emit_json, kv_table, number, short, size, table, tree
 from aprender.cli._secrets import Secrets, secret_options
+from aprender.cli._table import TableCommand
 from aprender.cli._tree import branches, input_columns, inputs_line, model_tree, untag
 from aprender.format import ModelInfo
 from aprender.format._formats import FORMATS
@@ -28,9 +29,9 @@ _STRUCTURE = frozenset({"schema", "model_type", "model", "versions", "quantizati
 
 
 def _model_node(info: ModelInfo) -> dict[str, Any] | None:
-    """The file's estimator node; an ONNX file records only the root's class and hyperparameters."""
+    """The file's estimator node; an export (ONNX) records only the root's class and hyperparameters."""
     meta = info.metadata
-    if info.format == "onnx":
+    if not FORMATS[info.format].can.loads:
         params = meta.get("params")
         if not isinstance(params, dict) or not isinstance(meta.get("class"), str):
             return None
@@ -46,7 +47,7 @@ def _hyperparameters(info: ModelInfo) -> dict[str, Any]:
 
 
 def _user_metadata(info: ModelInfo) -> dict[str, Any]:
-    if info.format == "safetensors" and not info.metadata:
+    if FORMATS[info.format].can.raw_tensors and not info.metadata:  # tensors another tool wrote
         return dict(info.extra.get("other_metadata") or {})
     if info.extra.get("foreign"):
         return dict(info.metadata)
@@ -67,7 +68,7 @@ def _leaves(prefix: str, value: Any) -> list[tuple[str, Any]]:
 
 def _original_dtypes(info: ModelInfo) -> dict[str, Any]:
     """Per quantized tensor, its dtype before quantization (the file's record; foreign files have none)."""
-    record = info.metadata.get("quantization") if FORMATS[info.format].quantizes else None
+    record = info.metadata.get("quantization") if FORMATS[info.format].can.quantizes else None
     originals = record.get("tensors") if isinstance(record, dict) else None
     if not isinstance(originals, dict):
         return {}
@@ -113,8 +114,11 @@ def _stats(array: np.ndarray) -> dict[str, Any]:
 
 def _tensor_stats(path: Path, info: ModelInfo, secrets: Secrets) -> tuple[dict[str, Any] | None, str | None]:
     fmt = FORMATS[info.format]
-    if not fmt.loads:  # an exported graph: its initializers, as the backend reads them
-        return {name: _stats(a) for name, a in fmt.backend.load_tensors(path).items()}, None
+    if not fmt.can.loads:  # an export: its tensors (ONNX's initializers) where the backend reads them
+        reader = getattr(fmt.backend, "load_tensors", None)  # the optional verb of formats that hold tensors
+        if reader is None:
+            return {}, f"a {fmt.title} file holds no tensors aprender reads"
+        return {name: _stats(a) for name, a in reader(path).items()}, None
     if info.encrypted and not secrets.keys_for(info, required=False):
         return {}, ("the data is encrypted: statistics need --password-file, --password-env or --secret-key "
                       "(the table above needs no key)")
@@ -233,7 +237,7 @@ def _render_quantization(q: dict[str, Any]) -> None:
                     right=("Original bytes", "Stored bytes", "Ratio")))
 
 
-@click.command(short_help="Show a file's model, metadata, flags and tensors.")
+@click.command(cls=TableCommand, short_help="Show a file's model, metadata, flags and tensors.")
 @click.argument("file", type=INPUT)
 @click.option("--tensors", "with_stats", is_flag=True,
               help="Add per-tensor statistics (min, max, mean, NaN count); reads the tensor data.")
@@ -245,8 +249,8 @@ def _render_quantization(q: dict[str, Any]) -> None:
 def inspect(file: Path, with_stats: bool, with_quantization: bool, secrets: Secrets, as_json: bool) -> int:
     """Show what FILE holds: format, model, versions, hyperparameters, metadata, flags and tensors.
 
-    Works on .apr, .safetensors, .gguf and .onnx files, including SafeTensors and
-    GGUF files other tools wrote. Only the header, metadata and tensor table are
+    Works on {suffixes} files, including SafeTensors and GGUF
+    files other tools wrote. Only the header, metadata and tensor table are
     read: no key is needed and the model is never built. --tensors reads the data
     (an encrypted .apr then needs its password or key).
     """

@@ -10,12 +10,13 @@ import click
 
 from aprender.cli._render import echo, echo_traceback, emit_json
 from aprender.exceptions import AprenderError, UntrustedFunctionError, UntrustedParameterError
-from aprender.format._formats import FORMATS as TABLE
+from aprender.format._formats import FORMATS, describe
 
 __all__ = [
-    "FORMATS",
     "INPUT",
     "FormatChoice",
+    "TableHelp",
+    "TableOption",
     "CommandError",
     "Invalid",
     "OutputExists",
@@ -31,10 +32,6 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Formats a command may write or read, in the order --help lists them (the rows of the format table).
-FORMATS = tuple(TABLE)
-
-
 class FormatChoice(click.Choice):
     """``--format``: a name of the format table, read when the option is parsed (a row added later counts)."""
 
@@ -43,11 +40,34 @@ class FormatChoice(click.Choice):
 
     @property  # type: ignore[override]
     def choices(self) -> tuple[str, ...]:
-        return tuple(TABLE)
+        return tuple(FORMATS)
 
     @choices.setter
     def choices(self, value: Any) -> None:  # click.Choice.__init__ sets it; the table is the one source
         pass
+
+
+class TableHelp:
+    """Mixin for a click command, group or option: its ``help`` names the formats of the table, read when shown.
+
+    The text may hold :func:`~aprender.format._formats.describe`'s placeholders
+    (``{formats}``, ``{suffixes}``, ``{quantizes}`` ...), so a format registered later is listed.
+    """
+
+    _help: str | None
+
+    @property
+    def help(self) -> str | None:
+        return None if self._help is None else describe(self._help)
+
+    @help.setter
+    def help(self, value: str | None) -> None:
+        self._help = value
+
+
+class TableOption(TableHelp, click.Option):
+    """An option whose help is filled from the format table when shown."""
+
 
 #: An existing input file; a missing one is a usage error (exit 2) named by click.
 INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)
@@ -155,7 +175,7 @@ def force_option(f: F) -> F:
 def output_option(help_text: str) -> Callable[[F], F]:
     """``--output/-o PATH`` (required)."""
     return click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
-                        help=help_text)
+                        help=help_text, cls=TableOption)
 
 
 def resolve_trust(specs: tuple[str, ...]) -> list[Any] | None:

@@ -82,7 +82,7 @@ class Secrets:
 
     def limits(self, info: ModelInfo) -> dict[str, Any]:
         """``max_decompressed_ratio=None`` for a compressed format when ``--allow-large`` was given ({} otherwise)."""
-        return {"max_decompressed_ratio": None} if self.allow_large and FORMATS[info.format].compresses else {}
+        return {"max_decompressed_ratio": None} if self.allow_large and FORMATS[info.format].can.compresses else {}
 
     @property
     def given(self) -> bool:

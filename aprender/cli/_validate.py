@@ -23,7 +23,7 @@ __all__ = ["check_file", "validate"]
 
 def check_file(path: Path, info: ModelInfo, secrets: Secrets, key: Any = None, trusted: Any = None) -> list[str]:
     """Run every check the format allows (:func:`aprender.validate`); return their names or raise."""
-    keys = secrets.keys_for(info, required=False) if FORMATS[info.format].encrypts else {}
+    keys = secrets.keys_for(info, required=False) if FORMATS[info.format].can.encrypts else {}
     report = validate_any(path, verifying_key=key, trusted=trusted, **keys, **secrets.limits(info))
     return [*report.checks, *([report.not_checked] if report.not_checked else [])]
 

@@ -12,7 +12,8 @@ import numpy as np
 from aprender import _limits
 from aprender.exceptions import FormatError
 
-__all__ = ["array", "bounded_int", "check_attr_name", "check_sizes", "fail", "n_features", "optional_array", "require"]
+__all__ = ["array", "bounded_int", "check_attr_name", "check_compressed", "check_sizes", "fail", "n_features",
+           "optional_array", "require"]
 
 
 def fail(path: str, message: str) -> FormatError:
@@ -71,6 +72,18 @@ def check_sizes(attrs: Mapping[str, Any], path: str) -> None:
                    "MAX_CLASSES", path)
     elif classes is not None:
         _count("n_classes_", classes, _limits.MAX_CLASSES, "MAX_CLASSES", path)
+
+
+def check_compressed(indptr: np.ndarray, indices: np.ndarray, n_major: int, n_minor: int, path: str) -> None:
+    """Validate CSR/CSC index arrays before scipy ever sees them."""
+    if indptr.ndim != 1 or indptr.shape[0] != n_major + 1:
+        raise fail(path, f"indptr has shape {indptr.shape}, expected ({n_major + 1},)")
+    if indptr[0] != 0 or np.any(np.diff(indptr) < 0):
+        raise fail(path, "indptr must start at 0 and never decrease")
+    if indices.ndim != 1 or indptr[-1] != indices.shape[0]:
+        raise fail(path, f"indptr ends at {indptr[-1]} but there are {indices.shape[0]} indices")
+    if indices.size and (indices.min() < 0 or indices.max() >= n_minor):
+        raise fail(path, f"sparse indices must lie in [0, {n_minor})")
 
 
 def array(

@@ -40,6 +40,7 @@ from aprender.exceptions import (
 
 if TYPE_CHECKING:
     from aprender.codec._migrations import Plan
+    from aprender.codec._spec import Entry
 
 __all__ = ["BUILTIN_FIELDS", "Decoder", "check_fields"]
 
@@ -319,35 +320,51 @@ class Decoder:
         migrated = self.migrations is not None and self.migrations.apply(cls, params, attrs, path)
         fitted = _check_attr_names(cls, attrs, params, path)
         check_fitted_flags(cls, attrs, path)  # values: not part of the names' cache key
-        try:
-            if fitted:
-                check_sizes(attrs, path)  # every estimator, generic or not: the counts it allocates by
-            if entry.spec.validate is not None and fitted:
-                entry.spec.validate(params, attrs, path)
-            if entry.spec.unpack is not None:
-                attrs = entry.spec.unpack(attrs, params, path)
-        except AprenderError:
-            raise
-        except Exception as exc:  # a validator tripping over malformed values
-            raise fail(path, f"invalid {entry.key} state: {type(exc).__name__}: {exc}") from None
+        attrs = _checked_state(entry, params, attrs, fitted, path)
         _check_param_rules(entry.key, params, attrs, self.trust, path)
+        built = self._build(cls, entry.key, params, None if migrated else params_node, attrs, path)
+        if fitted:
+            check_contract(built, path)  # its nested estimators, built above, against what it calls them with
+        _guard_partial_fit(built, dropped, attrs)
+        guard_warm_start(built)
+        return built
+
+    def _build(self, cls: type, key: str, params: dict[str, Any], params_node: Mapping[str, Any] | None,
+               attrs: dict[str, Any], path: str) -> Any:
+        """The estimator built; a refusal the migrations explain (a changed scikit-learn) says so."""
         try:
-            built = _construct(cls, entry.key, params, None if migrated else params_node, attrs, path)
+            return _construct(cls, key, params, params_node, attrs, path)
         except FormatError as exc:
-            rejected = self.migrations.rejected(entry.key, path, exc) if self.migrations is not None else None
+            rejected = self.migrations.rejected(key, path, exc) if self.migrations is not None else None
             if rejected is not None:
                 raise rejected from None
             raise
+
+
+def _checked_state(entry: Entry, params: dict[str, Any], attrs: dict[str, Any], fitted: bool, path: str) -> Any:
+    """The fitted state after the sizes and the family's validator passed, unpacked by the family's schema."""
+    try:
         if fitted:
-            check_contract(built, path)  # its nested estimators, built above, against what it calls them with
-        if dropped and hasattr(built, "partial_fit"):
-            # An instance attribute shadows the method: the training state it would continue is gone.
-            built.partial_fit = functools.partial(_refuse_partial_fit, type(built).__name__, dropped)
-        elif hasattr(built, "partial_fit") and _holds_read_only(attrs):
-            # Views of a memory-mapped file: a partial_fit that updates them in place fails in NumPy.
-            built.partial_fit = functools.partial(_read_only_partial_fit, built.partial_fit)
-        guard_warm_start(built)
-        return built
+            check_sizes(attrs, path)  # every estimator, generic or not: the counts it allocates by
+        if entry.spec.validate is not None and fitted:
+            entry.spec.validate(params, attrs, path)
+        if entry.spec.unpack is not None:
+            attrs = entry.spec.unpack(attrs, params, path)
+    except AprenderError:
+        raise
+    except Exception as exc:  # a validator tripping over malformed values
+        raise fail(path, f"invalid {entry.key} state: {type(exc).__name__}: {exc}") from None
+    return attrs
+
+
+def _guard_partial_fit(built: Any, dropped: Any, attrs: Mapping[str, Any]) -> None:
+    """Shadow ``partial_fit`` where it cannot continue: an inference-only save, or read-only arrays."""
+    if dropped and hasattr(built, "partial_fit"):
+        # An instance attribute shadows the method: the training state it would continue is gone.
+        built.partial_fit = functools.partial(_refuse_partial_fit, type(built).__name__, dropped)
+    elif hasattr(built, "partial_fit") and _holds_read_only(attrs):
+        # Views of a memory-mapped file: a partial_fit that updates them in place fails in NumPy.
+        built.partial_fit = functools.partial(_read_only_partial_fit, built.partial_fit)
 
 
 #: (class, fitted-attribute names, parameter names) that passed :func:`check_attr_name`:

@@ -21,6 +21,7 @@ from aprender.codec._registry import entry_for_class
 from aprender.codec._spec import Spec
 from aprender.codec._warm_start import is_warm_start_guard
 from aprender.codec.handlers.records import RECORDS
+from aprender.codec.refused import advice
 from aprender.exceptions import UnsupportedTypeError
 
 __all__ = ["Encoder", "float_dtype"]
@@ -172,7 +173,7 @@ class Encoder:
         return node
 
     def estimator(self, est: Any, path: str) -> dict[str, Any]:
-        """Encode a registered estimator: class key, hyperparameters, fitted attributes."""
+        """Encode an allow-listed estimator: class key, hyperparameters, fitted attributes."""
         entry = entry_for_class(type(est), path)
         # The load-time guard on a model's fit is not state: the next load installs it again.
         state = {k: v for k, v in vars(est).items() if not is_warm_start_guard(k, v)}
@@ -249,7 +250,7 @@ class Encoder:
             return {"__t__": handler.tag, **handler.encode(value, self, path)}
         if isinstance(value, np.ndarray):  # another ndarray subclass (np.matrix, ...): store its array
             return self._array(np.asarray(value), path, depth)
-        raise UnsupportedTypeError(path, _type_name(value))
+        raise UnsupportedTypeError(path, _type_name(value), advice(_type_name(value)))
 
     def _sequence(self, seq: tuple, path: str, depth: int) -> list:
         # (name, estimator, ...) tuples -- Pipeline steps, ColumnTransformer transformers --

@@ -31,7 +31,7 @@ import numpy as np
 from aprender import _limits
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join, preview
-from aprender.codec._param_table import KINDS
+from aprender.codec._param_table import kinds_of
 from aprender.codec._regex import check_pattern
 from aprender.codec.trust import PARAM_RULES, Trust
 from aprender.exceptions import UntrustedParameterError
@@ -212,7 +212,7 @@ def check_params(key: str, params: Mapping[str, Any], attrs: Mapping[str, Any], 
     UntrustedParameterError
         For a key of a ``kwargs`` parameter that :data:`PARAM_RULES` refuse.
     """
-    kinds = KINDS.get(key)
+    kinds = kinds_of(key)
     if kinds is None:
         return
     _scales(params, path)

@@ -22,13 +22,14 @@ import importlib
 import threading
 from collections.abc import Mapping
 
+from aprender._warn import deprecated_alias
 from aprender.codec import _table
 from aprender.codec._model_type import ModelType
 from aprender.codec._nodes import preview
 from aprender.codec._spec import Entry, Spec, Validator
 from aprender.exceptions import MissingDependencyError, UnsupportedTypeError, UntrustedTypeError
 
-__all__ = ["entry_for_class", "entry_for_key", "is_builtin_key", "register_estimator", "registered"]
+__all__ = ["allow_list", "entry_for_class", "entry_for_key", "is_builtin_key", "register_estimator", "registered"]
 
 _lock = threading.RLock()
 _by_key: dict[str, Entry] = {}
@@ -160,7 +161,7 @@ def register_estimator(
     ----------
     cls : type
         A scikit-learn compatible estimator class whose fitted state is made of
-        arrays, scalars, strings and other registered estimators.
+        arrays, scalars, strings and other allow-listed estimators.
     key : str, optional
         Stable key written into files; defaults to ``module.ClassName``.
     model_type : ModelType, default=ModelType.CUSTOM
@@ -234,7 +235,7 @@ def same_schema(a: type, b: type) -> bool:
     return b in twins(a) or a in twins(b)
 
 
-def registered(*, generic: bool = False, libraries: bool = True) -> list[Entry]:
+def allow_list(*, generic: bool = False, libraries: bool = True) -> list[Entry]:
     """Every allow-listed class, in registration order (imports every schema module).
 
     Parameters
@@ -253,3 +254,7 @@ def registered(*, generic: bool = False, libraries: bool = True) -> list[Entry]:
     from aprender.codec.schemas._generic import GENERIC
 
     return [e for e in _by_key.values() if e.spec is not GENERIC or e.key.startswith("aprender.")]
+
+
+#: "Registered" is kept for what a ``register_*`` call added; the allow-list holds aprender's own classes too.
+registered = deprecated_alias(allow_list, "aprender.codec.registered", "aprender.codec.allow_list")

@@ -231,7 +231,7 @@ def to_state(
     Parameters
     ----------
     estimator : estimator
-        A fitted, registered estimator (aprender's or a supported scikit-learn one).
+        A fitted, allow-listed estimator (aprender's or a supported scikit-learn one).
     dtype : {"float32", "float16", "bfloat16"}, optional
         Downcast float tensors for compact storage. Loading casts them back to the
         original dtype; the values keep the reduced precision.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["REFUSED", "Refused"]
+__all__ = ["REFUSED", "Refused", "advice"]
 
 
 class Refused(NamedTuple):
@@ -23,6 +23,8 @@ class Refused(NamedTuple):
     what: str
     reason: str
     instead: str
+    #: The classes (``module.qualname``) this entry covers, so the error at save can say what to do.
+    types: tuple[str, ...] = ()
 
 
 #: id -> what saving refuses. The ids are the test ids of tests/test_refused.py.
@@ -38,6 +40,7 @@ REFUSED: dict[str, Refused] = {
         "`Pipeline(memory=joblib.Memory(...))`",
         "a cache object; its folder holds pickles that a later `fit` would load",
         "`memory=None`, or a folder path, which a load accepts only with `trusted=['memory']`",
+        ("joblib.memory.Memory",),
     ),
     "unregistered-class": Refused(
         "an estimator class that is neither scikit-learn's nor aprender's nor on the allow-list of a library's "
@@ -68,3 +71,17 @@ REFUSED: dict[str, Refused] = {
         "a pattern without nested repetition and with at most 4 (`^num_`, `_k$`, `^(age|income)`, `^f_\\d+$`)",
     ),
 }
+
+
+#: What a refusal of a value no entry covers says to do.
+_GENERAL = ("aprender stores arrays, numbers, strings, lists, dicts, estimators of its allow-list and trusted "
+            "functions, and rebuilds nothing else; for a class of your own, call aprender.register_estimator() "
+            "on it; docs/estimators.md lists what saving refuses and what to do instead")
+
+
+def advice(type_name: str) -> str:
+    """Why a value of class ``type_name`` is refused at save, and what to do instead (plain text)."""
+    for refused in REFUSED.values():
+        if type_name in refused.types:
+            return f"{refused.reason}; instead: {refused.instead}".replace("`", "")
+    return _GENERAL

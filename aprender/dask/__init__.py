@@ -52,7 +52,7 @@ class ModelBytes:
     data : bytes
         The model file (.apr, SafeTensors or GGUF).
     suffix : str
-        The suffix of the format (a row of :data:`aprender.format._formats.FORMATS` that loads).
+        The suffix of the format (a row of :data:`aprender.extend.FORMATS` that loads).
     digest : str
         Hex SHA-256 of ``data``.
     model : estimator
@@ -100,9 +100,9 @@ def model_bytes(model_or_path: Any, trusted_key: bytes | None = None, trusted: A
     with open(path, "rb") as f:
         head = f.read(16)
     fmt = sniff_head(head, path.suffix)
-    if fmt is None or not fmt.loads:
+    if fmt is None or not fmt.can.loads:
         raise FormatError(f"'{path}': aprender.dask ships {titles('loads')} files, and this is none of them")
-    if trusted_key is not None and not fmt.signs:
+    if trusted_key is not None and not fmt.can.signs:
         raise SignatureInvalid(f"'{path}' is {fmt.title}, which carries no signature; sign an {titles('signs')} "
                                "file to require trusted_key")
     data = path.read_bytes()

@@ -35,11 +35,11 @@ def load_model_file(path: Path, trusted_key: bytes | None, fmt: Format | None = 
     ``trusted`` as for ``aprender.load``.
     """
     fmt = fmt if fmt is not None else by_suffix(path)
-    if fmt is None or not fmt.loads:
+    if fmt is None or not fmt.can.loads:
         raise FormatError(f"'{path}': aprender.dask ships model files that load, and this is not one")
     if trusted_key is not None:
         return fmt.backend.load_file(path, verifying_key=trusted_key, trusted=trusted)
-    if not fmt.mmaps:
+    if not fmt.can.mmaps:
         return fmt.backend.load_file(path, trusted=trusted)
     info = fmt.backend.inspect_file(path)
     return fmt.backend.load_file(path, mmap=not info.compressed and not info.encrypted, trusted=trusted)
@@ -57,7 +57,7 @@ class ModelPlugin(WorkerPlugin):
     digest : str
         Hex SHA-256 of ``data``, checked on the worker before anything is parsed.
     suffix : str
-        The suffix of the format (a row of :data:`aprender.format._formats.FORMATS` that loads).
+        The suffix of the format (a row of :data:`aprender.extend.FORMATS` that loads).
         The file's format.
     trusted_key : bytes, optional
         Raw Ed25519 public key the .apr file's signature must verify against.

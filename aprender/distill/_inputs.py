@@ -22,15 +22,13 @@ __all__ = ["check_options", "check_pair", "load_teacher", "split"]
 
 def _load_bytes(data: bytes, path: Path, trusted: Any) -> Any:
     """The model in a file's bytes, by the format its leading bytes name (as ``aprender.load`` tells them)."""
-    from aprender.format import apr, gguf, load, safetensors
+    from aprender.format import load
+    from aprender.format._formats import sniff_head
 
-    if data[:4] == b"APR\x00":
-        return apr.loads(data, trusted=trusted)
-    if data[:4] == b"GGUF":
-        return gguf.loads(data, trusted=trusted)
-    if data[8:9] == b"{":
-        return safetensors.loads(data, trusted=trusted)
-    return load(path, trusted=trusted)  # raises the error that says what the file is (pickle, ONNX, unknown)
+    fmt = sniff_head(data[:16], path.suffix)
+    if fmt is not None and fmt.can.loads:
+        return fmt.backend.loads(data, trusted=trusted)
+    return load(path, trusted=trusted)  # raises the error that says what the file is (pickle, an export, unknown)
 
 
 def load_teacher(item: Any, trusted: Any = None) -> tuple[Any, dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Model files: ModelState <-> bytes, one backend per format, and the format-agnostic verbs.
 
-The formats are the rows of :data:`aprender.format._formats.FORMATS`; the codec that
+The formats are the rows of :data:`aprender.extend.FORMATS`; the codec that
 turns estimators into states is :mod:`aprender.codec`.
 
 Examples

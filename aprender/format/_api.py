@@ -14,7 +14,7 @@ from aprender.format._io import existing_file
 __all__ = ["backend_for_path", "file_format", "inspect", "load", "save", "sniff", "validate"]
 
 def backend_for_path(path: str | os.PathLike) -> Backend:
-    """The backend module that writes files with ``path``'s suffix (see :data:`~aprender.format._formats.FORMATS`)."""
+    """The backend module that writes files with ``path``'s suffix (see :data:`~aprender.extend.FORMATS`)."""
     fmt = by_suffix(path)
     if fmt is None:
         known = ", ".join(sorted(f.suffix for f in FORMATS.values()))
@@ -44,7 +44,7 @@ def pickle_refusal(path: str | os.PathLike) -> str:
 
 
 def file_format(path: str | os.PathLike) -> Format:
-    """The :class:`~aprender.format._formats.Format` of an existing file, from its first bytes.
+    """The :class:`~aprender.extend.Format` of an existing file, from its first bytes.
 
     Raises :class:`~aprender.exceptions.FormatError` for an empty file, a pickle (which is
     never opened) and any file no format of the table recognises.
@@ -128,9 +128,10 @@ def load(
     array([2.])
     """
     named = by_suffix(path)
-    if named is not None and named.loads and (named.name == "apr" or not options):
+    if named is not None and named.can.loads and named.can.takes_load_options(options):
         # The usual case: the suffix names the format. Open the file once, in that backend, which checks
-        # its magic; only a file whose bytes are another format is sniffed and handed on.
+        # its magic; only a file whose bytes are another format (or options that backend does not take)
+        # is sniffed and handed on.
         try:
             return named.backend.load_file(path, model_type, trusted=trusted, **options)
         except FormatError:
@@ -183,13 +184,14 @@ def validate(path: str | os.PathLike, *, trusted: Any = None, **keys: Any) -> Va
     True
     """
     fmt = file_format(path)
-    if not fmt.signs and keys.get("verifying_key") is not None:
+    can = fmt.can
+    if not can.signs and keys.get("verifying_key") is not None:
         raise SignatureInvalid(f"'{path}': {fmt.name} files carry no signature; only {titles('signs')} files are "
                                "signed")
-    if not fmt.encrypts and any(v is not None for v in keys.values()):
+    if not can.encrypts and any(v is not None for v in keys.values()):
         raise ValueError(f"'{path}': {fmt.name} files are never encrypted; keys open {titles('encrypts')} files only")
-    trust = {"trusted": trusted} if fmt.loads and trusted is not None else {}
-    if fmt.encrypts or fmt.signs:
+    trust = {"trusted": trusted} if can.loads and trusted is not None else {}
+    if can.encrypts or can.signs:
         return fmt.backend.validate_file(path, **keys, **trust)
     return fmt.backend.validate_file(path, **trust)
 

@@ -40,11 +40,12 @@ from aprender._warn import deprecated_alias
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, parse_json, to_state
 from aprender.codec._nodes import preview
 from aprender.exceptions import FormatError
-from aprender.format._formats import model_type_keyword
+from aprender.format._formats import Capabilities, model_type_keyword
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport, rebuilt
 from aprender.format._io import existing_file, fill, open_model_file, write_atomic, write_path_atomic
 
 __all__ = [
+    "CAPABILITIES",
     "MAX_HEADER_SIZE",
     "METADATA_KEY",
     "dumps",
@@ -60,6 +61,8 @@ __all__ = [
     "write_state",
 ]
 
+#: Loads back, and holds (and reads other tools') tensors without a model; no options of its own.
+CAPABILITIES = Capabilities(raw_tensors=True)
 #: The one ``__metadata__`` key aprender writes.
 METADATA_KEY = "aprender"
 #: Largest JSON header accepted (the limit of the reference implementation).

@@ -116,7 +116,7 @@ def save_model(
         The MLflow model folder to create.
     serialization_format : {"apr", "safetensors", "gguf"}, default="apr"
         The model file: ``model.apr`` (checksummed, memory-mappable), ``model.safetensors``
-        or ``model.gguf`` (every format of :data:`aprender.format._formats.FORMATS` that loads).
+        or ``model.gguf`` (every format of :data:`aprender.extend.FORMATS` that loads).
     pyfunc_predict_fn : str, default="predict"
         The method the ``python_function`` flavor's ``predict`` calls (``predict_proba`` ...).
     conda_env, pip_requirements, extra_pip_requirements

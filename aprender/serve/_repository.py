@@ -43,9 +43,14 @@ __all__ = [
     "scan_model",
 ]
 
-#: Suffixes of the files served (every format that loads), in the order a version folder is searched:
-#: memory-mappable formats first, whose weights the server's workers share.
-SERVED = tuple(f.suffix for f in sorted(having("loads"), key=lambda f: not f.mmaps))
+
+
+def _served() -> tuple[str, ...]:
+    """Suffixes of the files served (every format that loads), in the order a version folder is searched:
+    memory-mappable formats first, whose weights the server's workers share. Read from the table on use,
+    so a format registered later is served."""
+    return tuple(f.suffix for f in sorted(having("loads"), key=lambda f: not f.can.mmaps))
+
 #: The output names (MLServer's), i.e. the estimator methods a client may ask for.
 OUTPUTS = ("predict", "predict_proba", "transform", "decision_function")
 _SETTINGS = "model-settings.json"
@@ -183,12 +188,12 @@ def _refuse_by_suffix(path: Path) -> None:
     if suffix in PICKLE_SUFFIXES:
         raise RepositoryError(pickle_refusal(path))
     fmt = by_suffix(path)
-    if fmt is not None and not fmt.loads:
+    if fmt is not None and not fmt.can.loads:
         raise RepositoryError(f"'{path}': {fmt.title} files are not served by aprender serve (they hold an "
-                              f"{fmt.title} graph, not an estimator); serve the {'/'.join(SERVED)} file, or the "
-                              f"{fmt.suffix} file with an {fmt.title} Runtime server")
-    if suffix not in SERVED:
-        raise RepositoryError(f"'{path}': cannot serve a '{suffix}' file; serve {', '.join(SERVED)} files")
+                              f"{fmt.title} export, not an estimator); serve the {'/'.join(_served())} file, or "
+                              f"the {fmt.suffix} file with a server of its own")
+    if fmt is None:
+        raise RepositoryError(f"'{path}': cannot serve a '{suffix}' file; serve {', '.join(_served())} files")
 
 
 def _signature(copy: Path, path: Path, signed: bool, policy: Policy) -> tuple[str, str | None]:
@@ -257,7 +262,7 @@ def describe_copy(copy: Path, path: Path, name: str, version: int, settings: Set
     return Version(name=name, version=version, path=path, format=info.format, sha256=sha256_file(copy),
                    size=stat.st_size, mtime=path.stat().st_mtime, class_key=info.class_key,
                    versions=versions if isinstance(versions, dict) else {}, signature=status, signer=signer,
-                   mmap=FORMATS[info.format].mmaps and not info.compressed and not info.signed, settings=settings,
+                   mmap=FORMATS[info.format].can.mmaps and not info.compressed and not info.signed, settings=settings,
                    root=root)
 
 
@@ -276,7 +281,7 @@ def _model_file(folder: Path) -> Path:
     for path in found:
         _refuse_by_suffix(path)
     if not found:
-        raise RepositoryError(f"'{folder}': no model file; expected model{{{','.join(SERVED)}}}")
+        raise RepositoryError(f"'{folder}': no model file; expected model{{{','.join(_served())}}}")
     if len(found) > 1:
         raise RepositoryError(f"'{folder}': several model files ({', '.join(p.name for p in found)}); keep one")
     return found[0]

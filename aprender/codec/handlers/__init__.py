@@ -2,9 +2,9 @@
 
 Sparse matrices (``sparse``), ``RandomState`` and ``Generator`` (``random_state``,
 ``rng``), scikit-learn's ``Tree`` and loss objects (``tree``, ``loss``),
-standard-library values such as slices and numpy dtypes (``std``), KD/Ball trees,
-interp1d and BSpline rebuilt from data (``compiled``), Bunch/defaultdict/OrderedDict
-and masked arrays (``containers``), SGD losses (``sgd_loss``), structured arrays of
+standard-library values such as slices and numpy dtypes (``std``), KD/Ball trees
+(``binary_tree``), interp1d and BSpline rebuilt from data (``interpolate``),
+Bunch/defaultdict/OrderedDict and masked arrays (``containers``), SGD losses (``sgd_loss``), structured arrays of
 numeric fields (``records``), functions by name (``functions``) and allow-listed plain
 helper objects (``objects``).
 

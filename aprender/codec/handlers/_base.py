@@ -34,9 +34,9 @@ _PACKAGE = "aprender.codec.handlers"
 #: Tag -> the handler module (under aprender.codec.handlers) that registers it, in the
 #: order the encoder tries the handlers.
 TAG_MODULES: dict[str, str] = {
-    "binary_tree": "compiled",
-    "interp1d": "compiled",
-    "bspline": "compiled",
+    "binary_tree": "binary_tree",
+    "interp1d": "interpolate",
+    "bspline": "interpolate",
     "masked": "containers",
     "bunch": "containers",
     "defaultdict": "containers",
@@ -72,13 +72,14 @@ TAG_MODULES: dict[str, str] = {
 #: its submodules). A value can be an instance of such a type only when a class of its
 #: MRO comes from one of them, and that module is then imported already.
 TYPE_ROOTS: dict[str, tuple[str, ...]] = {
+    "binary_tree": ("sklearn.neighbors",),
     "callbacks": ("sklearn.callback",),
     "catboost_booster": ("_catboost",),  # CatBoost's compiled module, top-level
     "column_selector": ("sklearn.compose",),
-    "compiled": ("sklearn.neighbors", "scipy.interpolate"),
     "containers": ("numpy.ma", "collections", "sklearn.utils"),
     "distributions": ("scipy.stats",),
     "impute": ("sklearn.impute",),
+    "interpolate": ("scipy.interpolate",),
     "functions": ("builtins", "functools", "numpy", "joblib"),
     "loss": ("sklearn._loss",),
     "objects": ("sklearn",),

@@ -35,45 +35,27 @@ from aprender.codec._checks import bounded_int, fail
 from aprender.codec._nodes import preview
 from aprender.codec._optional import require
 from aprender.codec.handlers._base import NULL, TENSOR, Handler, register_handler, tensor_field
+from aprender.codec.schemas._catboost_losses import LOSSES, METRIC_NAME
 from aprender.codec.schemas._oblivious import ARRAYS, NAN_TREATMENTS, check_oblivious, leaf_offsets
 from aprender.exceptions import FormatError, UnsupportedTypeError
 
 if TYPE_CHECKING:
     from aprender.codec.handlers._base import Decoding, Encoding
 
-__all__ = ["BOOSTER", "LOSSES", "METRIC_NAME", "loss_role"]
+__all__ = ["BOOSTER"]
 
 #: The model class, from CatBoost's compiled module (``require`` names the extra when CatBoost is missing).
 _CatBoost = require("catboost")._catboost._CatBoost
 _CatBoostError = require("catboost").CatBoostError
 
-#: Loss function -> (the estimator role it trains, leaf dimension: an int, or "classes"
-#: for one value per class, or "any" for one per target of a multi-target regression).
-LOSSES: dict[str, tuple[str, int | str]] = {
-    **dict.fromkeys(["Logloss", "CrossEntropy"], ("classifier", 1)),
-    **dict.fromkeys(["MultiClass", "MultiClassOneVsAll"], ("classifier", "classes")),
-    **dict.fromkeys(["RMSE", "MAE", "Quantile", "Expectile", "LogLinQuantile", "MAPE", "Poisson", "Tweedie",
-                     "Huber", "Lq", "LogCosh", "FairLoss"], ("regressor", 1)),
-    "RMSEWithUncertainty": ("regressor", 2),
-    "MultiRMSE": ("regressor", "any"),
-    **dict.fromkeys(["YetiRank", "YetiRankPairwise", "PairLogit", "PairLogitPairwise", "QueryRMSE", "QuerySoftMax",
-                     "QueryCrossEntropy", "LambdaMart", "StochasticFilter", "StochasticRank"], ("ranker", 1)),
-}
 #: How CatBoost types class labels, and the JSON type of each label.
 LABEL_TYPES: dict[str, tuple[type, ...]] = {"Integer": (int,), "Float": (float, int), "String": (str,),
                                             "Boolean": (bool,)}
 #: A loss parameter's name and value (CatBoost writes numbers, booleans and metric names as strings).
 _PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _PARAM_VALUE = re.compile(r"[A-Za-z0-9_.+\-]{0,64}")
-#: A metric name in the training record (``Logloss``, ``Quantile:alpha=0.3``, ``NDCG:top=10;type=Base``).
-METRIC_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_:=;.,+\-]{0,127}")
 _MAX_LABEL = 1024  # characters of one class label or feature name
 _FEATURE_SPLIT = "FloatFeature"
-
-
-def loss_role(loss: str) -> str:
-    """The estimator role (classifier, regressor, ranker) that ``loss``, a key of :data:`LOSSES`, trains."""
-    return LOSSES[loss][0]
 
 
 # -- save -------------------------------------------------------------------------------

@@ -107,6 +107,33 @@ def _encode_distribution(value: Any, enc: Encoding, path: str) -> dict[str, Any]
     }
 
 
+def _keywords(name: str, kwds: list, allowed: list[str], n_args: int, path: str) -> dict[str, int | float]:
+    """The ``[name, number]`` pairs as keywords: each a parameter not given by position, once, a finite number."""
+    keywords: dict[str, int | float] = {}
+    for pair in kwds:
+        if not (type(pair) is list and len(pair) == 2 and type(pair[0]) is str):
+            raise fail(path, f"{name}'s 'kwds' must be [name, number] pairs")
+        key, number = pair
+        if key not in allowed[n_args:] or key in keywords:
+            raise fail(path, f"{name} has no further parameter {preview(key, 40)} (parameters: {', '.join(allowed)})")
+        if not _number(number):
+            raise fail(join(path, key), f"{name}'s parameter {key} must be a finite number, found {preview(number)}")
+        keywords[key] = number
+    return keywords
+
+
+def _freeze(dist: Any, name: str, args: list, keywords: dict[str, int | float], path: str) -> Any:
+    """``dist`` frozen with checked parameters that scipy accepts and that give it a support."""
+    try:
+        frozen = dist(*args, **keywords)
+        support = frozen.support()
+    except Exception as exc:  # scipy refusing the parameters
+        raise fail(path, f"invalid parameters for {name}: {type(exc).__name__}: {exc}") from None
+    if np.isnan(support).any():
+        raise fail(path, f"{name}{tuple(args)} {keywords or ''} has invalid parameters (scipy gives no support)")
+    return frozen
+
+
 def _decode_distribution(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
     name, args, kwds, state_node = node["name"], node["args"], node["kwds"], node.get("random_state")
     dist = DISTRIBUTIONS.get(name)
@@ -121,23 +148,7 @@ def _decode_distribution(node: Mapping[str, Any], dec: Decoding, path: str) -> A
         raise fail(path, f"{name} takes at most {len(allowed)} parameters ({', '.join(allowed)}), found {len(args)}")
     if not all(_number(a) for a in args):
         raise fail(path, f"{name}'s parameters must be finite numbers (ints within int64), found {preview(args, 80)}")
-    keywords: dict[str, int | float] = {}
-    for pair in kwds:
-        if not (type(pair) is list and len(pair) == 2 and type(pair[0]) is str):
-            raise fail(path, f"{name}'s 'kwds' must be [name, number] pairs")
-        key, number = pair
-        if key not in allowed[len(args):] or key in keywords:
-            raise fail(path, f"{name} has no further parameter {preview(key, 40)} (parameters: {', '.join(allowed)})")
-        if not _number(number):
-            raise fail(join(path, key), f"{name}'s parameter {key} must be a finite number, found {preview(number)}")
-        keywords[key] = number
-    try:
-        frozen = dist(*args, **keywords)
-        support = frozen.support()
-    except Exception as exc:  # scipy refusing the parameters
-        raise fail(path, f"invalid parameters for {name}: {type(exc).__name__}: {exc}") from None
-    if np.isnan(support).any():
-        raise fail(path, f"{name}{tuple(args)} {keywords or ''} has invalid parameters (scipy gives no support)")
+    frozen = _freeze(dist, name, args, _keywords(name, kwds, allowed, len(args), path), path)
     if state_node is not None:
         if state_node.get("__t__") not in _STATE_TAGS:
             raise fail(join(path, "random_state"), "a distribution's random_state must be a RandomState or Generator")

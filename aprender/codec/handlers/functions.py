@@ -61,6 +61,23 @@ MAX_LITERAL_DEPTH = 3
 _IN_PLACE = {"copy": False, "overwrite_input": True}
 
 
+def _container_values(node: Any, kind: type, tag: object) -> tuple[list, str | None]:
+    """The values inside a list, tuple or dict node, or why the node is not such a small container."""
+    if kind is list or tag == "tuple":
+        items = node if kind is list else node.get("v")
+        if type(items) is not list or len(items) > MAX_LITERAL_ITEMS:
+            return [], f"a list or tuple of more than {MAX_LITERAL_ITEMS} items"
+        return items, None
+    if tag == "dict":
+        items = node.get("items")
+        if type(items) is not list or len(items) > MAX_LITERAL_ITEMS or not all(
+                type(p) is list and len(p) == 2 and type(p[0]) is str for p in items):
+            return [], f"a dict of more than {MAX_LITERAL_ITEMS} items or with keys that are not strings"
+        return [value for _, value in items], None
+    what = tag if isinstance(tag, str) else kind.__name__
+    return [], f"a {str(what)[:40]!r} node (only numbers, booleans, None, strings and small containers of those)"
+
+
 def check_literal(node: Any, path: str, depth: int = 0) -> str | None:
     """Why a (stored) partial argument is not a bounded literal, or ``None`` if it is.
 
@@ -74,27 +91,12 @@ def check_literal(node: Any, path: str, depth: int = 0) -> str | None:
     if depth >= MAX_LITERAL_DEPTH:
         return f"containers nested deeper than {MAX_LITERAL_DEPTH} levels"
     tag = node.get("__t__") if kind is dict else None
-    if kind is list or tag == "tuple":
-        items = node if kind is list else node.get("v")
-        if type(items) is not list or len(items) > MAX_LITERAL_ITEMS:
-            return f"a list or tuple of more than {MAX_LITERAL_ITEMS} items"
-        pairs: list = [(None, v) for v in items]
-    elif tag == "dict":
-        items = node.get("items")
-        if type(items) is not list or len(items) > MAX_LITERAL_ITEMS or not all(
-                type(p) is list and len(p) == 2 and type(p[0]) is str for p in items):
-            return f"a dict of more than {MAX_LITERAL_ITEMS} items or with keys that are not strings"
-        pairs = items
-    elif tag in ("float", "scalar"):  # a non-finite float, a numpy number: checked when decoded
+    if tag in ("float", "scalar"):  # a non-finite float, a numpy number: checked when decoded
         return None
-    else:
-        what = tag if isinstance(tag, str) else kind.__name__
-        return f"a {str(what)[:40]!r} node (only numbers, booleans, None, strings and small containers of those)"
-    for _, value in pairs:
-        why = check_literal(value, path, depth + 1)
-        if why is not None:
-            return why
-    return None
+    values, why = _container_values(node, kind, tag)
+    for value in values:
+        why = why or check_literal(value, path, depth + 1)
+    return why
 
 
 def _encode_function(func: Any, enc: Encoding, path: str) -> dict[str, Any]:

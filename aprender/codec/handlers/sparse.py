@@ -11,19 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import scipy.sparse as sp
 
 from aprender._limits import MAX_ELEMENTS
-from aprender.codec._checks import fail
+from aprender.codec._checks import check_compressed, fail
 from aprender.codec._nodes import join, preview
 from aprender.codec.handlers._base import TENSOR, Handler, register_handler, tensor_field
 from aprender.exceptions import UnsupportedTypeError
 
 if TYPE_CHECKING:
     from aprender.codec.handlers._base import Decoding, Encoding
-
-__all__ = ["check_compressed"]
 
 _SPARSE = {
     ("csr", False): sp.csr_matrix,
@@ -45,18 +42,6 @@ def _encode_sparse(value: Any, enc: Encoding, path: str) -> dict[str, Any]:
         "indices": enc.tensor(value.indices, join(path, "indices")),
         "indptr": enc.tensor(value.indptr, join(path, "indptr")),
     }
-
-
-def check_compressed(indptr: np.ndarray, indices: np.ndarray, n_major: int, n_minor: int, path: str) -> None:
-    """Validate CSR/CSC index arrays before scipy ever sees them."""
-    if indptr.ndim != 1 or indptr.shape[0] != n_major + 1:
-        raise fail(path, f"indptr has shape {indptr.shape}, expected ({n_major + 1},)")
-    if indptr[0] != 0 or np.any(np.diff(indptr) < 0):
-        raise fail(path, "indptr must start at 0 and never decrease")
-    if indices.ndim != 1 or indptr[-1] != indices.shape[0]:
-        raise fail(path, f"indptr ends at {indptr[-1]} but there are {indices.shape[0]} indices")
-    if indices.size and (indices.min() < 0 or indices.max() >= n_minor):
-        raise fail(path, f"sparse indices must lie in [0, {n_minor})")
 
 
 _COO = {False: sp.coo_matrix, True: sp.coo_array}

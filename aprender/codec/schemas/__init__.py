@@ -4,8 +4,8 @@ Each module exposes ``SCHEMAS``: a list of ``(classes, Spec)`` pairs. The classe
 one pair (an aprender estimator and its scikit-learn base) share one schema.
 
 Modules whose names start with an underscore are the helpers those schemas share:
-the tree structure checks (``_tree_structure``), forests packed into one node
-(``_packed``), HistGradientBoosting's predictors and bin mapper (``_hgb``), the
-generic spec (``_generic``) and the audit of classes that reach compiled code
-(``_compiled``).
+HistGradientBoosting's predictors and bin mapper (``_hgb``), the generic spec
+(``_generic``) and the audit of classes that reach compiled code (``_compiled``). Tree
+storage (node arrays, packed forests, their structural checks) is its own package,
+aprender.codec.trees.
 """

@@ -39,7 +39,7 @@ class Reach(NamedTuple):
 
 
 _TREE = Reach("`tree_` node arrays (children, feature, threshold, value)", "`sklearn.tree._tree`", "schema",
-              "`schemas/tree.py`, `handlers/tree.py`, `schemas/_tree_structure.py`: children inside the node "
+              "`schemas/tree.py`, `trees/_sklearn_tree.py`, `trees/_structure.py`: children inside the node "
               "count, acyclic, features below `n_features_in_`, values against `n_outputs_`/`n_classes_`")
 _FOREST = Reach("every tree's `tree_`", "`sklearn.tree._tree`", "schema",
                 "`schemas/forests.py`: packed trees checked tree by tree as for a decision tree")
@@ -149,7 +149,7 @@ COMPILED: dict[str, Reach] = {
     "sklearn.neighbors.KernelDensity": Reach(
         "`tree_` (KDTree/BallTree: its data, sample weights and node arrays)", "`sklearn.neighbors._binary_tree`",
         "schema",
-        "`handlers/compiled.py` checks the data (finite, 2-d), leaf size, metric (fixed list) and weights, then the "
+        "`handlers/binary_tree.py` checks the data (finite, 2-d), leaf size, metric (fixed list) and weights, then the "
         "tree's arrays as a neighbors estimator's (`schemas/_binary_tree.py`: the constructor's node layout, "
         "`idx_array` a permutation of the rows, finite bounds and radii, KD boxes ordered and nested) and restores "
         "it by its `__setstate__`; an older file without the arrays has its tree rebuilt; "
@@ -219,11 +219,11 @@ COMPILED: dict[str, Reach] = {
         "valid flag per feature"),
     "sklearn.isotonic.IsotonicRegression": Reach(
         "`f_` (`interp1d`)", "SciPy interpolation", "handler",
-        "`handlers/compiled.py` `interp1d`: `x` 1-d and non-decreasing, as long as `y` along its axis; rebuilt by "
+        "`handlers/interpolate.py` `interp1d`: `x` 1-d and non-decreasing, as long as `y` along its axis; rebuilt by "
         "the constructor"),
     "sklearn.preprocessing.SplineTransformer": Reach(
         "`bsplines_` (`BSpline`), `n_features_out_`", "SciPy `_bspl`; the output allocation", "schema",
-        "`handlers/compiled.py` `bspline`: degree bounded, 1-d knots, axis inside `c`; the constructor checks "
+        "`handlers/interpolate.py` `bspline`: degree bounded, 1-d knots, axis inside `c`; the constructor checks "
         "sorted knots and enough coefficients; `schemas/preprocessing.py` `check_spline_transformer`: one "
         "spline per feature, one width, `n_features_out_` recounted"),
 }

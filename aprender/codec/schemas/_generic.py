@@ -87,16 +87,8 @@ def _check_encoded_members(attrs: Mapping[str, Any], path: str) -> None:
             raise fail(path, f"'estimators_.{i}.classes_' must be the encoded labels 0..{classes.shape[0] - 1}")
 
 
-def check_generic(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
-    """Checks every fitted estimator's state can get from scikit-learn's conventions."""
-    for name, value in attrs.items():
-        _check_arrays(value, name, path)
-    _check_encoded_members(attrs, path)
-    n = attrs.get("n_features_in_")
-    if n is None:
-        return
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise fail(path, f"n_features_in_ must be a non-negative int, found {n!r}")
+def _check_feature_axes(attrs: Mapping[str, Any], n: int, path: str) -> None:
+    """The arrays whose last axis, second axis or length counts the ``n`` input features."""
     for name in _LAST_AXIS:
         value = attrs.get(name)
         if isinstance(value, np.ndarray) and value.ndim in (1, 2) and value.shape[-1] != n:
@@ -109,6 +101,10 @@ def check_generic(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str
         value = attrs.get(name)
         if isinstance(value, np.ndarray) and value.ndim == 1 and value.shape[0] != n:
             raise fail(path, f"'{name}' has {value.shape[0]} entries for {n} features")
+
+
+def _check_statistics(attrs: Mapping[str, Any], n: int, path: str) -> None:
+    """Covariances are ``n`` x ``n``; the statistics LAPACK iterates on are finite."""
     for name in _SQUARE:  # covariance estimators: SciPy's cdist reads them as n x n without checking
         value = attrs.get(name)
         if isinstance(value, np.ndarray) and value.shape != (n, n):
@@ -117,6 +113,20 @@ def check_generic(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str
         value = attrs.get(name)
         if isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.isfinite(value).all():
             raise fail(path, f"'{name}' holds NaN or infinity")
+
+
+def check_generic(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """Checks every fitted estimator's state can get from scikit-learn's conventions."""
+    for name, value in attrs.items():
+        _check_arrays(value, name, path)
+    _check_encoded_members(attrs, path)
+    n = attrs.get("n_features_in_")
+    if n is None:
+        return
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise fail(path, f"n_features_in_ must be a non-negative int, found {n!r}")
+    _check_feature_axes(attrs, n, path)
+    _check_statistics(attrs, n, path)
 
 
 #: The spec of every estimator allow-listed through ``aprender.codec._table.GENERIC``.

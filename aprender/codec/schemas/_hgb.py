@@ -23,7 +23,7 @@ from sklearn.preprocessing import OrdinalEncoder
 
 from aprender.codec._checks import fail
 from aprender.codec._nodes import preview
-from aprender.codec.schemas._tree_structure import Layout, check_children, check_offsets, node_depths
+from aprender.codec.trees._structure import Layout, check_children, check_offsets, node_depths
 from aprender.exceptions import UnsupportedTypeError
 
 __all__ = [
@@ -245,8 +245,8 @@ class BinInfo:
         self.n_features = is_categorical.shape[0]
 
 
-def check_bin_mapper(packed: object, path: str) -> BinInfo:
-    """Validate a packed bin mapper; per feature, the thresholds must fit its bin counts."""
+def _check_mapper_params(packed: object, path: str) -> tuple[dict[str, Any], int]:
+    """The mapper's keys and constructor parameters (``known_categories`` is checked last); it and its ``n_bins``."""
     if not isinstance(packed, dict) or packed.keys() != _BIN_MAPPER_KEYS:
         raise fail(path, f"the bin mapper needs exactly the keys {sorted(_BIN_MAPPER_KEYS)}")
     params = packed["params"]
@@ -263,6 +263,11 @@ def check_bin_mapper(packed: object, path: str) -> BinInfo:
         raise fail(path, f"subsample must be null or a positive int, found {preview(subsample)}")
     if packed["missing_values_bin_idx_"] != n_bins - 1:
         raise fail(path, f"missing_values_bin_idx_ must be n_bins - 1 = {n_bins - 1}")
+    return packed, n_bins
+
+
+def _check_bin_counts(packed: Mapping[str, Any], n_bins: int, path: str) -> tuple[np.ndarray, np.ndarray]:
+    """``is_categorical_`` and ``n_bins_non_missing_``: one entry per feature, counts below ``n_bins``."""
     is_cat = packed["is_categorical_"]
     if not isinstance(is_cat, np.ndarray) or is_cat.dtype != np.uint8 or is_cat.ndim != 1 or (is_cat > 1).any():
         raise fail(path, "is_categorical_ must be a 1-d uint8 array of 0s and 1s")
@@ -275,10 +280,16 @@ def check_bin_mapper(packed: object, path: str) -> BinInfo:
     if (counts > n_bins - 1).any():
         f = int(np.argmax(counts > n_bins - 1))
         raise fail(path, f"feature {f} claims {counts[f]} non-missing bins; n_bins is {n_bins}")
+    return is_cat, counts
+
+
+def _check_thresholds(packed: Mapping[str, Any], is_cat: np.ndarray, counts: np.ndarray, n_bins: int,
+                      path: str) -> tuple[np.ndarray, np.ndarray]:
+    """The concatenated thresholds and their offsets: per feature as many as its bins need."""
     thresholds = packed["bin_thresholds_"]
     if not isinstance(thresholds, np.ndarray) or thresholds.dtype != np.float64 or thresholds.ndim != 1:
         raise fail(path, "bin_thresholds_ must be a 1-d float64 array")
-    offsets = check_offsets(packed["bin_threshold_offsets"], n_features, thresholds.shape[0], path,
+    offsets = check_offsets(packed["bin_threshold_offsets"], is_cat.shape[0], thresholds.shape[0], path,
                             "bin_threshold_offsets", empty_ok=True)
     # A numerical feature has one threshold fewer than bins; a categorical one lists its categories.
     expected = counts.astype(np.int64) - (is_cat == 0)
@@ -290,7 +301,15 @@ def check_bin_mapper(packed: object, path: str) -> BinInfo:
     categories = thresholds[np.repeat(is_cat, np.diff(offsets)) == 1]
     if ((categories < 0) | (categories >= n_bins - 1) | (categories != np.floor(categories))).any():
         raise fail(path, f"categorical bin thresholds must be integer categories in [0, {n_bins - 1})")
-    known = params["known_categories"]
+    return thresholds, offsets
+
+
+def check_bin_mapper(packed: object, path: str) -> BinInfo:
+    """Validate a packed bin mapper; per feature, the thresholds must fit its bin counts."""
+    mapper, n_bins = _check_mapper_params(packed, path)
+    is_cat, counts = _check_bin_counts(mapper, n_bins, path)
+    thresholds, offsets = _check_thresholds(mapper, is_cat, counts, n_bins, path)
+    known = mapper["params"]["known_categories"]
     if known is not None and known != SAME_AS_THRESHOLDS:
         raise fail(path, f"known_categories must be null or {SAME_AS_THRESHOLDS!r}")
     return BinInfo(is_cat, counts, thresholds, offsets)

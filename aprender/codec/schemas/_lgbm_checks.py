@@ -9,7 +9,7 @@ offsets :func:`~aprender.codec.schemas._lgbm_text.write_model` writes the model 
 LightGBM numbers a tree's internal nodes ``0 .. num_leaves - 2`` and its leaves
 ``0 .. num_leaves - 1``; a child ``c >= 0`` is an internal node, ``c < 0`` the leaf ``~c``.
 For the structure check each tree's leaves are numbered after its internal nodes, so the
-generic tree check (:func:`aprender.codec.schemas._tree_structure.check_children`) proves
+generic tree check (:func:`aprender.codec.trees._structure.check_children`) proves
 that every internal node and every leaf is reached exactly once from the root, with no cycle.
 """
 
@@ -32,7 +32,7 @@ from aprender.codec.schemas._lgbm_text import (
     parse_feature_info,
     parse_objective,
 )
-from aprender.codec.schemas._tree_structure import Layout, check_children
+from aprender.codec.trees._structure import Layout, check_children
 from aprender.exceptions import FormatError
 
 __all__ = ["MAX_LEAVES", "RULES", "check_best_iteration", "check_model"]

@@ -12,7 +12,7 @@ index and count it follows is checked here:
 - node arrays have one dtype and one length each (:data:`NODE_ARRAYS`);
 - every tree is a proper tree rooted at its node 0: children inside the tree, after
   their parent, every other node with exactly one parent
-  (``aprender.codec.schemas._tree_structure.check_children``); a leaf has both children
+  (``aprender.codec.trees._structure.check_children``); a leaf has both children
   -1, a numerical split index 0 and split type 0;
 - split features are below ``num_feature``; split conditions, leaf values, base
   weights, gains, hessian sums and the base score are finite;
@@ -40,7 +40,7 @@ import numpy as np
 from aprender import _budget, _limits
 from aprender.codec._checks import fail
 from aprender.codec._nodes import preview
-from aprender.codec.schemas._tree_structure import Layout, check_children, check_offsets
+from aprender.codec.trees._structure import Layout, check_children, check_offsets
 
 __all__ = ["CATEGORY_TYPES", "FEATURE_TYPES", "MAX_CATEGORY", "NODE_ARRAYS", "NUMBER", "OBJECTIVES", "PER_TREE",
            "check_booster", "groups_of"]

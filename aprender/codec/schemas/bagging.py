@@ -1,7 +1,7 @@
 """Schemas of the other ensembles of trees: Bagging*, IsolationForest and AdaBoost*.
 
 When their ``estimators_`` are decision trees of one class (the default), they are
-packed like a random forest's (aprender.codec.schemas._packed), and the per-tree lists
+packed like a random forest's (aprender.codec.trees._packed), and the per-tree lists
 of 1-d arrays (``estimators_features_``, IsolationForest's ``_decision_path_lengths``
 and ``_average_path_length_per_tree``) are stored as one ``values`` tensor plus
 ``offsets`` (and whether the sequence was a tuple), so the tensor count does not grow with ``n_estimators``. Other base
@@ -29,7 +29,7 @@ from aprender.codec import Spec
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join
 from aprender.codec.schemas._generic import check_generic
-from aprender.codec.schemas._packed import check_packed, pack_estimators, read_packed, unpack_estimators
+from aprender.codec.trees._packed import check_packed, pack_estimators, read_packed, unpack_estimators
 from aprender.exceptions import UnsupportedTypeError
 
 #: Per-tree lists of 1-d arrays stored as values + offsets.

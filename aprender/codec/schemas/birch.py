@@ -102,13 +102,8 @@ def _stack(arrays: list[np.ndarray], what: str, n: int, path: str) -> np.ndarray
     return np.stack(arrays)
 
 
-def _pack_tree(root: _CFNode, dummy: _CFNode, n: int, path: str) -> dict[str, Any]:
-    nodes = _nodes_breadth_first(root, path)
-    number = {id(node): i for i, node in enumerate(nodes)}
-    dtype = root.init_centroids_.dtype
-    subs = [sub for node in nodes for sub in node.subclusters_]
-    if not subs or dtype.name not in _NODE_DTYPES:
-        raise UnsupportedTypeError(path, "_CFNode", "the CF-tree is empty or its tables are not float32/float64")
+def _check_node_tables(nodes: list[_CFNode], dtype: np.dtype, n: int, path: str) -> None:
+    """Each node's centroid table and norms are its subclusters' centroids and norms, padded with zeros."""
     for node in nodes:
         k = len(node.subclusters_)
         table, norms = node.init_centroids_, node.init_sq_norm_
@@ -120,26 +115,54 @@ def _pack_tree(root: _CFNode, dummy: _CFNode, n: int, path: str) -> dict[str, An
                 or table[k:].any() or norms[k:].any():
             raise UnsupportedTypeError(path, "_CFNode", "a CF-tree node's centroid table disagrees with its "
                                                         "subclusters")
+
+
+def _leaf_order(dummy: _CFNode, number: dict[int, int], n_nodes: int) -> np.ndarray:
+    """The leaves' node numbers along the ``next_leaf_`` chain (-1 for a stranger; a cycle stops past the count)."""
     leaves, leaf = [], dummy.next_leaf_
-    while leaf is not None and len(leaves) <= len(nodes):
+    while leaf is not None and len(leaves) <= n_nodes:
         leaves.append(number.get(id(leaf), -1))
         leaf = leaf.next_leaf_
+    return np.array(leaves, dtype=np.int64)
+
+
+def _node_arrays(nodes: list[_CFNode]) -> dict[str, np.ndarray]:
     offsets = np.zeros(len(nodes) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(node.subclusters_) for node in nodes])
-    squared_sum = _uniform([s.squared_sum_ for s in subs], "squared sums", path)
-    sq_norm = _uniform([s.sq_norm_ for s in subs], "squared norms", path)
     return {
         "node_is_leaf": np.array([node.is_leaf for node in nodes], dtype=bool),
         "node_threshold": np.array([node.threshold for node in nodes], dtype=np.float64),
         "node_branching_factor": np.array([node.branching_factor for node in nodes], dtype=np.int64),
         "node_offsets": offsets,
-        "leaf_order": np.array(leaves, dtype=np.int64),
+    }
+
+
+def _subcluster_arrays(subs: list[Any], number: dict[int, int], n: int, path: str) -> dict[str, np.ndarray]:
+    squared_sum = _uniform([s.squared_sum_ for s in subs], "squared sums", path)
+    sq_norm = _uniform([s.sq_norm_ for s in subs], "squared norms", path)
+    return {
         "sub_child": np.array([-1 if s.child_ is None else number[id(s.child_)] for s in subs], dtype=np.int64),
         "sub_n_samples": np.array([s.n_samples_ for s in subs], dtype=np.int64),
         "sub_linear_sum": _stack([s.linear_sum_ for s in subs], "linear sums", n, path),
         "sub_squared_sum": np.array([s.squared_sum_ for s in subs], dtype=squared_sum),
         "sub_centroid": _stack([s.centroid_ for s in subs], "centroids", n, path),
         "sub_sq_norm": np.array([s.sq_norm_ for s in subs], dtype=sq_norm),
+    }
+
+
+def _pack_tree(root: _CFNode, dummy: _CFNode, n: int, path: str) -> dict[str, Any]:
+    nodes = _nodes_breadth_first(root, path)
+    number = {id(node): i for i, node in enumerate(nodes)}
+    dtype = root.init_centroids_.dtype
+    subs = [sub for node in nodes for sub in node.subclusters_]
+    if not subs or dtype.name not in _NODE_DTYPES:
+        raise UnsupportedTypeError(path, "_CFNode", "the CF-tree is empty or its tables are not float32/float64")
+    _check_node_tables(nodes, dtype, n, path)
+    leaf_order = _leaf_order(dummy, number, len(nodes))
+    return {
+        **_node_arrays(nodes),
+        "leaf_order": leaf_order,
+        **_subcluster_arrays(subs, number, n, path),
         "node_dtype": dtype.name,
         "dummy_threshold": float(dummy.threshold),
         "dummy_branching_factor": int(dummy.branching_factor),

@@ -52,7 +52,8 @@ _KEYS = frozenset(["left", "right", "center", "score", "label", "root_is_matrix"
 _NODE_ATTRS = frozenset(["center", "indices", "score", "left", "right", "label"])
 
 
-def _pack_tree(root: _BisectingTree, path: str) -> dict[str, Any]:
+def _pre_order(root: _BisectingTree, path: str) -> list[_BisectingTree]:
+    """The tree's nodes in pre-order, each a fitted node of its own with two children or none."""
     nodes, stack, seen = [], [root], set()
     while stack:  # pre-order without recursion: a tree may be as deep as it has clusters
         node = stack.pop()
@@ -64,13 +65,25 @@ def _pack_tree(root: _BisectingTree, path: str) -> dict[str, Any]:
         nodes.append(node)
         if node.left is not None:
             stack += [node.right, node.left]
-    number = {id(node): i for i, node in enumerate(nodes)}
+    return nodes
+
+
+def _centers(nodes: list[_BisectingTree], path: str) -> tuple[list[np.ndarray], bool]:
+    """The nodes' centres as 1-d arrays of one dtype, and whether the root's was an ``np.matrix`` row."""
+    root = nodes[0]
     # Fitted on sparse data, the root's centre is the np.matrix row that X.mean(axis=0) returns.
     root_is_matrix = type(root.center) is np.matrix and root.center.shape[:1] == (1,)
     centers = [np.asarray(root.center)[0] if root_is_matrix else root.center, *(node.center for node in nodes[1:])]
     if any(not isinstance(c, np.ndarray) or c.ndim != 1 or c.dtype != centers[0].dtype or c.shape != centers[0].shape
            for c in centers):
         raise UnsupportedTypeError(path, "_BisectingTree", "the tree's centres are not 1-d arrays of one dtype")
+    return centers, root_is_matrix
+
+
+def _pack_tree(root: _BisectingTree, path: str) -> dict[str, Any]:
+    nodes = _pre_order(root, path)
+    number = {id(node): i for i, node in enumerate(nodes)}
+    centers, root_is_matrix = _centers(nodes, path)
     return {
         "left": np.array([number[id(n.left)] if n.left is not None else -1 for n in nodes], dtype=np.int64),
         "right": np.array([number[id(n.right)] if n.right is not None else -1 for n in nodes], dtype=np.int64),

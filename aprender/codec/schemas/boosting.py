@@ -1,7 +1,6 @@
 """Schemas of the boosted ensembles: gradient boosting and histogram gradient boosting.
 
-Gradient-boosting trees are packed like a forest's (aprender.codec.schemas._packed,
-aprender.codec.schemas.forests),
+Gradient-boosting trees are packed like a forest's (aprender.codec.trees._packed),
 HistGradientBoosting's predictors and bin mapper too (aprender.codec.schemas._hgb);
 the loss objects and the feature-subsampling Generator have named handlers. Each
 validator checks the packed arrays and how they fit the ensemble's own attributes
@@ -29,7 +28,7 @@ from aprender import ensemble as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import array, fail, n_features, require
 from aprender.codec._nodes import join
-from aprender.codec.handlers.tree import check_tree_attrs
+from aprender.codec._spec import Validator
 from aprender.codec.schemas._hgb import (
     build_bin_mapper,
     build_predictors,
@@ -41,8 +40,8 @@ from aprender.codec.schemas._hgb import (
     pack_predictors,
     pack_preprocessor,
 )
-from aprender.codec.schemas._packed import check_packed, read_packed
-from aprender.codec.schemas.forests import Validator, pack_trees, unpack_trees
+from aprender.codec.trees._packed import check_packed, pack_ensemble, read_packed, unpack_ensemble
+from aprender.codec.trees._sklearn_tree import check_tree_attrs
 from aprender.exceptions import UnsupportedTypeError
 
 
@@ -225,8 +224,8 @@ _HGB_TRAINING = ("train_score_", "validation_score_")
 
 
 def _gradient_boosting(classifier: bool) -> Spec:
-    return Spec(ModelType.GRADIENT_BOOSTING, validate=_gb_validator(classifier), pack=pack_trees,
-                unpack=unpack_trees(2), training_only=_GB_TRAINING)
+    return Spec(ModelType.GRADIENT_BOOSTING, validate=_gb_validator(classifier), pack=pack_ensemble,
+                unpack=unpack_ensemble(2), training_only=_GB_TRAINING)
 
 
 def _hist_gradient_boosting(cls: type, classifier: bool) -> Spec:

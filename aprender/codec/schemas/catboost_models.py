@@ -20,13 +20,13 @@ from aprender.codec._checks import fail
 from aprender.codec._nodes import preview
 from aprender.codec._optional import require
 from aprender.codec._spec import Validator
-from aprender.codec.handlers.catboost_booster import BOOSTER, LOSSES, METRIC_NAME, loss_role
+from aprender.codec.schemas._catboost_losses import LOSSES, METRIC_NAME, loss_role
 
 catboost = require("catboost")
 
 #: What a fit leaves on a CatBoost estimator besides its parameters, and the type of each.
 FITTED: dict[str, tuple[type, ...]] = {
-    "_object": BOOSTER.types,
+    "_object": (catboost._catboost._CatBoost,),  # stored by the catboost_booster handler
     "_is_fitted_": (bool,),
     "_random_seed": (int,),
     "_learning_rate": (float, int),

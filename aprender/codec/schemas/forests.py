@@ -1,6 +1,6 @@
 """Schemas of the forests: RandomForest*, ExtraTree*, ExtraTrees* and RandomTreesEmbedding.
 
-Every tree's node arrays are packed (aprender.codec.schemas._packed): the arrays of all
+Every tree's node arrays are packed (aprender.codec.trees._packed): the arrays of all
 trees are concatenated, so the tensor count does not grow with ``n_estimators``, and
 the validators check them before anything is built. Gradient boosting
 (aprender.codec.schemas.boosting) packs its trees the same way. A forest's file
@@ -10,7 +10,7 @@ imports this module alone, not the boosting models. RandomTreesEmbedding's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from sklearn import ensemble as sk
@@ -20,36 +20,17 @@ from sklearn.base import ClassifierMixin
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join
-from aprender.codec.handlers.tree import check_tree_attrs
-from aprender.codec.schemas._packed import check_packed, pack_estimators, read_packed, unpack_estimators
+from aprender.codec._spec import Validator
 from aprender.codec.schemas.tree import check_tree_classifier, check_tree_regressor
+from aprender.codec.trees._packed import check_packed, pack_ensemble, read_packed, unpack_ensemble
+from aprender.codec.trees._sklearn_tree import check_tree_attrs
 from aprender.ensemble._forest import RandomForestClassifier, RandomForestRegressor
 
-__all__ = ["SCHEMAS", "Validator", "forest_spec", "pack_trees", "unpack_trees"]
-
-Validator = Callable[[Mapping[str, Any], Mapping[str, Any], str], None]
+__all__ = ["SCHEMAS", "forest_spec"]
 
 #: Attributes a forest sets in __init__: present even before fit.
 _FOREST_INIT = frozenset(["estimator", "estimator_params"])
 _FOREST_TRAINING = ("oob_score_", "oob_decision_function_", "oob_prediction_")
-
-
-def pack_trees(attrs: dict[str, Any]) -> dict[str, Any]:
-    """A Spec ``pack``: ``estimators_`` as one packed node."""
-    if "estimators_" not in attrs:
-        return attrs
-    return {**attrs, "estimators_": pack_estimators(attrs["estimators_"], attrs, "estimators_")}
-
-
-def unpack_trees(ndim: int) -> Callable[[dict[str, Any], Mapping[str, Any], str], dict[str, Any]]:
-    """A Spec ``unpack``: the packed ``estimators_`` rebuilt as a grid of ``ndim`` dimensions."""
-    def unpack(attrs: dict[str, Any], params: Mapping[str, Any], path: str) -> dict[str, Any]:
-        if "estimators_" not in attrs:
-            return attrs
-        where = join(path, "estimators_")
-        return {**attrs, "estimators_": unpack_estimators(read_packed(attrs["estimators_"], attrs, where, ndim), where)}
-
-    return unpack
 
 
 def _forest_validator(classifier: bool) -> Validator:
@@ -70,8 +51,8 @@ def _forest_validator(classifier: bool) -> Validator:
 
 def forest_spec(classifier: bool) -> Spec:
     """The packed-trees spec of a forest of classifier or regressor trees."""
-    return Spec(ModelType.RANDOM_FOREST, validate=_forest_validator(classifier), pack=pack_trees,
-                unpack=unpack_trees(1), training_only=_FOREST_TRAINING)
+    return Spec(ModelType.RANDOM_FOREST, validate=_forest_validator(classifier), pack=pack_ensemble,
+                unpack=unpack_ensemble(1), training_only=_FOREST_TRAINING)
 
 
 SCHEMAS = [

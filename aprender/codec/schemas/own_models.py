@@ -17,9 +17,8 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from aprender.codec import ModelType, Spec
-from aprender.codec._checks import array, fail
+from aprender.codec._checks import array, check_compressed, fail
 from aprender.codec._nodes import join
-from aprender.codec.handlers.sparse import check_compressed
 from aprender.recommend import ContentRecommender
 from aprender.text import NgramLm
 from aprender.text._ngram import BOS_ID, special_tokens

@@ -115,6 +115,45 @@ def _derived_drop(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str
     return scratch._drop_idx_after_grouping, scratch.drop_idx_
 
 
+def _category_sizes(attrs: Mapping[str, Any], n: int, path: str) -> list[int]:
+    """Each feature's count of categories; ``categories_`` holds a sorted, distinct, non-empty array per feature."""
+    categories = _per_feature(attrs, "categories_", n, path)
+    for i, cats in enumerate(categories):
+        if not isinstance(cats, np.ndarray) or cats.ndim != 1 or cats.shape[0] == 0:
+            raise fail(path, f"'categories_.{i}' must be a non-empty 1-d array")
+        check_sorted_unique(cats, f"categories_.{i}", path)
+    return [c.shape[0] for c in categories]
+
+
+def _check_infrequent(attrs: Mapping[str, Any], n: int, sizes: list[int], path: str) -> None:
+    """Per feature, the infrequent categories' indices and the grouping they give, or neither."""
+    infrequent = _per_feature(attrs, "_infrequent_indices", n, path)
+    mappings = _per_feature(attrs, "_default_to_infrequent_mappings", n, path)
+    for i, (idx, mapping) in enumerate(zip(infrequent, mappings, strict=True)):
+        if idx is None and mapping is None:
+            continue
+        if idx is None or mapping is None:
+            raise fail(path, f"feature {i}: infrequent indices and mapping must be given together")
+        _index_array(idx, sizes[i], f"_infrequent_indices.{i}", path)
+        if idx.shape[0] == 0 or not np.all(idx[:-1] < idx[1:]):
+            raise fail(path, f"'_infrequent_indices.{i}' must be sorted, distinct and not empty")
+        if not (isinstance(mapping, np.ndarray) and mapping.shape == (sizes[i],)
+                and np.array_equal(mapping, infrequent_mapping(idx.astype(np.int64), sizes[i]))):
+            raise fail(path, f"'_default_to_infrequent_mappings.{i}' is not the grouping that "
+                             f"'_infrequent_indices.{i}' gives")
+
+
+def _check_drop(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """The dropped categories' indices are what scikit-learn derives from ``drop`` and the categories."""
+    for name in ("drop_idx_", "_drop_idx_after_grouping"):
+        if name not in attrs:
+            raise fail(path, f"'{name}' is missing")
+    after_grouping, drop_idx = _derived_drop(params, attrs, path)
+    for name, derived in (("_drop_idx_after_grouping", after_grouping), ("drop_idx_", drop_idx)):
+        if not _same_indices(attrs[name], derived):
+            raise fail(path, f"'{name}' is not what drop={preview(params.get('drop'))} and categories_ give")
+
+
 def check_one_hot_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """Categories per feature are the primary state; every index derived from them is derived again here.
 
@@ -128,36 +167,12 @@ def check_one_hot_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], p
     """
     n = n_features(attrs, path)
     check_feature_names(attrs, n, path)
-    categories = _per_feature(attrs, "categories_", n, path)
-    for i, cats in enumerate(categories):
-        if not isinstance(cats, np.ndarray) or cats.ndim != 1 or cats.shape[0] == 0:
-            raise fail(path, f"'categories_.{i}' must be a non-empty 1-d array")
-        check_sorted_unique(cats, f"categories_.{i}", path)
-    sizes = [c.shape[0] for c in categories]
+    sizes = _category_sizes(attrs, n, path)
     if type(attrs.get("_infrequent_enabled")) is not bool:
         raise fail(path, "'_infrequent_enabled' must be a bool")
     if attrs["_infrequent_enabled"]:
-        infrequent = _per_feature(attrs, "_infrequent_indices", n, path)
-        mappings = _per_feature(attrs, "_default_to_infrequent_mappings", n, path)
-        for i, (idx, mapping) in enumerate(zip(infrequent, mappings, strict=True)):
-            if idx is None and mapping is None:
-                continue
-            if idx is None or mapping is None:
-                raise fail(path, f"feature {i}: infrequent indices and mapping must be given together")
-            _index_array(idx, sizes[i], f"_infrequent_indices.{i}", path)
-            if idx.shape[0] == 0 or not np.all(idx[:-1] < idx[1:]):
-                raise fail(path, f"'_infrequent_indices.{i}' must be sorted, distinct and not empty")
-            if not (isinstance(mapping, np.ndarray) and mapping.shape == (sizes[i],)
-                    and np.array_equal(mapping, infrequent_mapping(idx.astype(np.int64), sizes[i]))):
-                raise fail(path, f"'_default_to_infrequent_mappings.{i}' is not the grouping that "
-                                 f"'_infrequent_indices.{i}' gives")
-    for name in ("drop_idx_", "_drop_idx_after_grouping"):
-        if name not in attrs:
-            raise fail(path, f"'{name}' is missing")
-    after_grouping, drop_idx = _derived_drop(params, attrs, path)
-    for name, derived in (("_drop_idx_after_grouping", after_grouping), ("drop_idx_", drop_idx)):
-        if not _same_indices(attrs[name], derived):
-            raise fail(path, f"'{name}' is not what drop={preview(params.get('drop'))} and categories_ give")
+        _check_infrequent(attrs, n, sizes, path)
+    _check_drop(params, attrs, path)
     # The output width per feature follows from the state above (sklearn's own formula).
     expected = sk.OneHotEncoder._compute_n_features_outs(SimpleNamespace(**attrs))
     if attrs.get("_n_features_outs") != expected:

@@ -1,8 +1,8 @@
 """Schemas of the decision trees.
 
-``tree_`` is stored by the named ``sklearn_tree`` handler (aprender.codec.handlers.tree),
-which checks the node arrays before building the Tree; the validators here check the
-estimator's own fitted attributes against that tree.
+``tree_`` is stored by the named ``sklearn_tree`` handler with the storage of
+aprender.codec.trees, which checks the node arrays before building the Tree; the
+validators here check the estimator's own fitted attributes against that tree.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sklearn.tree._tree import Tree
 from aprender import tree as ap
 from aprender.codec import ModelType, Spec
 from aprender.codec._checks import fail, require
-from aprender.codec.handlers.tree import TREE_CLASSIFIER_FITTED, TREE_FITTED, check_tree_attrs
+from aprender.codec.trees._sklearn_tree import TREE_CLASSIFIER_FITTED, TREE_FITTED, check_tree_attrs
 
 
 def _check_tree(attrs: Mapping[str, Any], classifier: bool, path: str) -> None:

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
         read_state,
         state_from_bytes,
     )
-    from aprender.format.apr._options import Compression, SaveOptions
+    from aprender.format.apr._options import CAPABILITIES, Compression, SaveOptions, WriteOptions
     from aprender.format.apr._save import (
         dumps,
         save_encrypted,
@@ -66,10 +66,12 @@ if TYPE_CHECKING:
     from aprender.format.apr._verify import load_verified, verify_file
 
 __all__ = [
+    "CAPABILITIES",
     "MAX_DECOMPRESSED_RATIO",
     "MMAP_MIN_BYTES",
     "Compression",
     "SaveOptions",
+    "WriteOptions",
     "dumps",
     "inspect_file",
     "kdf_limits",
@@ -99,7 +101,7 @@ __getattr__, __dir__ = lazy_attributes("aprender.format.apr", {
     "_inspect": ["inspect_file"],
     "_load": ["MMAP_MIN_BYTES", "load", "load_as_recipient", "load_encrypted", "load_file", "load_from_bytes",
               "loads", "read_state", "state_from_bytes"],
-    "_options": ["Compression", "SaveOptions"],
+    "_options": ["CAPABILITIES", "Compression", "SaveOptions", "WriteOptions"],
     "_save": ["dumps", "save", "save_encrypted", "save_file", "save_for_recipient", "save_signed", "save_to_bytes",
               "state_to_bytes", "write_state"],
     "_validate": ["validate_file"],

@@ -12,8 +12,9 @@ from enum import Enum
 from typing import Any
 
 from aprender.codec import canonical_json
+from aprender.format._formats import Capabilities
 
-__all__ = ["CONTAINER_KEYS", "Compression", "SaveOptions", "source_date"]
+__all__ = ["CAPABILITIES", "CONTAINER_KEYS", "Compression", "SaveOptions", "WriteOptions", "source_date"]
 
 
 class Compression(Enum):
@@ -171,3 +172,25 @@ def _plain(value: Any) -> Any:
 
 #: Metadata keys the container owns (never part of the codec's meta).
 CONTAINER_KEYS = frozenset({"compression", "encryption"})
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """The keywords of ``write_state`` / ``save_file`` beyond the state: records, compression and keys.
+
+    ``signing_key`` (Ed25519) signs; ``password`` or ``recipient_public_key`` (X25519)
+    encrypts the data section; :class:`SaveOptions`' fields may also be given one by one.
+    """
+
+    options: SaveOptions | None = None
+    compression: Compression | str | None = None
+    signing_key: Any = None
+    password: str | bytes | None = None
+    recipient_public_key: Any = None
+
+
+#: .apr does everything: loads back, signs, encrypts, compresses, maps, holds GGML blocks and raw tensors.
+CAPABILITIES = Capabilities(signs=True, encrypts=True, compresses=True, mmaps=True, quantizes=True,
+                            raw_tensors=True, options=WriteOptions,
+                            load_options=frozenset({"mmap", "password", "secret_key", "verifying_key",
+                                                    "max_decompressed_ratio"}))

@@ -38,7 +38,7 @@ from gguf import GGML_QUANT_VERSION, GGUFValueType, GGUFWriter, LlamaFileType
 from aprender._warn import deprecated_alias
 from aprender.codec import ModelState, ModelType, canonical_json, from_state, to_state
 from aprender.format import quantize as _quantize
-from aprender.format._formats import model_type_keyword
+from aprender.format._formats import Capabilities, model_type_keyword
 from aprender.format._info import ModelInfo, TensorInfo, ValidationReport, rebuilt
 from aprender.format._io import existing_file, write_path_atomic
 from aprender.format.gguf import _foreign as foreign
@@ -47,6 +47,7 @@ from aprender.format.gguf import _reader as _gguf_reader
 from aprender.format.gguf._reader import check_extent, open_any, quantized_type, read_fields
 
 __all__ = [
+    "CAPABILITIES",
     "dumps",
     "inspect_file",
     "load_file",
@@ -61,6 +62,8 @@ __all__ = [
     "write_state",
 ]
 
+#: Loads back and holds GGML blocks as they are; no options of its own.
+CAPABILITIES = Capabilities(quantizes=True)
 #: ``general.file_type`` of a quantized file (llama.cpp's ``LlamaFileType``).
 _FILE_TYPES = {
     "q8_0": LlamaFileType.MOSTLY_Q8_0,

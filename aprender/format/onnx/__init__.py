@@ -64,12 +64,15 @@ from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format.onnx._inspect import inspect_file, load_tensors, validate_file
 from aprender.format.onnx._kernels import runnable_kernels
 from aprender.format.onnx._links import apply_inverse_links
+from aprender.format.onnx._options import CAPABILITIES, ExportOptions
 from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
 from aprender.format.onnx._tree_missing import route_missing_values
 from aprender.format.onnx._verify import parity_json, verify_export
 
 __all__ = [
+    "CAPABILITIES",
     "EXPORT_ONLY",
+    "ExportOptions",
     "dumps",
     "input_feed",
     "inspect_file",

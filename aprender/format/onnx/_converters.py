@@ -201,9 +201,9 @@ def sync() -> None:
     with _lock:
         from skl2onnx._supported_operators import sklearn_operator_name_map
 
-        from aprender.codec import registered  # the class table: an export needs it, inspecting a file does not
+        from aprender.codec import allow_list  # the class table: an export needs it, inspecting a file does not
 
-        entries = registered(libraries=False)  # boosters get their converters from _boosters.py, when imported
+        entries = allow_list(libraries=False)  # boosters get their converters from _boosters.py, when imported
         for cls, entry in list(_extra.items()):
             if cls not in _done:
                 _apply(cls, entry)

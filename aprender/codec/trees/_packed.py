@@ -11,7 +11,7 @@ hundreds of tensors and metadata nodes; packed it is::
      "shared": {name: owner attribute} -- a hyperparameter that IS an attribute of the
                                           ensemble (gradient boosting's trees share ``_rng``),
      "attrs": fitted attributes shared by every tree (n_features_in_, classes_, ...),
-     "tree_": packed node arrays (aprender.codec.handlers.tree.pack_trees)}
+     "tree_": packed node arrays (aprender.codec.trees._sklearn_tree.pack_trees)}
 
 The number of tensors does not depend on the number of trees.
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,7 @@ from sklearn.tree import BaseDecisionTree
 from aprender.codec._checks import check_attr_name, fail, require
 from aprender.codec._nodes import join, preview
 from aprender.codec._registry import entry_for_class, entry_for_key
-from aprender.codec.handlers.tree import (
+from aprender.codec.trees._sklearn_tree import (
     TREE_CLASSIFIER_FITTED,
     TREE_FITTED,
     build_trees,
@@ -41,7 +41,8 @@ from aprender.codec.handlers.tree import (
 )
 from aprender.exceptions import UnsupportedTypeError
 
-__all__ = ["Packed", "check_packed", "pack_estimators", "read_packed", "unpack_estimators"]
+__all__ = ["Packed", "check_packed", "pack_ensemble", "pack_estimators", "read_packed", "unpack_ensemble",
+           "unpack_estimators"]
 
 _KEYS = frozenset(["class", "shape", "params", "per_tree", "shared", "attrs", "tree_"])
 _IMMUTABLE = (type(None), bool, int, float, str, tuple, np.generic)
@@ -67,10 +68,8 @@ def _same(a: Any, b: Any) -> bool:
     return False
 
 
-def pack_estimators(estimators: list | np.ndarray, owner: Mapping[str, Any], path: str) -> dict[str, Any]:
-    """Pack ``estimators`` (trees of one registered class); ``owner`` is the ensemble's state."""
-    grid = np.asarray(estimators, dtype=object) if isinstance(estimators, list) else estimators
-    flat = list(grid.ravel())
+def _tree_states(flat: list[Any], path: str) -> tuple[type, str, list[dict[str, Any]]]:
+    """The trees' one class, its registry key and each tree's attributes (the same names in every tree)."""
     if not flat:
         raise UnsupportedTypeError(path, "list", "an ensemble without trees cannot be stored")
     cls = type(flat[0])
@@ -80,8 +79,13 @@ def pack_estimators(estimators: list | np.ndarray, owner: Mapping[str, Any], pat
     states = [vars(e) for e in flat]
     if any(s.keys() != states[0].keys() for s in states):
         raise UnsupportedTypeError(path, cls.__name__, "the trees have different attributes")
+    return cls, entry.key, states
+
+
+def _sort_values(cls: type, states: list[dict[str, Any]], owner: Mapping[str, Any], path: str) -> dict[str, dict]:
+    """Every attribute but ``tree_``, by where it is stored: params, per_tree, shared or attrs."""
     param_names = _param_names(cls)
-    params, per_tree, shared, attrs = {}, {}, {}, {}
+    parts: dict[str, dict] = {"params": {}, "per_tree": {}, "shared": {}, "attrs": {}}
     for name, first in states[0].items():
         if name == "tree_":
             continue
@@ -89,20 +93,25 @@ def pack_estimators(estimators: list | np.ndarray, owner: Mapping[str, Any], pat
         if all(_same(first, v) for v in values):
             owner_name = _owner_attribute(first, owner)
             if name in param_names and owner_name is not None:
-                shared[name] = owner_name
+                parts["shared"][name] = owner_name
             else:
-                (params if name in param_names else attrs)[name] = first
+                parts["params" if name in param_names else "attrs"][name] = first
         elif name in param_names and all(type(v) is int for v in values):
-            per_tree[name] = np.array(values, dtype=np.int64)
+            parts["per_tree"][name] = np.array(values, dtype=np.int64)
         else:
             raise UnsupportedTypeError(join(path, name), type(first).__name__, "differs between the trees")
+    return parts
+
+
+def pack_estimators(estimators: list | np.ndarray, owner: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """Pack ``estimators`` (trees of one allow-listed class); ``owner`` is the ensemble's state."""
+    grid = np.asarray(estimators, dtype=object) if isinstance(estimators, list) else estimators
+    cls, key, states = _tree_states(list(grid.ravel()), path)
+    parts = _sort_values(cls, states, owner, path)
     return {
-        "class": entry.key,
+        "class": key,
         "shape": list(grid.shape),
-        "params": params,
-        "per_tree": per_tree,
-        "shared": shared,
-        "attrs": attrs,
+        **parts,
         "tree_": pack_trees([s["tree_"] for s in states], path),
     }
 
@@ -134,8 +143,30 @@ class Packed:
     trees: dict[str, Any]
 
 
+def _check_per_tree(per_tree: dict[str, Any], packed: dict[str, Any], cls: type, n_trees: int, path: str) -> None:
+    """Each per-tree hyperparameter is one of ``cls``'s, stored nowhere else, as ``n_trees`` int64s."""
+    names = _param_names(cls)
+    for name, values in per_tree.items():
+        if name not in names or name in packed["params"] or name in packed["shared"]:
+            raise fail(path, f"per-tree hyperparameter {preview(name)} is not a separate {cls.__name__} "
+                             "parameter")
+        if not isinstance(values, np.ndarray) or values.dtype != np.int64 or values.shape != (n_trees,):
+            raise fail(path, f"per-tree '{name}' must be int64 of shape ({n_trees},)")
+
+
+def _resolve_shared(packed: dict[str, Any], cls: type, owner: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """Each shared hyperparameter of ``cls``, as the ensemble attribute it names."""
+    names = _param_names(cls)
+    resolved = {}
+    for name, source in packed["shared"].items():
+        if name not in names or name in packed["params"] or not isinstance(source, str) or source not in owner:
+            raise fail(path, f"shared hyperparameter {preview(name)} must name an attribute of the ensemble")
+        resolved[name] = owner[source]
+    return resolved
+
+
 def read_packed(node: object, owner: Mapping[str, Any], path: str, ndim: int) -> Packed:
-    """Type-check a packed node: registered tree class, shape, names; resolve ``shared``."""
+    """Type-check a packed node: allow-listed tree class, shape, names; resolve ``shared``."""
     if not isinstance(node, dict) or node.keys() != _KEYS:
         raise fail(path, f"packed trees need exactly the keys {sorted(_KEYS)}")
     entry = entry_for_key(node["class"], path)
@@ -144,22 +175,11 @@ def read_packed(node: object, owner: Mapping[str, Any], path: str, ndim: int) ->
     shape = node["shape"]
     if not (isinstance(shape, list) and len(shape) == ndim and all(type(d) is int and d >= 1 for d in shape)):
         raise fail(path, f"'shape' must list {ndim} positive ints, found {preview(shape)}")
-    params, per_tree, shared, attrs = node["params"], node["per_tree"], node["shared"], node["attrs"]
-    if not all(isinstance(d, dict) for d in (params, per_tree, shared, attrs, node["tree_"])):
+    params, per_tree, attrs = node["params"], node["per_tree"], node["attrs"]
+    if not all(isinstance(node[part], dict) for part in ("params", "per_tree", "shared", "attrs", "tree_")):
         raise fail(path, "'params', 'per_tree', 'shared', 'attrs' and 'tree_' must be objects")
-    names = _param_names(entry.cls)
-    n_trees = math.prod(shape)
-    for name, values in per_tree.items():
-        if name not in names or name in params or name in shared:
-            raise fail(path, f"per-tree hyperparameter {preview(name)} is not a separate {entry.cls.__name__} "
-                             "parameter")
-        if not isinstance(values, np.ndarray) or values.dtype != np.int64 or values.shape != (n_trees,):
-            raise fail(path, f"per-tree '{name}' must be int64 of shape ({n_trees},)")
-    resolved = {}
-    for name, source in shared.items():
-        if name not in names or name in params or not isinstance(source, str) or source not in owner:
-            raise fail(path, f"shared hyperparameter {preview(name)} must name an attribute of the ensemble")
-        resolved[name] = owner[source]
+    _check_per_tree(per_tree, node, entry.cls, math.prod(shape), path)
+    resolved = _resolve_shared(node, entry.cls, owner, path)
     for name in attrs:
         check_attr_name(entry.cls, name, params, path)
         if name == "tree_":
@@ -226,3 +246,24 @@ def _template(packed: Packed, params: dict[str, Any], path: str) -> Any:
     if key is not None and len(_VALIDATED) < 1024:
         _VALIDATED.add(key)
     return est
+
+
+# -- an ensemble's ``estimators_``, as a schema's ``pack`` and ``unpack`` -----------------
+
+
+def pack_ensemble(attrs: dict[str, Any]) -> dict[str, Any]:
+    """A Spec ``pack``: ``estimators_`` as one packed node."""
+    if "estimators_" not in attrs:
+        return attrs
+    return {**attrs, "estimators_": pack_estimators(attrs["estimators_"], attrs, "estimators_")}
+
+
+def unpack_ensemble(ndim: int) -> Callable[[dict[str, Any], Mapping[str, Any], str], dict[str, Any]]:
+    """A Spec ``unpack``: the packed ``estimators_`` rebuilt as a grid of ``ndim`` dimensions."""
+    def unpack(attrs: dict[str, Any], params: Mapping[str, Any], path: str) -> dict[str, Any]:
+        if "estimators_" not in attrs:
+            return attrs
+        where = join(path, "estimators_")
+        return {**attrs, "estimators_": unpack_estimators(read_packed(attrs["estimators_"], attrs, where, ndim), where)}
+
+    return unpack

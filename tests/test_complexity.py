@@ -1,0 +1,52 @@
+"""No function of the codec is rated D or worse by radon's cyclomatic complexity (issue 40).
+
+A check of a file that grows past grade C (complexity 20) is split into named steps, as
+skops keeps its loaders; the grades are radon's own (``cc_rank``), not a copy of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+radon_complexity = pytest.importorskip("radon.complexity", reason="radon comes with the dev extra")
+
+import aprender  # noqa: E402
+
+CODEC = Path(aprender.__file__).parent / "codec"
+#: Generated tables, not logic.
+_GENERATED = frozenset(["_table.py", "_param_table.py", "_fitted_names.py"])
+#: Functions of the booster modules that the work on booster loading speed is rewriting;
+#: each is cut there. Named one by one: a new D or worse anywhere else fails.
+_BEING_REWRITTEN = frozenset([
+    "schemas/_lgbm_checks.py:_check_header",
+    "schemas/_xgb_structure.py:_check_categories",
+    "handlers/xgboost_booster.py:_category_keys",
+    "handlers/catboost_booster.py:_class_params",
+])
+
+
+def _grades() -> dict[str, tuple[str, int]]:
+    """``module path:function`` -> (radon grade, complexity), for every function and method of the codec."""
+    grades = {}
+    for path in sorted(CODEC.rglob("*.py")):
+        if path.name in _GENERATED:
+            continue
+        for block in radon_complexity.cc_visit(path.read_text()):
+            name = f"{path.relative_to(CODEC).as_posix()}:{block.fullname}"
+            grades[name] = (radon_complexity.cc_rank(block.complexity), block.complexity)
+    return grades
+
+
+def test_no_codec_function_is_rated_d_or_worse() -> None:
+    grades = _grades()
+    too_complex = {name: grade for name, grade in grades.items()
+                   if grade[0] not in "ABC" and name not in _BEING_REWRITTEN}
+    assert not too_complex, f"split these into named steps (radon grade, complexity): {too_complex}"
+
+
+def test_every_exemption_is_still_needed() -> None:
+    """An exempt function that is gone or rated C or better leaves the list."""
+    grades = _grades()
+    assert all(name in grades and grades[name][0] not in "ABC" for name in _BEING_REWRITTEN)
