@@ -6,8 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from aprender.format._formats import Capabilities
 
 __all__ = ["CAPABILITIES", "ExportOptions"]
@@ -18,12 +16,13 @@ class ExportOptions:
     """The keywords of ``save_file`` / ``dumps`` / :func:`~aprender.format.onnx.to_onnx` after the model.
 
     ``X`` is a few rows of input (a DataFrame types one input per column), ``dtype``
-    the graph's float type; the others are :func:`~aprender.format.onnx.to_onnx`'s.
+    the graph's float type (None: float32, or float64 for the models float32 cannot hold);
+    the others are :func:`~aprender.format.onnx.to_onnx`'s.
     """
 
     X: Any = None
     target_opset: int | Mapping[str, int] | None = None
-    dtype: Any = np.float32
+    dtype: Any = None
     options: Mapping[Any, Any] | None = None
     metadata: Mapping[str, Any] | None = None
     verify: bool = True
