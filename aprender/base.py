@@ -252,7 +252,8 @@ class SerializableMixin:
             ONNX opset to target; defaults to the converter's latest.
         dtype : {None, numpy.float32, numpy.float64}, default=None
             Tensor type of the graph's float inputs and outputs; ``None``: float64 for
-            scikit-learn's trees (their exact graph), float32 otherwise.
+            scikit-learn's trees (their exact graph) and for models whose values float32
+            cannot hold (see :func:`aprender.format.onnx.to_onnx`), float32 otherwise.
         options : dict, optional
             Converter options (skl2onnx's ``options=``).
 

@@ -118,7 +118,6 @@ GAPS = [
 
 #: Exportable in float32 only.
 GAPS_FLOAT64 = [
-    Gap(lambda m: has(m, "SVR"), "no double kernel.*SVMRegressor", "ONNX Runtime's SVMRegressor is float-only"),
     Gap(lambda m: has(m, "LinearSVC"), "post_transform 'NONE' is not supported with double",
         "skl2onnx's double LinearSVC converter lacks raw scores"),
     Gap(lambda m: has(m, "LinearSVR", lambda e: not e.fit_intercept), "has no attribute 'reshape'",

@@ -57,11 +57,13 @@ from aprender.exceptions import AprenderError, ExportParityError, UnsupportedExp
 from aprender.format._formats import model_type_keyword
 from aprender.format._io import existing_file, write_atomic
 from aprender.format.onnx._converters import nested, register_converter, sync
+from aprender.format.onnx._double import needs_double
 from aprender.format.onnx._exact_trees import exact_trees
 from aprender.format.onnx._frame_probe import probe_frame, read_columns
 from aprender.format.onnx._gaps import check_exportable
 from aprender.format.onnx._inputs import FLOAT_DTYPES, initial_types, input_feed
 from aprender.format.onnx._inspect import inspect_file, load_tensors, validate_file
+from aprender.format.onnx._kernels import runnable_kernels
 from aprender.format.onnx._links import apply_inverse_links
 from aprender.format.onnx._options import CAPABILITIES, ExportOptions
 from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
@@ -333,7 +335,7 @@ def _own_converters() -> None:
     They import the estimator families and scikit-learn, so they load with the first
     export, not with this package: ``apr inspect m.onnx`` reads bytes and needs neither.
     """
-    from aprender.format.onnx import _exact_trees, _moe, _threshold  # noqa: F401
+    from aprender.format.onnx import _exact_trees, _moe, _ovr, _svc, _svr, _threshold  # noqa: F401
     from aprender.format.onnx._boosters import register_installed
 
     register_installed()  # XGBoost, LightGBM, CatBoost: those whose library a model may come from
@@ -370,9 +372,10 @@ def to_onnx(
         Element type of float inputs and outputs. float64 gives tighter parity where
         the converter supports doubles. ``None``: float64 for a model holding
         scikit-learn trees (their exact graph: double thresholds and leaves, the
-        preprocessing in double), falling back to float32 where the model has no
-        double graph; float32 otherwise. ``numpy.float32`` keeps a tree model's compact
-        float32 graph.
+        preprocessing in double) and for models whose values float32 cannot hold
+        (PolynomialFeatures, Gaussian processes, KernelPCA: ``_double.NEEDS_DOUBLE``),
+        falling back to float32 where the model has no double graph; float32 otherwise.
+        ``numpy.float32`` keeps a tree model's compact float32 graph.
     options : dict, optional
         skl2onnx converter options, e.g. ``{"zipmap": True}`` to get ZipMap
         probabilities back, ``{"raw_scores": True}``, or per step
@@ -420,12 +423,13 @@ def to_onnx(
     from aprender.format.onnx._meta import doc_string, model_props
 
     if dtype is None:
-        exact = np.float64 if exact_trees(nested(model)) else np.float32
+        wants_double = exact_trees(nested(model)) or needs_double(model) is not None
+        exact = np.float64 if wants_double else np.float32
         try:
             return to_onnx(model, X, target_opset=target_opset, dtype=exact, options=options, metadata=metadata,
                            verify=verify, tolerance=tolerance)
         except ExportParityError:
-            raise
+            raise  # float32 would be further off
         except UnsupportedExportError:
             if exact == np.float32:
                 raise
@@ -451,6 +455,7 @@ def to_onnx(
     onx = _convert(model, types, opset, _options(model, options))
     _restore_input_names(onx, types)
     apply_inverse_links(onx, model)
+    runnable_kernels(onx)
     parts = nested(model)
     ml_opset = opset.get("ai.onnx.ml", 5) if isinstance(opset, Mapping) else 5  # a caller's target is kept
     if dtype == np.float64 and exact_trees(parts) and ml_opset >= 5:  # scikit-learn's tree regressors: double

@@ -16,7 +16,8 @@ class ExportOptions:
     """The keywords of ``save_file`` / ``dumps`` / :func:`~aprender.format.onnx.to_onnx` after the model.
 
     ``X`` is a few rows of input (a DataFrame types one input per column), ``dtype``
-    the graph's float type; the others are :func:`~aprender.format.onnx.to_onnx`'s.
+    the graph's float type (None: float32, or float64 for the models float32 cannot hold);
+    the others are :func:`~aprender.format.onnx.to_onnx`'s.
     """
 
     X: Any = None

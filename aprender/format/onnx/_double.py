@@ -1,0 +1,34 @@
+"""Models whose values float32 cannot hold, exported in double unless the caller picks a dtype (private).
+
+Each entry is a measured gallery failure (issue 38: scikit-learn 1.9.1's examples, skl2onnx
+1.20, ONNX Runtime 1.32), where the float32 graph was far off and the double graph agrees
+to ~1e-12. ``to_onnx(dtype=None)`` (the default) exports these in double and every other
+model in float32; a model whose double graph cannot be made (trees after a
+PolynomialFeatures, a float-only ONNX Runtime kernel) falls back to float32, verified as always.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aprender.format.onnx._probe import fitted_parts
+
+__all__ = ["NEEDS_DOUBLE", "needs_double"]
+
+#: scikit-learn class name -> why its float32 graph loses the values.
+NEEDS_DOUBLE = {
+    "PolynomialFeatures": "powers of the inputs (x^15) round to float32 and the model sums them with large "
+                          "coefficients of both signs: a gallery LinearRegression on them was 583 off",
+    "GaussianProcessRegressor": "the prediction sums kernel values times alpha_, whose terms cancel: 0.38 off",
+    "KernelPCA": "the projection sums centred kernel values times scaled eigenvectors, whose terms cancel: 0.03 off",
+    "GaussianProcessClassifier": "predict_proba sums erf terms with coefficients ~1e3 that cancel: 3e-4 off",
+}
+
+
+def needs_double(model: Any) -> str | None:
+    """Why ``model`` (or a part of it) is exported in double by default, or None."""
+    for part in fitted_parts(model):
+        for cls in type(part).__mro__:
+            if cls.__module__.startswith("sklearn.") and cls.__name__ in NEEDS_DOUBLE:
+                return f"{cls.__name__}: {NEEDS_DOUBLE[cls.__name__]}"
+    return None
