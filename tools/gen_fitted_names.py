@@ -188,6 +188,7 @@ def _fit_all(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]])
 
 
 def _fit_zoo(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]]) -> None:
+    import numpy as np
     import user_models
     from zoo import CASES
 
@@ -216,7 +217,15 @@ def _fit_zoo(names: dict[str, set[str]], flags: dict[str, dict[str, set[bool]]])
             _record(model, names, flags)
         selector = user_models.selector_pipeline()
         _record(selector, names, flags)
-        import numpy as np
+        from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
+
+        # infrequent categories (an integer or float parameter, which _variants does not vary)
+        words = np.array([["a"] * 10 + ["b"] * 8 + ["c"] * 3 + ["d"] * 2 + ["e"]], dtype=object).T
+        for encoder in (OrdinalEncoder(max_categories=3), OrdinalEncoder(min_frequency=3),
+                        OneHotEncoder(max_categories=3, handle_unknown="infrequent_if_exist")):
+            encoder.fit(words)
+            _use(encoder, words)
+            _record(encoder, names, flags)
         from sklearn.compose import ColumnTransformer, make_column_selector
         from sklearn.preprocessing import StandardScaler
 

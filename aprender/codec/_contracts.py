@@ -327,8 +327,9 @@ def _calibrated(est: Any, path: str) -> None:
         where = join(path, f"calibrated_classifiers_.{i}")
         _same_width(getattr(calibrated, "estimator", None), _width(est), join(where, "estimator"))
         calibrators = getattr(calibrated, "calibrators", ())
-        if n is not None:
-            _count(calibrators, 1 if n == 2 else n, "calibrators", join(where, "calibrators"))
+        if n is not None:  # temperature scaling fits one calibrator for every class
+            one = n == 2 or getattr(calibrated, "method", None) == "temperature"
+            _count(calibrators, 1 if one else n, "calibrators", join(where, "calibrators"))
         own = getattr(calibrated, "classes", None)
         if n is not None and isinstance(own, np.ndarray) and len(own) != n:
             raise fail(where, f"{len(own)} classes, the parent {n}")

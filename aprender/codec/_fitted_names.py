@@ -213,7 +213,7 @@ NAMES: dict[str, frozenset[str]] = {
     'sklearn.preprocessing.MultiLabelBinarizer': frozenset(['_cached_dict', 'classes_']),
     'sklearn.preprocessing.Normalizer': frozenset(['_sklearn_output_config', 'feature_names_in_', 'n_features_in_']),
     'sklearn.preprocessing.OneHotEncoder': frozenset(['_default_to_infrequent_mappings', '_drop_idx_after_grouping', '_infrequent_enabled', '_infrequent_indices', '_n_features_outs', '_sklearn_output_config', 'categories_', 'drop_idx_', 'feature_name_combiner', 'feature_names_in_', 'infrequent_categories_', 'n_features_in_']),
-    'sklearn.preprocessing.OrdinalEncoder': frozenset(['_infrequent_enabled', '_missing_indices', '_sklearn_output_config', 'categories_', 'feature_names_in_', 'infrequent_categories_', 'n_features_in_']),
+    'sklearn.preprocessing.OrdinalEncoder': frozenset(['_default_to_infrequent_mappings', '_infrequent_enabled', '_infrequent_indices', '_missing_indices', '_sklearn_output_config', 'categories_', 'feature_names_in_', 'infrequent_categories_', 'n_features_in_']),
     'sklearn.preprocessing.PolynomialFeatures': frozenset(['_max_degree', '_min_degree', '_n_out_full', '_sklearn_output_config', 'feature_names_in_', 'n_features_in_', 'n_output_features_', 'powers_']),
     'sklearn.preprocessing.PowerTransformer': frozenset(['_scaler', '_sklearn_output_config', 'feature_names_in_', 'lambdas_', 'n_features_in_']),
     'sklearn.preprocessing.QuantileTransformer': frozenset(['_sklearn_output_config', 'feature_names_in_', 'n_features_in_', 'n_quantiles_', 'quantiles_', 'references_']),

@@ -179,6 +179,21 @@ def check_one_hot_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], p
         raise fail(path, f"'_n_features_outs' is {preview(attrs.get('_n_features_outs'))}, categories_ give {expected}")
 
 
+def check_ordinal_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """Categories per feature, and with ``max_categories``/``min_frequency`` the grouping of the infrequent ones.
+
+    transform looks each code up in ``_default_to_infrequent_mappings``: it must be the
+    grouping ``_infrequent_indices`` gives, derived again as for OneHotEncoder.
+    """
+    n = n_features(attrs, path)
+    check_feature_names(attrs, n, path)
+    sizes = _category_sizes(attrs, n, path)
+    if type(attrs.get("_infrequent_enabled")) is not bool:
+        raise fail(path, "'_infrequent_enabled' must be a bool")
+    if attrs["_infrequent_enabled"]:
+        _check_infrequent(attrs, n, sizes, path)
+
+
 def check_label_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """classes_ is a sorted 1-d array of distinct labels."""
     classes = attrs.get("classes_")
@@ -260,4 +275,5 @@ SCHEMAS = [
     ((ap.MinMaxScaler, sk.MinMaxScaler), Spec(ModelType.SCALER, validate=check_min_max_scaler)),
     ((ap.OneHotEncoder, sk.OneHotEncoder), Spec(ModelType.ENCODER, validate=check_one_hot_encoder)),
     ((ap.LabelEncoder, sk.LabelEncoder), Spec(ModelType.ENCODER, validate=check_label_encoder)),
+    ((ap.OrdinalEncoder, sk.OrdinalEncoder), Spec(validate=check_ordinal_encoder)),
 ]

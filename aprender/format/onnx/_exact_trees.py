@@ -24,6 +24,8 @@ input replaces missing values with ``Where`` and its double statistics (ai.onnx.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -80,11 +82,31 @@ def _wrap(alias: str, rounds: bool, tree: bool) -> None:
         if tree and exact.double:
             # Below ai.onnx.ml 3, skl2onnx's tree converters round thresholds and leaf values to float32
             # before building the node; at 3 they keep the float64 values (made double tensors in add_node).
-            original._fct(scope, operator, exact, op_version=3)
+            with _thresholds_kept():
+                original._fct(scope, operator, exact, op_version=3)
         else:
             original(scope, operator, exact)
 
     register_converter(alias, converter, overwrite=True, options=original.get_allowed_options())
+
+
+@contextlib.contextmanager
+def _thresholds_kept() -> Iterator[None]:
+    """skl2onnx's double-mode threshold search, bypassed while a tree converter runs.
+
+    Its search for the double that float32 rounding switches at never ends for an infinite
+    threshold (scikit-learn's split of the missing values from all the others), and the
+    node's thresholds are replaced by the trees' own float64 values (:func:`_thresholds`)
+    anyway: the value it would find is never used.
+    """
+    from skl2onnx.common import tree_ensemble
+
+    search = tree_ensemble.sklearn_threshold
+    tree_ensemble.sklearn_threshold = lambda value, dtype, mode: np.float64(value)
+    try:
+        yield
+    finally:
+        tree_ensemble.sklearn_threshold = search
 
 
 def _tree_structures(model: Any) -> list[Any]:
