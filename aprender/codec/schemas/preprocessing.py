@@ -154,6 +154,17 @@ def _check_drop(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) 
             raise fail(path, f"'{name}' is not what drop={preview(params.get('drop'))} and categories_ give")
 
 
+def _check_categories(attrs: Mapping[str, Any], path: str) -> None:
+    """An encoder's categories per feature and, where infrequent ones are grouped, their grouping."""
+    n = n_features(attrs, path)
+    check_feature_names(attrs, n, path)
+    sizes = _category_sizes(attrs, n, path)
+    if type(attrs.get("_infrequent_enabled")) is not bool:
+        raise fail(path, "'_infrequent_enabled' must be a bool")
+    if attrs["_infrequent_enabled"]:
+        _check_infrequent(attrs, n, sizes, path)
+
+
 def check_one_hot_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     """Categories per feature are the primary state; every index derived from them is derived again here.
 
@@ -165,13 +176,7 @@ def check_one_hot_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], p
     each is computed again from ``categories_``, ``_infrequent_indices`` and the ``drop``
     parameter, by scikit-learn's own code where it has a method for it, and must match.
     """
-    n = n_features(attrs, path)
-    check_feature_names(attrs, n, path)
-    sizes = _category_sizes(attrs, n, path)
-    if type(attrs.get("_infrequent_enabled")) is not bool:
-        raise fail(path, "'_infrequent_enabled' must be a bool")
-    if attrs["_infrequent_enabled"]:
-        _check_infrequent(attrs, n, sizes, path)
+    _check_categories(attrs, path)
     _check_drop(params, attrs, path)
     # The output width per feature follows from the state above (sklearn's own formula).
     expected = sk.OneHotEncoder._compute_n_features_outs(SimpleNamespace(**attrs))
@@ -185,13 +190,7 @@ def check_ordinal_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], p
     transform looks each code up in ``_default_to_infrequent_mappings``: it must be the
     grouping ``_infrequent_indices`` gives, derived again as for OneHotEncoder.
     """
-    n = n_features(attrs, path)
-    check_feature_names(attrs, n, path)
-    sizes = _category_sizes(attrs, n, path)
-    if type(attrs.get("_infrequent_enabled")) is not bool:
-        raise fail(path, "'_infrequent_enabled' must be a bool")
-    if attrs["_infrequent_enabled"]:
-        _check_infrequent(attrs, n, sizes, path)
+    _check_categories(attrs, path)
 
 
 def check_label_encoder(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
