@@ -191,14 +191,14 @@ def test_stacking_and_voting() -> None:
 
 
 def test_static_table_is_up_to_date() -> None:
-    done = subprocess.run([sys.executable, "scripts/gen_codec_table.py", "--check"], check=False)
-    assert done.returncode == 0, "aprender/codec/_table.py is stale: run python scripts/gen_codec_table.py"
+    done = subprocess.run([sys.executable, "tools/gen_codec_table.py", "--check"], check=False)
+    assert done.returncode == 0, "aprender/codec/_table.py is stale: run python tools/gen_codec_table.py"
 
 
 #: Estimator classes of this scikit-learn that are not on the allow-list, each with why no
 #: fitted public estimator holds one. A class a new release adds (a private helper such as
 #: 1.8's _TemperatureScaling, inside CalibratedClassifierCV) fails the test below until it
-#: is allow-listed (scripts/gen_codec_table.py PRIVATE_ESTIMATORS) or reviewed here.
+#: is allow-listed (tools/gen_codec_table.py PRIVATE_ESTIMATORS) or reviewed here.
 NOT_HELD = {
     "sklearn.base.BaseEstimator": "the base class",
     "sklearn.covariance._graph_lasso.BaseGraphicalLasso": "a base class",
@@ -245,7 +245,7 @@ def test_every_estimator_class_of_this_scikit_learn_is_allow_listed_or_reviewed(
                         and public_key(cls) not in SCHEMA_MODULES
                         and f"{cls.__module__}.{cls.__qualname__}" not in NOT_HELD):
                     unknown.append(f"{cls.__module__}.{cls.__qualname__}")
-    assert unknown == [], "allow-list these (scripts/gen_codec_table.py) or review them in NOT_HELD"
+    assert unknown == [], "allow-list these (tools/gen_codec_table.py) or review them in NOT_HELD"
 
 
 def test_loading_imports_only_the_schemas_a_file_names(tmp_path) -> None:

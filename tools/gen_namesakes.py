@@ -22,7 +22,7 @@ Usage::
     python tools/gen_namesakes.py --check  # exit 1 and name the stale files, write nothing
 
 The output depends only on the installed scikit-learn (recorded in every generated
-header) and on aprender's hand-written classes. Run ``python scripts/gen_codec_table.py``
+header) and on aprender's hand-written classes. Run ``python tools/gen_codec_table.py``
 afterwards: it puts the generated classes on the codec's allow-list.
 """
 
