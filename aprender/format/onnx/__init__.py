@@ -164,7 +164,7 @@ def _without_zipmap(model: Any) -> list[Any]:
             and not hasattr(est, "steps") and not hasattr(est, "best_estimator_")]
 
 
-def _options(model: Any, options: Mapping[Any, Any] | None) -> dict[Any, Any] | None:
+def _converter_options(model: Any, options: Mapping[Any, Any] | None) -> dict[Any, Any] | None:
     """skl2onnx options: the caller's, plus ``zipmap=False`` for classifiers unless given."""
     given = dict(options or {})
     if not _accepts_option(model, "zipmap"):
@@ -452,7 +452,7 @@ def to_onnx(
     read = read_columns(sample)
     if read is not None:
         types = [t for t in types if t[0] in read]
-    onx = _convert(model, types, opset, _options(model, options))
+    onx = _convert(model, types, opset, _converter_options(model, options))
     _restore_input_names(onx, types)
     apply_inverse_links(onx, model)
     runnable_kernels(onx)
