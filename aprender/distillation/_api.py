@@ -138,6 +138,7 @@ def distill(
     options = {"classify": classify, "method": method, "temperature": temperature, "alpha": alpha,
                "layer_map": layer_map, "transfer_size": transfer_size, "rng": rng, "phase": phase}
     held = X_held is not None and len(X_held) > 0
+    choice: dict[str, Any] | None
     if fallback and held and fallbacks.MIN_ROWS <= len(y) < fallbacks.CROSS_FIT_BELOW:
         n_folds = min(10, max(2, round(1 / validation_fraction)))
         (candidate, fit, pairs), hard, choice, X_held, y_held = _cross_fit(
