@@ -130,36 +130,23 @@ def distill(
     ('standard', 600)
     """
     phase = progress or (lambda _name: None)
-    items = list(teachers) if isinstance(teachers, Sequence) and not isinstance(teachers, str) else [teachers]
-    check_options(method, temperature, alpha, len(items))
-    loaded = [load_teacher(item, trusted) for item in items]
+    loaded, classify, X = _checked_inputs(teachers, student, X, method, temperature, alpha, trusted)
     models = [model for model, _ in loaded]
-    classify = check_pair(models, student, method)
-    X = check_array(X, dtype=np.float64)
-    n_features = models[0].n_features_in_
-    if X.shape[1] != n_features:
-        raise DistillationError(f"X has {X.shape[1]} features, the teachers expect {n_features}")
     rng = check_random_state(random_state)
     X_train, y_train, X_held, y_held = split(X, y, models[0].classes_ if classify else None, validation_fraction, rng)
-    base = clone(student)
-    unset = {k: rng.randint(2**31 - 1) for k, v in base.get_params().items() if k == "random_state" and v is None}
-    base.set_params(**unset)
+    base = _seeded_clone(student, rng)
     options = {"classify": classify, "method": method, "temperature": temperature, "alpha": alpha,
                "layer_map": layer_map, "transfer_size": transfer_size, "rng": rng, "phase": phase}
     held = X_held is not None and len(X_held) > 0
-    hard, choice = None, None
+    choice: dict[str, Any] | None
     if fallback and held and fallbacks.MIN_ROWS <= len(y) < fallbacks.CROSS_FIT_BELOW:
         n_folds = min(10, max(2, round(1 / validation_fraction)))
         (candidate, fit, pairs), hard, choice, X_held, y_held = _cross_fit(
             models, base, X, np.asarray(y), n_folds, options)
     else:
         candidate, fit, pairs = _distil(models, base, X_train, y_train, **options)
-        if fallback and held and len(X_held) < fallbacks.MIN_ROWS:
-            choice = fallbacks.too_few_rows(len(X_held))
-        elif fallback and held:
-            phase("fitting the student on the hard labels")
-            hard = clone(base).fit(X_train, y_train)
-            choice = fallbacks.choose(candidate, hard, X_held, y_held, classify)
+        hard, choice = _one_split_fallback(candidate, base, X_train, y_train, X_held, y_held,
+                                           fallback and held, options)
     kept = hard if choice is not None and choice["kept"] == "hard_labels" else candidate
     phase("scoring")
     held_out_report = report(models, kept, X_held, y_held, classify)
@@ -175,6 +162,41 @@ def distill(
     kept.provenance_ = record(method=method, temperature=temperature, alpha=alpha, pairs=pairs, loaded=loaded,
                               classify=classify, fit=fit, report=held_out_report, fallback=choice)
     return kept
+
+
+def _checked_inputs(teachers: Any, student: Any, X: Any, method: str, temperature: float, alpha: float,
+                    trusted: Any) -> tuple[list, bool, np.ndarray]:
+    """The loaded teachers (model, file record), whether they classify, and ``X`` as float64 of their width."""
+    items = list(teachers) if isinstance(teachers, Sequence) and not isinstance(teachers, str) else [teachers]
+    check_options(method, temperature, alpha, len(items))
+    loaded = [load_teacher(item, trusted) for item in items]
+    models = [model for model, _ in loaded]
+    classify = check_pair(models, student, method)
+    X = check_array(X, dtype=np.float64)
+    n_features = models[0].n_features_in_
+    if X.shape[1] != n_features:
+        raise DistillationError(f"X has {X.shape[1]} features, the teachers expect {n_features}")
+    return loaded, classify, X
+
+
+def _seeded_clone(student: Any, rng: np.random.RandomState) -> Any:
+    """A clone of ``student`` whose unset ``random_state`` is drawn from ``rng``."""
+    base = clone(student)
+    unset = {k: rng.randint(2**31 - 1) for k, v in base.get_params().items() if k == "random_state" and v is None}
+    base.set_params(**unset)
+    return base
+
+
+def _one_split_fallback(candidate: Any, base: Any, X_train: np.ndarray, y_train: Any, X_held: Any, y_held: Any,
+                        compare: bool, options: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+    """The hard-label student and the fallback's record when one split holds rows out (else None, None)."""
+    if not compare:
+        return None, None
+    if len(X_held) < fallbacks.MIN_ROWS:
+        return None, fallbacks.too_few_rows(len(X_held))
+    options["phase"]("fitting the student on the hard labels")
+    hard = clone(base).fit(X_train, y_train)
+    return hard, fallbacks.choose(candidate, hard, X_held, y_held, options["classify"])
 
 
 def _cross_fit(models: list, base: Any, X: np.ndarray, y: np.ndarray, n_folds: int,

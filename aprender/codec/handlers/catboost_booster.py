@@ -185,15 +185,8 @@ def _class_params(params: Any, loss: str, dimension: int, path: str) -> dict[str
     if kinds is None:
         raise fail(path, f"class_label_type {preview(params['class_label_type'], 40)} is not one of "
                          f"{sorted(LABEL_TYPES)}")
-    names, to_label = params["class_names"], params["class_to_label"]
-    if type(names) is not list or not 2 <= len(names) <= _limits.MAX_CLASSES:
-        raise fail(path, f"'class_names' must list 2 to {_limits.MAX_CLASSES} labels")
-    for name in names:
-        if type(name) not in kinds or (type(name) is str and len(name) > _MAX_LABEL) or (
-                type(name) is float and not math.isfinite(name)):
-            raise fail(path, f"class label {preview(name, 40)} is not a {params['class_label_type']} label")
-    if len(set(names)) != len(names):
-        raise fail(path, "'class_names' lists a label twice")
+    names = _class_names(params["class_names"], kinds, params["class_label_type"], path)
+    to_label = params["class_to_label"]
     # CatBoost indexes its labels by these (the semantic fuzzer crashed it with one of 2**31 - 1).
     if type(to_label) is not list or len(to_label) != len(names) or not all(
             type(v) is int and 0 <= v < len(names) for v in to_label):
@@ -205,6 +198,19 @@ def _class_params(params: Any, loss: str, dimension: int, path: str) -> dict[str
         raise fail(path, f"a {loss} model of {len(names)} classes has leaves of dimension {expected}, "
                          f"found {dimension}")
     return params
+
+
+def _class_names(names: Any, kinds: Any, label_type: Any, path: str) -> list:
+    """2 to MAX_CLASSES distinct labels, each of a kind of ``label_type`` (strings short, floats finite)."""
+    if type(names) is not list or not 2 <= len(names) <= _limits.MAX_CLASSES:
+        raise fail(path, f"'class_names' must list 2 to {_limits.MAX_CLASSES} labels")
+    for name in names:
+        if type(name) not in kinds or (type(name) is str and len(name) > _MAX_LABEL) or (
+                type(name) is float and not math.isfinite(name)):
+            raise fail(path, f"class label {preview(name, 40)} is not a {label_type} label")
+    if len(set(names)) != len(names):
+        raise fail(path, "'class_names' lists a label twice")
+    return names
 
 
 def _metrics(record: Any, path: str, where: str) -> dict[str, float]:

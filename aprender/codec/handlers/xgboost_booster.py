@@ -121,26 +121,41 @@ def _category_keys(entry: Any, f: int, path: str) -> list[Any] | None:
     if entry is None:
         return None
     if isinstance(entry, dict) and entry.keys() == {"offsets", "values"}:
-        offsets, raw = entry["offsets"], entry["values"]
-        if not (isinstance(offsets, list) and isinstance(raw, list) and len(offsets) >= 2 and offsets[0] == 0
-                and all(type(v) is int for v in offsets) and offsets[-1] == len(raw)
-                and all(a <= b for a, b in itertools.pairwise(offsets))
-                and all(type(v) is int and -128 <= v < 128 for v in raw)):
-            raise fail(path, f"feature {f}: string categories need offsets rising from 0 to the number of "
-                             "bytes and bytes from -128 to 127")
-        keys: list[Any] = [tuple(raw[a:b]) for a, b in itertools.pairwise(offsets)]
-    elif isinstance(entry, dict) and entry.keys() == {"type", "values"} and type(entry["type"]) is int \
-            and entry["type"] in CATEGORY_TYPES \
-            and isinstance(entry["values"], list) and all(type(v) is int for v in entry["values"]):
-        keys = entry["values"]
-        limits = np.iinfo(CATEGORY_TYPES[entry["type"]])
-        if keys and not limits.min <= min(keys) <= max(keys) <= limits.max:
-            raise fail(path, f"feature {f}: category values do not fit {CATEGORY_TYPES[entry['type']]}")
+        keys = _string_keys(entry["offsets"], entry["values"], f, path)
+    elif _is_typed(entry):
+        keys = _typed_keys(entry, f, path)
     else:
         raise fail(path, f"feature {f}: categories must be {{'offsets', 'values'}} or {{'type', 'values'}} with a "
                          f"type code of {sorted(CATEGORY_TYPES)}, found {preview(entry)}")
     if len(keys) > MAX_CATEGORY or len(set(keys)) != len(keys):
         raise fail(path, f"feature {f}: categories must be distinct and at most {MAX_CATEGORY}")
+    return keys
+
+
+def _string_keys(offsets: Any, raw: Any, f: int, path: str) -> list[Any]:
+    """String categories: signed bytes cut at offsets rising from 0 to their number."""
+    if not (isinstance(offsets, list) and isinstance(raw, list) and len(offsets) >= 2 and offsets[0] == 0
+            and all(type(v) is int for v in offsets) and offsets[-1] == len(raw)
+            and all(a <= b for a, b in itertools.pairwise(offsets))
+            and all(type(v) is int and -128 <= v < 128 for v in raw)):
+        raise fail(path, f"feature {f}: string categories need offsets rising from 0 to the number of "
+                         "bytes and bytes from -128 to 127")
+    return [tuple(raw[a:b]) for a, b in itertools.pairwise(offsets)]
+
+
+def _is_typed(entry: Any) -> bool:
+    """``{'type', 'values'}`` with a known type code and a list of ints."""
+    return isinstance(entry, dict) and entry.keys() == {"type", "values"} and type(entry["type"]) is int \
+        and entry["type"] in CATEGORY_TYPES \
+        and isinstance(entry["values"], list) and all(type(v) is int for v in entry["values"])
+
+
+def _typed_keys(entry: dict[str, Any], f: int, path: str) -> list[Any]:
+    """Numeric categories, each within the range of the entry's type."""
+    keys = entry["values"]
+    limits = np.iinfo(CATEGORY_TYPES[entry["type"]])
+    if keys and not limits.min <= min(keys) <= max(keys) <= limits.max:
+        raise fail(path, f"feature {f}: category values do not fit {CATEGORY_TYPES[entry['type']]}")
     return keys
 
 

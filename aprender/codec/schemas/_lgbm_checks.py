@@ -98,46 +98,13 @@ def _check_header(header: Mapping[str, Any], path: str) -> tuple[dict[str, Any],
     out["label_index"] = _int(header, "label_index", 0, _MAX_INT32, path)
     out["max_feature_idx"] = _int(header, "max_feature_idx", 0, _limits.MAX_FEATURES - 1, path)
     n_features = out["max_feature_idx"] + 1
-    objective = header.get("objective")
-    parsed = parse_objective(objective) if type(objective) is str else None
-    if parsed is None:
-        raise _broken(path, "objective", f"unknown objective {preview(objective, 60)}")
-    name, options = parsed
-    sigmoid = options.get("sigmoid", 1.0)
-    if not (math.isfinite(sigmoid) and sigmoid > 0) or options.get("num_class", out["num_class"]) != out["num_class"]:
-        raise _broken(path, "objective", f"objective options {preview(objective, 60)} do not fit the model")
-    out["objective"] = parsed
-    multi = name in MULTICLASS
-    per_iteration = out["num_class"] if multi else 1
-    if (multi and out["num_class"] < 2) or (not multi and out["num_class"] != 1) \
-            or out["num_tree_per_iteration"] != per_iteration:
-        raise _broken(path, "classes", f"objective {name} with num_class {out['num_class']} grows "
-                                       f"{per_iteration} trees per iteration, the header says "
-                                       f"{out['num_tree_per_iteration']}")
+    out["objective"] = _check_objective(header.get("objective"), out["num_class"], path)
+    _check_classes(out["objective"][0], out["num_class"], out["num_tree_per_iteration"], path)
     if type(header.get("average_output")) is not bool:
         raise _broken(path, "header", "'average_output' must be a bool")
     out["average_output"] = header["average_output"]
-    names, infos = header.get("feature_names"), header.get("feature_infos")
-    if not isinstance(names, list) or len(names) != n_features or not all(
-            type(n) is str and n and n.isprintable() and " " not in n for n in names):
-        # The names are written space-separated on one line of the model text, as a C string.
-        raise _broken(path, "features", f"feature_names must be {n_features} printable names without spaces")
-    if not isinstance(infos, list) or len(infos) != n_features:
-        raise _broken(path, "features", f"feature_infos must have {n_features} entries")
-    parsed_infos = []
-    for i, text in enumerate(infos):
-        try:
-            info = parse_feature_info(text) if type(text) is str else None
-            if type(text) is not str:
-                raise ValueError("not a string")
-        except ValueError:
-            raise _broken(path, "features", f"feature_infos[{i}] is {preview(text, 40)}") from None
-        if isinstance(info, tuple) and not (math.isfinite(info[0]) and math.isfinite(info[1]) and info[0] <= info[1]):
-            raise _broken(path, "features", f"feature_infos[{i}] range {text[:60]!r} is not finite min <= max")
-        if isinstance(info, list) and (len(set(info)) != len(info) or min(info) < -1 or max(info) > _MAX_INT32):
-            raise _broken(path, "features", f"feature_infos[{i}] categories must be distinct, in [-1, 2**31)")
-        parsed_infos.append(info)
-    out["feature_names"] = list(names)
+    out["feature_names"] = _check_feature_names(header.get("feature_names"), n_features, path)
+    parsed_infos = _check_feature_infos(header.get("feature_infos"), n_features, path)
     out["feature_infos"] = [format_feature_info(info) for info in parsed_infos]
     monotone = header.get("monotone_constraints")
     if monotone is not None and (not isinstance(monotone, list) or len(monotone) != n_features
@@ -146,6 +113,56 @@ def _check_header(header: Mapping[str, Any], path: str) -> tuple[dict[str, Any],
     out["monotone_constraints"] = monotone
     out["pandas_categorical"] = _check_pandas_categorical(header.get("pandas_categorical"), n_features, path)
     return out, parsed_infos
+
+
+def _check_objective(objective: Any, num_class: int, path: str) -> tuple[str, dict[str, Any]]:
+    """The parsed objective: a known name whose options fit the header's ``num_class``."""
+    parsed = parse_objective(objective) if type(objective) is str else None
+    if parsed is None:
+        raise _broken(path, "objective", f"unknown objective {preview(objective, 60)}")
+    options = parsed[1]
+    sigmoid = options.get("sigmoid", 1.0)
+    if not (math.isfinite(sigmoid) and sigmoid > 0) or options.get("num_class", num_class) != num_class:
+        raise _broken(path, "objective", f"objective options {preview(objective, 60)} do not fit the model")
+    return parsed
+
+
+def _check_classes(name: str, num_class: int, num_tree_per_iteration: int, path: str) -> None:
+    multi = name in MULTICLASS
+    per_iteration = num_class if multi else 1
+    if (multi and num_class < 2) or (not multi and num_class != 1) or num_tree_per_iteration != per_iteration:
+        raise _broken(path, "classes", f"objective {name} with num_class {num_class} grows "
+                                       f"{per_iteration} trees per iteration, the header says "
+                                       f"{num_tree_per_iteration}")
+
+
+def _check_feature_names(names: Any, n_features: int, path: str) -> list[str]:
+    if not isinstance(names, list) or len(names) != n_features or not all(
+            type(n) is str and n and n.isprintable() and " " not in n for n in names):
+        # The names are written space-separated on one line of the model text, as a C string.
+        raise _broken(path, "features", f"feature_names must be {n_features} printable names without spaces")
+    return list(names)
+
+
+def _check_feature_infos(infos: Any, n_features: int, path: str) -> list:
+    """Each feature info parsed: ``None``, a ``(min, max)`` range or a list of categories."""
+    if not isinstance(infos, list) or len(infos) != n_features:
+        raise _broken(path, "features", f"feature_infos must have {n_features} entries")
+    return [_check_feature_info(i, text, path) for i, text in enumerate(infos)]
+
+
+def _check_feature_info(i: int, text: Any, path: str) -> Any:
+    try:
+        info = parse_feature_info(text) if type(text) is str else None
+        if type(text) is not str:
+            raise ValueError("not a string")
+    except ValueError:
+        raise _broken(path, "features", f"feature_infos[{i}] is {preview(text, 40)}") from None
+    if isinstance(info, tuple) and not (math.isfinite(info[0]) and math.isfinite(info[1]) and info[0] <= info[1]):
+        raise _broken(path, "features", f"feature_infos[{i}] range {text[:60]!r} is not finite min <= max")
+    if isinstance(info, list) and (len(set(info)) != len(info) or min(info) < -1 or max(info) > _MAX_INT32):
+        raise _broken(path, "features", f"feature_infos[{i}] categories must be distinct, in [-1, 2**31)")
+    return info
 
 
 _CATEGORY_TYPES = (str, int, float, bool)

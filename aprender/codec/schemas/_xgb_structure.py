@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -260,7 +260,6 @@ def _check_categories(layout: Layout, arrays: Mapping[str, np.ndarray], offsets:
                       path: str) -> None:
     """Each tree's categorical nodes, their segments and their categories."""
     nodes, segments, sizes = arrays["categories_nodes"], arrays["categories_segments"], arrays["categories_sizes"]
-    categories = arrays["categories"]
     if segments.shape != nodes.shape or sizes.shape != nodes.shape:
         raise fail(path, "'categories_segments' and 'categories_sizes' need one entry per categorical node")
     types = settings["feature_types"]
@@ -272,31 +271,44 @@ def _check_categories(layout: Layout, arrays: Mapping[str, np.ndarray], offsets:
     bitset_bytes = 0
     for t in np.flatnonzero(touched).tolist():
         begin, end = int(node_offsets[t]), int(node_offsets[t + 1])
-        expected = np.flatnonzero(categorical[begin:end])
-        own = nodes[cat_node_offsets[t]:cat_node_offsets[t + 1]]
-        if own.shape != expected.shape or (own != expected).any():
-            raise fail(path, f"tree {t}: categories_nodes {preview(own.tolist())} are not its categorical "
-                             f"nodes {preview(expected.tolist())}")
-        seg = segments[cat_node_offsets[t]:cat_node_offsets[t + 1]]
-        size = sizes[cat_node_offsets[t]:cat_node_offsets[t + 1]]
-        total = int(cat_offsets[t + 1] - cat_offsets[t])
-        # Sizes inside [0, total] first: their sum then cannot wrap around int64.
-        if (size < 0).any() or (size > total).any():
-            raise fail(path, f"tree {t}: categories_sizes {preview(size.tolist())} must lie in [0, {total}]")
-        ends = np.cumsum(size)
-        if (seg != ends - size).any() or (ends[-1] if ends.size else 0) != total:
-            raise fail(path, f"tree {t}: categories_segments and categories_sizes do not tile its {total} categories")
-        own_categories = categories[cat_offsets[t]:cat_offsets[t + 1]]
-        for node, start, count in zip(own.tolist(), seg.tolist(), size.tolist(), strict=True):
+        own = slice(cat_node_offsets[t], cat_node_offsets[t + 1])
+        seg = _check_segments(t, nodes[own], np.flatnonzero(categorical[begin:end]), segments[own], sizes[own],
+                              int(cat_offsets[t + 1] - cat_offsets[t]), path)
+        own_categories = arrays["categories"][cat_offsets[t]:cat_offsets[t + 1]]
+        for node, start, count in seg:
             values = own_categories[start:start + count]
             feature = int(arrays["split_indices"][begin + node])
-            if not types or types[feature] != "c":
-                raise fail(path, f"tree {t} node {node}: a categorical split on feature {feature}, which is not "
-                                 "of type 'c'")
-            bound = category_counts[feature] if category_counts else MAX_CATEGORY
-            if values.size and (values[0] < 0 or values[-1] >= bound or (np.diff(values) <= 0).any()):
-                raise fail(path, f"tree {t} node {node}: categories {preview(values.tolist())} must increase and "
-                                 f"lie in [0, {bound})")
+            _check_node_categories(t, node, feature, values, types, category_counts, path)
             bitset_bytes += int(values[-1]) // 8 + 8 if values.size else 0
     # XGBoost turns each node's categories into a bitset as wide as its largest code.
     _budget.charge(bitset_bytes, "XGBoost category bitsets", path)
+
+
+def _check_segments(t: int, own: np.ndarray, expected: np.ndarray, seg: np.ndarray, size: np.ndarray, total: int,
+                    path: str) -> Iterator[tuple[int, int, int]]:
+    """Tree ``t``'s categories_nodes are its categorical nodes and its segments tile its ``total`` categories.
+
+    Returns ``(node, start, count)`` for each categorical node.
+    """
+    if own.shape != expected.shape or (own != expected).any():
+        raise fail(path, f"tree {t}: categories_nodes {preview(own.tolist())} are not its categorical "
+                         f"nodes {preview(expected.tolist())}")
+    # Sizes inside [0, total] first: their sum then cannot wrap around int64.
+    if (size < 0).any() or (size > total).any():
+        raise fail(path, f"tree {t}: categories_sizes {preview(size.tolist())} must lie in [0, {total}]")
+    ends = np.cumsum(size)
+    if (seg != ends - size).any() or (ends[-1] if ends.size else 0) != total:
+        raise fail(path, f"tree {t}: categories_segments and categories_sizes do not tile its {total} categories")
+    return zip(own.tolist(), seg.tolist(), size.tolist(), strict=True)
+
+
+def _check_node_categories(t: int, node: int, feature: int, values: np.ndarray, types: Any,
+                           category_counts: list[int], path: str) -> None:
+    """A categorical node splits a feature of type 'c' on increasing codes below its category count."""
+    if not types or types[feature] != "c":
+        raise fail(path, f"tree {t} node {node}: a categorical split on feature {feature}, which is not "
+                         "of type 'c'")
+    bound = category_counts[feature] if category_counts else MAX_CATEGORY
+    if values.size and (values[0] < 0 or values[-1] >= bound or (np.diff(values) <= 0).any()):
+        raise fail(path, f"tree {t} node {node}: categories {preview(values.tolist())} must increase and "
+                         f"lie in [0, {bound})")
