@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import inspect
 import pprint
-import sys
 import warnings
 from pathlib import Path
 
@@ -78,12 +77,9 @@ def table() -> str:
 
 
 def main() -> int:
-    path = Path(__file__).resolve().parent.parent / "aprender" / "cli" / "_defaults.py"
-    text = table()
-    if "--check" in sys.argv:
-        return 0 if path.read_text() == text else 1
-    path.write_text(text)
-    return 0
+    from marked_block import write_module  # tools/, the script's own folder
+
+    return write_module(Path(__file__).resolve().parent.parent / "aprender" / "cli" / "_defaults.py", table())
 
 
 if __name__ == "__main__":

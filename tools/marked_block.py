@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["cell", "main", "replace_block"]
+__all__ = ["cell", "main", "replace_block", "write_module"]
 
 
 def cell(text: str) -> str:
@@ -38,4 +38,12 @@ def main(description: str, pages: Sequence[Path], render: Callable[[str], str], 
     if args.check and stale:
         print(f"out of date: {', '.join(p.name for p in stale)} (run python {script})", file=sys.stderr)
         return 1
+    return 0
+
+
+def write_module(path: Path, text: str) -> int:
+    """Write a generated module, or with ``--check`` on the command line exit 1 while it differs."""
+    if "--check" in sys.argv:
+        return 0 if path.read_text() == text else 1
+    path.write_text(text)
     return 0
