@@ -221,3 +221,15 @@ def test_a_target_of_ai_onnx_ml_3_keeps_the_regressors_float32_scores() -> None:
     session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
     (predicted,) = session.run(None, {"X": X})
     np.testing.assert_allclose(predicted.ravel(), model.predict(X), rtol=EPS32)
+
+
+def test_the_threshold_search_is_skipped_only_inside_an_exact_tree_conversion() -> None:
+    from skl2onnx.common import tree_ensemble
+
+    X = np.array([[0.0], [1.0], [np.nan], [2.0]] * 10)
+    y = np.array([0, 0, 1, 0] * 10)  # missing or not is the whole answer
+    model = DecisionTreeClassifier(random_state=0).fit(X, y)
+    assert np.isinf(model.tree_.threshold).any()  # the split skl2onnx's search never ended on
+    to_onnx(model, X)
+    # outside the conversion (here, or in another thread) skl2onnx's own search answers
+    assert tree_ensemble.sklearn_threshold(np.float64(0.1), np.float64, "BRANCH_LEQ") != np.float64(0.1)

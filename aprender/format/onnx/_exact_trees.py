@@ -25,6 +25,7 @@ input replaces missing values with ``Where`` and its double statistics (ai.onnx.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -69,6 +70,7 @@ def register() -> None:
     for cls, rounds in _sklearn_trees().items():
         _wrap(sklearn_operator_name_map[cls], rounds, tree=True)
     _wrap(sklearn_operator_name_map[SimpleImputer], False, tree=False)
+    _bypass_threshold_search()
     _registered = True
 
 
@@ -90,23 +92,40 @@ def _wrap(alias: str, rounds: bool, tree: bool) -> None:
     register_converter(alias, converter, overwrite=True, options=original.get_allowed_options())
 
 
+#: Set while a tree converter of this module runs, in this thread only.
+_keeping = threading.local()
+
+
+def _bypass_threshold_search() -> None:
+    """Wrap skl2onnx's threshold search (once) so that :func:`_thresholds_kept` can skip it.
+
+    The wrapper calls the search unless this thread is inside :func:`_thresholds_kept`, so an
+    export in another thread keeps skl2onnx's behaviour.
+    """
+    from skl2onnx.common import tree_ensemble
+
+    search = tree_ensemble.sklearn_threshold
+
+    def threshold(value: Any, dtype: Any, mode: Any) -> Any:
+        return np.float64(value) if getattr(_keeping, "on", False) else search(value, dtype, mode)
+
+    tree_ensemble.sklearn_threshold = threshold
+
+
 @contextlib.contextmanager
 def _thresholds_kept() -> Iterator[None]:
-    """skl2onnx's double-mode threshold search, bypassed while a tree converter runs.
+    """skl2onnx's double-mode threshold search, skipped while a tree converter runs.
 
     Its search for the double that float32 rounding switches at never ends for an infinite
     threshold (scikit-learn's split of the missing values from all the others), and the
     node's thresholds are replaced by the trees' own float64 values (:func:`_thresholds`)
     anyway: the value it would find is never used.
     """
-    from skl2onnx.common import tree_ensemble
-
-    search = tree_ensemble.sklearn_threshold
-    tree_ensemble.sklearn_threshold = lambda value, dtype, mode: np.float64(value)
+    _keeping.on = True
     try:
         yield
     finally:
-        tree_ensemble.sklearn_threshold = search
+        _keeping.on = False
 
 
 def _tree_structures(model: Any) -> list[Any]:
