@@ -18,7 +18,7 @@ from sklearn.calibration import CalibratedClassifierCV
 from sklearn.datasets import load_iris
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
-from state_edit import hostile
+from state_edit import find, hostile
 
 import aprender
 
@@ -81,3 +81,15 @@ def test_an_ordinal_grouping_without_its_infrequent_indices_is_refused(tmp_path:
             del tensors[name]
 
     assert "must be given together" in str(hostile(model, drop, tmp_path))
+
+
+def test_a_calibrator_of_another_method_is_refused(tmp_path: Path) -> None:
+    """A sigmoid calibrator under method='temperature' answered probabilities of another model."""
+    model = CalibratedClassifierCV(LogisticRegression(max_iter=500), method="sigmoid", cv=2).fit(*_iris())
+
+    def retag(meta: dict, tensors: dict[str, np.ndarray]) -> None:
+        for calibrated in find(meta, "CalibratedClassifierCV")["attrs"]["calibrated_classifiers_"]:
+            calibrated["state"]["method"] = "temperature"
+            calibrated["state"]["calibrators"] = calibrated["state"]["calibrators"][:1]
+
+    assert "method='temperature' fits a _TemperatureScaling" in str(hostile(model, retag, tmp_path))

@@ -321,15 +321,26 @@ def _transformed_target(est: Any, path: str) -> None:
         _same_width(transformer, 1, join(path, "transformer_"), "the target column")
 
 
+#: The calibrator class each calibration method fits (predict_proba's path follows the method).
+_CALIBRATORS = {"sigmoid": "_SigmoidCalibration", "isotonic": "IsotonicRegression",
+                "temperature": "_TemperatureScaling"}
+
+
 def _calibrated(est: Any, path: str) -> None:
     n = _n_classes(est)
     for i, calibrated in enumerate(_stored(est, "calibrated_classifiers_") or ()):
         where = join(path, f"calibrated_classifiers_.{i}")
         _same_width(getattr(calibrated, "estimator", None), _width(est), join(where, "estimator"))
         calibrators = getattr(calibrated, "calibrators", ())
+        method = getattr(calibrated, "method", None)
         if n is not None:  # temperature scaling fits one calibrator for every class
-            one = n == 2 or getattr(calibrated, "method", None) == "temperature"
-            _count(calibrators, 1 if one else n, "calibrators", join(where, "calibrators"))
+            _count(calibrators, 1 if n == 2 or method == "temperature" else n, "calibrators",
+                   join(where, "calibrators"))
+        wanted = _CALIBRATORS.get(method)
+        for j, calibrator in enumerate(calibrators or ()):
+            if wanted is not None and type(calibrator).__name__ != wanted:
+                raise fail(join(where, f"calibrators.{j}"), f"a {type(calibrator).__name__}; method={method!r} "
+                                                            f"fits a {wanted}")
         own = getattr(calibrated, "classes", None)
         if n is not None and isinstance(own, np.ndarray) and len(own) != n:
             raise fail(where, f"{len(own)} classes, the parent {n}")
