@@ -24,6 +24,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.ensemble import (
     ExtraTreesClassifier,
     ExtraTreesRegressor,
+    HistGradientBoostingClassifier,
     HistGradientBoostingRegressor,
     RandomForestClassifier,
 )
@@ -311,3 +312,18 @@ def test_binary_svc_inside_calibration_gets_the_raw_score_layout(iris) -> None:
     got, seen = _run(onx, X), _rounded(onx, X)
     np.testing.assert_array_equal(got["label"], model.predict(seen))
     np.testing.assert_allclose(got["probabilities"], model.predict_proba(seen), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("model", [HistGradientBoostingRegressor(max_iter=10, categorical_features=[0]),
+                                   HistGradientBoostingClassifier(max_iter=10, categorical_features=[True, False])],
+                         ids=["regressor", "classifier"])
+def test_hgb_with_categorical_splits_is_refused_with_the_reason(model) -> None:
+    # skl2onnx compares category codes with a threshold: verification caught it only on rows that differ
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 5, 200), rng.normal(size=200)])
+    y = ((X[:, 0] % 2 == 0) ^ (X[:, 1] > 0)).astype(int)
+    model = clone(model).fit(X, y)
+    with pytest.raises(UnsupportedExportError, match=r"categorical_features: .*membership in a set of categories"):
+        to_onnx(model)
+    with pytest.raises(UnsupportedExportError, match="categorical_features"):
+        to_onnx(make_pipeline(StandardScaler(), clone(model).fit(X, y)))

@@ -183,9 +183,10 @@ def svm_decision_atol(model: Any, X: np.ndarray, float32: bool = True) -> np.nda
 def answering(model: Any, name: str, raw_scores: bool = False) -> str:
     """The estimator's method that the graph output ``name`` answers (``raw_scores``: the converter option).
 
-    Any output other than ``label``, ``probabilities`` and ``scores`` (``variable``, ``GPmean``, ...)
-    is a predictor's prediction, else a transformer's result: a model that both predicts and
-    transforms (RFE) is exported for its predictions, as every predictor is.
+    ``score_samples`` (the option of skl2onnx's outlier detectors) answers ``score_samples``. Any
+    other output (``variable``, ``GPmean``, ...) is a predictor's prediction, else a transformer's
+    result: a model that both predicts and transforms (RFE) is exported for its predictions, as
+    every predictor is, and a graph without an output for ``predict`` is refused (:func:`verify`).
     """
     if name == "label":
         return "predict"
