@@ -327,3 +327,23 @@ def test_hgb_with_categorical_splits_is_refused_with_the_reason(model) -> None:
         to_onnx(model)
     with pytest.raises(UnsupportedExportError, match="categorical_features"):
         to_onnx(make_pipeline(StandardScaler(), clone(model).fit(X, y)))
+
+
+def test_the_gallery_harness_exports_a_neighbours_model_fitted_on_another(tmp_path) -> None:
+    # locally_linear_embedding fits a NearestNeighbors on a fitted NearestNeighbors: the harness took
+    # a 5-row sample of that object and crashed (IndexError); it now reads the rows the object holds
+    import importlib.util
+    from pathlib import Path
+
+    from sklearn.neighbors import NearestNeighbors
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "gallery.py"
+    spec = importlib.util.spec_from_file_location("gallery_harness", path)
+    gallery = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gallery)
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    inner = NearestNeighbors(n_neighbors=4).fit(X)
+    outer = NearestNeighbors(n_neighbors=4).fit(inner)
+    assert gallery._data(inner) is inner._fit_X and gallery._data(X) is X
+    result = gallery._onnx(outer, gallery._data(inner), {}, tmp_path)
+    assert result["result"] == "refused" and "radius and n_neighbors" in result["error"], result
