@@ -6,7 +6,8 @@ validates them again on every call: in scikit-learn 1.9 that costs ~0.4 ms of a 
 ``LogisticRegression.predict`` (dataframe detection, array-API dispatch, finiteness), and a
 forest pays ~50 µs per tree for its joblib loop. For linear models, trees and forests the
 arithmetic after the checks is a few numpy operations, repeated here in the same order, so the
-results are the same bits. A fast path is used only when
+results are the same bits. XGBoost and LightGBM estimators get their booster's own predict
+(:mod:`aprender.serve._fast_boosters`). A fast path is used only when
 
 - the estimator's method is the very scikit-learn function the kernel repeats (a subclass that
   overrides it keeps its own method),
@@ -23,6 +24,8 @@ from typing import Any
 
 import numpy as np
 from scipy.special import expit
+
+from aprender.serve._fast_boosters import BOOSTER_KERNELS
 
 __all__ = ["fast_method"]
 
@@ -179,6 +182,7 @@ _KERNELS: dict[tuple[str, str], Callable[[Any], Kernel | None]] = {
     ("sklearn.ensemble._forest", "ForestRegressor.predict"): _forest_regression,
     ("sklearn.tree._classes", "DecisionTreeClassifier.predict_proba"): _tree_proba,
     ("sklearn.tree._classes", "BaseDecisionTree.predict"): _tree_predict,
+    **BOOSTER_KERNELS,
 }
 
 

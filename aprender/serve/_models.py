@@ -52,9 +52,10 @@ from aprender.serve._tensors import Parser
 
 __all__ = ["Limits", "LoadedModel", "Registry"]
 
-#: Estimators whose cost per call dominates (trees, forests, KNN, SVC): batched by default.
+#: Estimators whose cost per call dominates (trees, forests, boosters, KNN, SVC) and whose rows are
+#: predicted independently of each other: batched by default.
 _BATCHED = ("DecisionTree", "ExtraTree", "RandomForest", "ExtraTrees", "GradientBoosting", "HistGradientBoosting",
-            "IsolationForest", "KNeighbors", "RadiusNeighbors", "SVC", "NuSVC", "SVR", "NuSVR")
+            "IsolationForest", "KNeighbors", "RadiusNeighbors", "SVC", "NuSVC", "SVR", "NuSVR", "XGB", "LGBM")
 _DEFAULT_BATCH = 64
 #: Most rows a model with exact fast paths runs on the event loop itself (microseconds per row),
 #: batched or not; larger calls go to a thread like every other model's.
