@@ -6,7 +6,7 @@ server process's own user + system time over the requests wrk completed, so unli
 hardly depends on what else the machine runs: the number to compare before and after a change to
 the serving path (run it once with ``PYTHONPATH`` set to each checkout).
 
-    python benchmarks/serve_cpu.py [--seconds 3] [--runs 3] [--connections 16] [MODEL ...]
+    python benchmarks/serve_cpu.py [--seconds 3] [--runs 3] [--connections 16] [--serve-args ARGS] [MODEL ...]
 
 MODEL: iris, forest, frame, xgboost, lightgbm, frame-xgboost (default: the three boosted ones).
 """
@@ -27,12 +27,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--serve-args", default="", help="more options of aprender serve, e.g. '--max-batch-size 1'")
     args = parser.parse_args()
     models = {model.name: model for model in fit_models()}
     with tempfile.TemporaryDirectory() as work:
         repo, _ = write_repositories(list(models.values()), Path(work))
         for name in args.models:
-            with aprender_server(str(repo / name)) as server:
+            with aprender_server(str(repo / name), *args.serve_args.split()) as server:
                 target = Target(server, f"/v2/models/{name}/infer", models[name].body, JSON_HEADERS)
                 answer(target)
                 wrk(target, args.connections, 1)  # untimed: first requests, allocator, caches

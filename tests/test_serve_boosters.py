@@ -8,6 +8,7 @@ output of the loaded model on the same rows, exactly.
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import httpx
 import numpy as np
@@ -170,7 +171,7 @@ def test_concurrent_one_row_requests_to_a_booster_get_their_own_answers(served):
 def test_a_dataframe_pipeline_ending_in_xgboost_is_batched_and_exact(served):
     url, loaded = served
     meta = httpx.get(f"{url}/v2/models/xgb-pipeline").json()["parameters"]
-    assert "batched exactly" in meta["warmup"] and meta["max_batch_size"] == 64
+    assert "the final estimator once per batch" in meta["warmup"] and meta["max_batch_size"] == 64
     model = loaded["xgb-pipeline"]
     for rows in (FRAME.iloc[:1], FRAME.iloc[:17]):
         reply = httpx.post(f"{url}/predict", json={"model_id": "xgb-pipeline", "features": _records(rows),
@@ -179,3 +180,30 @@ def test_a_dataframe_pipeline_ending_in_xgboost_is_batched_and_exact(served):
         assert reply.json()["prediction"] == model.predict(rows).tolist()
         want = model.predict_proba(rows)
         assert np.array_equal(np.array(reply.json()["probabilities"], dtype=want.dtype), want)
+
+
+def test_a_batch_of_dataframe_requests_calls_the_boosted_pipelines_final_estimator_once(served):
+    """The final XGBoost model runs once on every request's transformed rows, and each request still
+    gets the pipeline's own answer on its DataFrame alone."""
+    from aprender.serve._inputs import Frame, describe_inputs
+    from aprender.serve._models import _split
+
+    _, loaded = served
+    model = loaded["xgb-pipeline"]
+    inputs = describe_inputs(model)
+    split = _split(model, ("predict", "predict_proba"), inputs)
+    assert split is not None and split.merged
+    sizes = [1, 4, 1, 1, 7, 2, 1]
+    starts = np.cumsum([0, *sizes])
+    bounds = list(itertools.pairwise(starts))
+    frames = [FRAME.iloc[a:b].reset_index(drop=True) for a, b in bounds]
+    requests = [inputs.from_columns({c: f[c].to_numpy() for c in f.columns}) for f in frames]
+    merged = Frame.concat(requests)
+    calls = []
+    split.final["predict_proba"] = (lambda method: lambda Xt: calls.append(len(Xt)) or method(Xt))(
+        split.final["predict_proba"])
+    got = split.run(merged, ("predict", "predict_proba"))
+    assert calls == [sum(sizes)]
+    for frame, (a, b) in zip(frames, bounds, strict=True):
+        assert np.array_equal(got["predict_proba"][a:b], model.predict_proba(frame))
+        assert np.array_equal(got["predict"][a:b], model.predict(frame))

@@ -207,7 +207,8 @@ def load_version(version: Version, limits: Limits, policy: Policy) -> LoadedMode
     methods = {name: method or getattr(estimator, name) for name, method in methods.items()}
     split = _split(estimator, outputs, inputs)
     if split is not None:
-        warmup += "; batched exactly (the transforms once per batch, the final estimator once per request)"
+        final = "batch" if split.merged else "request"
+        warmup += f"; batched exactly (the transforms once per batch, the final estimator once per {final})"
     return LoadedModel(version, estimator, outputs, time.perf_counter() - start, time.time(),
                        warmup, signature, inputs, _batch_size(version, limits, split), methods, fast, split=split)
 
