@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BOOSTER_KERNELS", "LGBM_PREDICT_PARAMS", "MAX_ROWS"]
+__all__ = ["BOOSTER_KERNELS", "LGBM_PREDICT_PARAMS", "MAX_ROWS", "TAKE_MISSING"]
 
 Kernel = Callable[[np.ndarray], "np.ndarray | None"]
 
@@ -152,3 +152,6 @@ BOOSTER_KERNELS: dict[tuple[str, str], Callable[[Any], Kernel | None]] = {
     ("lightgbm.sklearn", "LGBMClassifier.predict"): _lgbm_classes,
     ("lightgbm.sklearn", "LGBMClassifier.predict_proba"): _lgbm_proba,
 }
+#: Kernels that take rows with missing or infinite values, as their methods do (the wrappers pass NaN
+#: and infinities to the booster unchecked): checked on probe rows with missing values too.
+TAKE_MISSING = frozenset(BOOSTER_KERNELS)
