@@ -132,3 +132,20 @@ def test_requests_merged_by_the_batcher_get_their_one_row_answers(tmp_path):
     assert calls == [len(rows)]  # one call for all of them
     for i, answer in enumerate(answers):
         assert np.array_equal(answer["p"], model.predict_proba(rows[i:i + 1]))
+
+
+def test_a_request_for_labels_and_probabilities_calls_the_booster_once(monkeypatch):
+    model = lightgbm.LGBMClassifier(**SMALL_LGBM).fit(Xm, ym)
+    fast = {name: fast_method(model, name, Xm.shape[1]) for name in ("predict_proba", "predict")}
+    rows, other = _rows(Xm, 5), _rows(Xm, 6, seed=9)
+    want = {name: getattr(model, name)(rows) for name in fast}
+    want_other = model.predict(other)
+    calls, real = [], model.booster_.predict
+    monkeypatch.setattr(model.booster_, "predict", lambda X, **kw: calls.append(len(X)) or real(X, **kw))
+    proba = fast["predict_proba"](rows)
+    assert np.array_equal(proba, want["predict_proba"])
+    assert np.array_equal(fast["predict"](rows), want["predict"])  # the remembered call
+    proba[:] = 0  # the caller's copy: the remembered values are untouched
+    assert np.array_equal(fast["predict_proba"](rows), want["predict_proba"])
+    assert np.array_equal(fast["predict"](other), want_other)  # other rows: a new call
+    assert calls == [5, 6]

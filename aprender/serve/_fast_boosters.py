@@ -16,7 +16,10 @@ threads spin after each call and take the CPU the server needs for its next requ
   training parameter that does not reach prediction.
 
 Then the wrapper's arithmetic: the class of the best probability (of one above 0.5 for XGBoost's
-binary objective), the two-column probabilities of a binary model. One thread suits the server's
+binary objective), the two-column probabilities of a binary model. The kernels of one estimator's
+outputs share its booster call (and XGBoost's one copy of the booster), which remembers its last
+rows: a request for both labels and probabilities calls the booster once, as each wrapper derives
+both from the same booster output. One thread suits the server's
 rows (one request, or a batch of at most a few dozen); a call of more than :data:`MAX_ROWS` rows
 goes to the estimator's method, on the threads the estimator was given. As for every fast path,
 :func:`aprender.serve._fast.fast_method` uses a kernel only where it gives the method's bits on
@@ -25,6 +28,7 @@ probe rows, and tests compare it with the method on many rows.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -46,10 +50,39 @@ LGBM_PREDICT_PARAMS = ("pred_early_stop", "pred_early_stop_freq", "pred_early_st
 _XGB_PROBABILITIES = ("binary:logistic", "multi:softprob")
 
 
-def _small(run: Kernel) -> Kernel:
-    return lambda X: run(X) if len(X) <= MAX_ROWS else None
+#: Each estimator's booster call, shared by its outputs' kernels (one booster copy per estimator).
+_VALUES: weakref.WeakKeyDictionary[Any, Kernel] = weakref.WeakKeyDictionary()
 
 
+def _shared(make: Callable[[Any], Kernel]) -> Callable[[Any], Kernel]:
+    """``make(est)`` once per estimator, limited to :data:`MAX_ROWS` rows, remembering its last call:
+    a request for both ``predict`` and ``predict_proba`` calls the booster once (the outputs are
+    called one after the other on the same rows, which the remembered call holds alive, so that
+    identity cannot be taken by other rows)."""
+
+    def values(est: Any) -> Kernel:
+        kernel = _VALUES.get(est)
+        if kernel is not None:
+            return kernel
+        run = make(est)
+        last: list[tuple[Any, Any]] = [(None, None)]
+
+        def kernel(X: np.ndarray) -> np.ndarray | None:
+            if len(X) > MAX_ROWS:
+                return None
+            seen, out = last[0]  # one read: a tuple replaced whole, so consistent across threads
+            if seen is not X:
+                out = run(X)
+                last[0] = (X, out)
+            return out
+
+        _VALUES[est] = kernel
+        return kernel
+
+    return values
+
+
+@_shared
 def _xgb_values(est: Any) -> Kernel:
     """``XGBModel.predict`` (``predict_type="value"``) on a one-thread copy of the booster."""
     booster = est.get_booster().copy()
@@ -58,8 +91,8 @@ def _xgb_values(est: Any) -> Kernel:
     # that renames it leaves the estimator's method in place (fast_method keeps it on any error)
     iterations = est._get_iteration_range(None)
     missing = est.missing
-    return _small(lambda X: booster.inplace_predict(X, iteration_range=iterations, predict_type="value",
-                                                    missing=missing, validate_features=True))
+    return lambda X: booster.inplace_predict(X, iteration_range=iterations, predict_type="value",
+                                             missing=missing, validate_features=True)
 
 
 def _xgb_binary(est: Any) -> bool | None:
@@ -77,8 +110,8 @@ def _xgb_proba(est: Any) -> Kernel | None:
 
     def proba(X: np.ndarray) -> np.ndarray | None:
         p = values(X)
-        if p is None or not binary:
-            return p
+        if p is None or not binary:  # (a copy: the remembered values stay as the booster gave them)
+            return None if p is None else p.copy()
         return np.vstack((1.0 - p, p)).transpose()
 
     return proba
@@ -104,15 +137,20 @@ def _xgb_classes(est: Any) -> Kernel | None:
     return predict
 
 
-def _lgbm_values(est: Any) -> Kernel | None:
+@_shared
+def _lgbm_booster(est: Any) -> Kernel:
     """``LGBMModel.predict`` without its input checks, on one thread."""
-    if callable(est.objective):  # the wrapper returns raw scores with a warning: its own method
-        return None
     chosen = est.get_params()
     params = {name: chosen[name] for name in LGBM_PREDICT_PARAMS if name in chosen}
     params["num_threads"] = 1
     booster = est.booster_
-    return _small(lambda X: booster.predict(X, num_iteration=None, **params))
+    return lambda X: booster.predict(X, num_iteration=None, **params)
+
+
+def _lgbm_values(est: Any) -> Kernel | None:
+    if callable(est.objective):  # the wrapper returns raw scores with a warning: its own method
+        return None
+    return _lgbm_booster(est)
 
 
 def _lgbm_proba(est: Any) -> Kernel | None:
@@ -123,8 +161,8 @@ def _lgbm_proba(est: Any) -> Kernel | None:
 
     def proba(X: np.ndarray) -> np.ndarray | None:
         p = values(X)
-        if p is None or not binary:
-            return p
+        if p is None or not binary:  # (a copy: the remembered values stay as the booster gave them)
+            return None if p is None else p.copy()
         return np.vstack((1.0 - p, p)).transpose()
 
     return proba
@@ -143,12 +181,19 @@ def _lgbm_classes(est: Any) -> Kernel | None:
     return predict
 
 
+def _copied(values: Kernel | None) -> Kernel | None:
+    """The booster's values as a regressor's answer: a copy, as the remembered values must stay as given."""
+    if values is None:
+        return None
+    return lambda X: None if (out := values(X)) is None else out.copy()
+
+
 #: The XGBoost / LightGBM wrapper functions (module, qualified name) -> their kernel.
 BOOSTER_KERNELS: dict[tuple[str, str], Callable[[Any], Kernel | None]] = {
-    ("xgboost.sklearn", "XGBModel.predict"): _xgb_values,
+    ("xgboost.sklearn", "XGBModel.predict"): lambda est: _copied(_xgb_values(est)),
     ("xgboost.sklearn", "XGBClassifier.predict"): _xgb_classes,
     ("xgboost.sklearn", "XGBClassifier.predict_proba"): _xgb_proba,
-    ("lightgbm.sklearn", "LGBMModel.predict"): _lgbm_values,
+    ("lightgbm.sklearn", "LGBMModel.predict"): lambda est: _copied(_lgbm_values(est)),
     ("lightgbm.sklearn", "LGBMClassifier.predict"): _lgbm_classes,
     ("lightgbm.sklearn", "LGBMClassifier.predict_proba"): _lgbm_proba,
 }
