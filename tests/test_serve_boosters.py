@@ -7,6 +7,9 @@ output of the loaded model on the same rows, exactly.
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+
 import httpx
 import numpy as np
 import pandas as pd
@@ -34,6 +37,9 @@ FRAME = pd.DataFrame({
 })
 LABELS = np.where(FRAME["age"] + _RNG.normal(0, 10, _N) > 50, "churn", "stay")
 NUMBERS = np.c_[FRAME[["age", "income"]].to_numpy(), _RNG.normal(size=(_N, 2))]
+CLASSES = np.digitize(NUMBERS[:, 2] + NUMBERS[:, 3], [-0.5, 0.5])
+#: Models answered through the booster's own predict (aprender.serve._fast_boosters), batched.
+FAST = ("xgb", "xgb-multiclass", "xgb-regressor", "lgbm-numbers", "lgbm-regressor")
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +52,12 @@ def served(tmp_path_factory):
         "lgbm-pipeline": make_pipeline(columns, lightgbm.LGBMClassifier(**small)).fit(FRAME, LABELS),
         "lgbm-categories": lightgbm.LGBMClassifier(**small).fit(FRAME[["age", "income", "plan"]], LABELS),
         "xgb": xgboost.XGBClassifier(n_estimators=20, max_depth=3).fit(NUMBERS, LABELS == "churn"),
+        "xgb-multiclass": xgboost.XGBClassifier(n_estimators=20, max_depth=3, n_jobs=1).fit(NUMBERS, CLASSES),
+        "xgb-regressor": xgboost.XGBRegressor(n_estimators=20, max_depth=3, n_jobs=1).fit(NUMBERS, FRAME["age"]),
+        "lgbm-numbers": lightgbm.LGBMClassifier(**small).fit(NUMBERS, LABELS),
+        "lgbm-regressor": lightgbm.LGBMRegressor(**small).fit(NUMBERS, FRAME["age"]),
+        "xgb-pipeline": make_pipeline(columns, xgboost.XGBClassifier(n_estimators=20, max_depth=3, n_jobs=1)).fit(
+            FRAME, LABELS == "churn"),
         "catboost": catboost.CatBoostRegressor(iterations=20, depth=3, verbose=0, allow_writing_files=False,
                                                random_seed=0).fit(NUMBERS, FRAME["age"]),
     }
@@ -106,3 +118,92 @@ def test_catboost_regressor_over_open_inference_v2(served):
     assert reply.status_code == 200, reply.text
     out = reply.json()["outputs"][0]
     assert np.array_equal(np.reshape(out["data"], out["shape"]), loaded["catboost"].predict(rows))
+
+
+def _v2_numbers(url, name, rows, output):
+    body = {"inputs": [{"name": "input-0", "shape": list(rows.shape), "datatype": "FP64",
+                        "data": np.where(np.isnan(rows), None, rows).ravel().tolist()}],
+            "outputs": [{"name": output}]}
+    reply = httpx.post(f"{url}/v2/models/{name}/infer", json=body)
+    assert reply.status_code == 200, reply.text
+    out = reply.json()["outputs"][0]
+    return np.reshape(out["data"], out["shape"])
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_boosters_take_their_fast_path_batched_and_answer_the_methods_bits(served, name):
+    url, loaded = served
+    meta = httpx.get(f"{url}/v2/models/{name}").json()["parameters"]
+    assert "exact fast path for predict" in meta["warmup"] and meta["max_batch_size"] == 64
+    model = loaded[name]
+    outputs = ("predict", "predict_proba") if hasattr(model, "predict_proba") else ("predict",)
+    complete = NUMBERS[~np.isnan(NUMBERS).any(axis=1)]
+    for rows in (complete[:1], complete[:25], NUMBERS[:6]):  # the last with missing values
+        for output in outputs:
+            want = getattr(model, output)(rows)
+            got = _v2_numbers(url, name, rows, output)
+            if want.dtype.kind in "OU":  # string labels
+                assert got.tolist() == want.tolist()
+            else:  # (float32 probabilities as the shortest text that reads back to the same float32)
+                assert np.array_equal(got.astype(want.dtype), want), (output, len(rows))
+
+
+def test_concurrent_one_row_requests_to_a_booster_get_their_own_answers(served):
+    """Requests arriving while the model computes go together in the next call: each still gets the
+    bits of the model on its row alone."""
+    url, loaded = served
+    model, rows = loaded["xgb-multiclass"], NUMBERS[~np.isnan(NUMBERS).any(axis=1)][:40]
+    body = [{"inputs": [{"name": "input-0", "shape": [1, 4], "datatype": "FP64", "data": row.tolist()}],
+             "outputs": [{"name": "predict_proba"}, {"name": "predict"}]} for row in rows]
+
+    async def everyone():
+        async with httpx.AsyncClient(base_url=url) as client:
+            return await asyncio.gather(*(client.post("/v2/models/xgb-multiclass/infer", json=b) for b in body))
+
+    for row, reply in zip(rows, asyncio.run(everyone()), strict=True):
+        assert reply.status_code == 200, reply.text
+        proba, label = reply.json()["outputs"]
+        want = model.predict_proba(row[None]).ravel()
+        assert np.array_equal(np.array(proba["data"], dtype=want.dtype), want)
+        assert label["data"] == model.predict(row[None]).tolist()
+
+
+def test_a_dataframe_pipeline_ending_in_xgboost_is_batched_and_exact(served):
+    url, loaded = served
+    meta = httpx.get(f"{url}/v2/models/xgb-pipeline").json()["parameters"]
+    assert "the final estimator once per batch" in meta["warmup"] and meta["max_batch_size"] == 64
+    model = loaded["xgb-pipeline"]
+    for rows in (FRAME.iloc[:1], FRAME.iloc[:17]):
+        reply = httpx.post(f"{url}/predict", json={"model_id": "xgb-pipeline", "features": _records(rows),
+                                                   "options": {"return_probabilities": True}})
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["prediction"] == model.predict(rows).tolist()
+        want = model.predict_proba(rows)
+        assert np.array_equal(np.array(reply.json()["probabilities"], dtype=want.dtype), want)
+
+
+def test_a_batch_of_dataframe_requests_calls_the_boosted_pipelines_final_estimator_once(served):
+    """The final XGBoost model runs once on every request's transformed rows, and each request still
+    gets the pipeline's own answer on its DataFrame alone."""
+    from aprender.serve._inputs import Frame, describe_inputs
+    from aprender.serve._models import _split
+
+    _, loaded = served
+    model = loaded["xgb-pipeline"]
+    inputs = describe_inputs(model)
+    split = _split(model, ("predict", "predict_proba"), inputs)
+    assert split is not None and split.merged
+    sizes = [1, 4, 1, 1, 7, 2, 1]
+    starts = np.cumsum([0, *sizes])
+    bounds = list(itertools.pairwise(starts))
+    frames = [FRAME.iloc[a:b].reset_index(drop=True) for a, b in bounds]
+    requests = [inputs.from_columns({c: f[c].to_numpy() for c in f.columns}) for f in frames]
+    merged = Frame.concat(requests)
+    calls = []
+    split.final["predict_proba"] = (lambda method: lambda Xt: calls.append(len(Xt)) or method(Xt))(
+        split.final["predict_proba"])
+    got = split.run(merged, ("predict", "predict_proba"))
+    assert calls == [sum(sizes)]
+    for frame, (a, b) in zip(frames, bounds, strict=True):
+        assert np.array_equal(got["predict_proba"][a:b], model.predict_proba(frame))
+        assert np.array_equal(got["predict"][a:b], model.predict(frame))

@@ -6,13 +6,15 @@ validates them again on every call: in scikit-learn 1.9 that costs ~0.4 ms of a 
 ``LogisticRegression.predict`` (dataframe detection, array-API dispatch, finiteness), and a
 forest pays ~50 µs per tree for its joblib loop. For linear models, trees and forests the
 arithmetic after the checks is a few numpy operations, repeated here in the same order, so the
-results are the same bits. A fast path is used only when
+results are the same bits. XGBoost and LightGBM estimators get their booster's own predict
+(:mod:`aprender.serve._fast_boosters`). A fast path is used only when
 
 - the estimator's method is the very scikit-learn function the kernel repeats (a subclass that
   overrides it keeps its own method),
 - the kernel gives bit-identical outputs to the method on probe rows at warm-up (:func:`fast_method`),
-- and, per call, the rows are float64 and finite (after the float32 cast, for trees): anything
-  else goes to the estimator's method, which converts or refuses it with its own error.
+- and, per call, the rows are float64 and finite (after the float32 cast, for trees; XGBoost and
+  LightGBM take missing values, as their wrappers do, and are probed with them): anything else goes
+  to the estimator's method, which converts or refuses it with its own error.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any
 
 import numpy as np
 from scipy.special import expit
+
+from aprender.serve._fast_boosters import BOOSTER_KERNELS, TAKE_MISSING
 
 __all__ = ["fast_method"]
 
@@ -179,13 +183,20 @@ _KERNELS: dict[tuple[str, str], Callable[[Any], Kernel | None]] = {
     ("sklearn.ensemble._forest", "ForestRegressor.predict"): _forest_regression,
     ("sklearn.tree._classes", "DecisionTreeClassifier.predict_proba"): _tree_proba,
     ("sklearn.tree._classes", "BaseDecisionTree.predict"): _tree_predict,
+    **BOOSTER_KERNELS,
 }
 
 
-def _probes(n_features: int) -> list[np.ndarray]:
+def _probes(n_features: int, missing: bool = False) -> list[np.ndarray]:
     rng = np.random.default_rng(0)
-    return [np.zeros((1, n_features)), rng.standard_normal((8, n_features)),
-            rng.standard_normal((3, n_features)) * 1e3]
+    probes = [np.zeros((1, n_features)), rng.standard_normal((8, n_features)),
+              rng.standard_normal((3, n_features)) * 1e3]
+    if missing:  # a missing value in every column, one row entirely missing
+        gaps = rng.standard_normal((n_features + 1, n_features))
+        gaps[np.arange(n_features), np.arange(n_features)] = np.nan
+        gaps[-1] = np.nan
+        probes.append(gaps)
+    return probes
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -213,19 +224,20 @@ def fast_method(estimator: Any, name: str, n_features: int) -> Callable[[np.ndar
     """
     method = getattr(estimator, name, None)
     function = getattr(type(estimator), name, None)
-    make = _KERNELS.get((getattr(function, "__module__", None), getattr(function, "__qualname__", None)))
+    key = (getattr(function, "__module__", None), getattr(function, "__qualname__", None))
+    make, missing = _KERNELS.get(key), key in TAKE_MISSING
     if method is None or make is None:
         return None
     try:
         kernel = make(estimator)
-        if kernel is None or not all(_same(kernel(X), method(X)) for X in _probes(n_features)):
+        if kernel is None or not all(_same(kernel(X), method(X)) for X in _probes(n_features, missing)):
             return None
     except Exception:  # a probe the model refuses, an attribute it lacks: keep the method
         return None
 
     def call(X: np.ndarray) -> Any:
         # a sum is finite only if every value is (a finite sum that overflows just takes the method)
-        if X.dtype == np.float64 and X.ndim == 2 and math.isfinite(X.sum()):
+        if X.dtype == np.float64 and X.ndim == 2 and (missing or math.isfinite(X.sum())):
             out = kernel(X)
             if out is not None:
                 return out

@@ -52,9 +52,10 @@ from aprender.serve._tensors import Parser
 
 __all__ = ["Limits", "LoadedModel", "Registry"]
 
-#: Estimators whose cost per call dominates (trees, forests, KNN, SVC): batched by default.
+#: Estimators whose cost per call dominates (trees, forests, boosters, KNN, SVC) and whose rows are
+#: predicted independently of each other: batched by default.
 _BATCHED = ("DecisionTree", "ExtraTree", "RandomForest", "ExtraTrees", "GradientBoosting", "HistGradientBoosting",
-            "IsolationForest", "KNeighbors", "RadiusNeighbors", "SVC", "NuSVC", "SVR", "NuSVR")
+            "IsolationForest", "KNeighbors", "RadiusNeighbors", "SVC", "NuSVC", "SVR", "NuSVR", "XGB", "LGBM")
 _DEFAULT_BATCH = 64
 #: Most rows a model with exact fast paths runs on the event loop itself (microseconds per row),
 #: batched or not; larger calls go to a thread like every other model's.
@@ -206,7 +207,8 @@ def load_version(version: Version, limits: Limits, policy: Policy) -> LoadedMode
     methods = {name: method or getattr(estimator, name) for name, method in methods.items()}
     split = _split(estimator, outputs, inputs)
     if split is not None:
-        warmup += "; batched exactly (the transforms once per batch, the final estimator once per request)"
+        final = "batch" if split.merged else "request"
+        warmup += f"; batched exactly (the transforms once per batch, the final estimator once per {final})"
     return LoadedModel(version, estimator, outputs, time.perf_counter() - start, time.time(),
                        warmup, signature, inputs, _batch_size(version, limits, split), methods, fast, split=split)
 
