@@ -336,7 +336,7 @@ def _own_converters() -> None:
     They import the estimator families and scikit-learn, so they load with the first
     export, not with this package: ``apr inspect m.onnx`` reads bytes and needs neither.
     """
-    from aprender.format.onnx import _exact_trees, _lda, _moe, _ovr, _svc, _svr, _threshold  # noqa: F401
+    from aprender.format.onnx import _exact_trees, _kbins, _lda, _moe, _ovr, _svc, _svr, _threshold  # noqa: F401
     from aprender.format.onnx._boosters import register_installed
 
     register_installed()  # XGBoost, LightGBM, CatBoost: those whose library a model may come from

@@ -17,6 +17,7 @@ a graph is double.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -62,7 +63,9 @@ def choose_dtype(export: Callable[[Any], onnx.ModelProto], double_reason: str | 
         record_dtype(onx, np.float64, double_reason)
         return onx
     try:
-        onx = export(np.float32)
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            onx = export(np.float32)
     except ExportParityError as single:
         try:
             onx = export(np.float64)
@@ -76,5 +79,7 @@ def choose_dtype(export: Callable[[Any], onnx.ModelProto], double_reason: str | 
                                 for name, got in single.outputs.items() if got.get("differing_rows"))
         record_dtype(onx, np.float64, f"the float32 graph failed verification ({differences})", single.outputs)
         return onx
+    for warning in warned:  # about the float32 graph: said only when that graph is the one returned
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     record_dtype(onx, np.float32, "default: nothing in the model asks for double")
     return onx
