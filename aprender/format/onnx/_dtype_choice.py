@@ -25,6 +25,7 @@ import numpy as np
 import onnx
 
 from aprender.exceptions import ExportParityError, UnsupportedExportError
+from aprender.format.onnx._verify import parity_json
 
 __all__ = ["PARITY_KEY", "choose_dtype", "record_dtype"]
 
@@ -38,7 +39,7 @@ def record_dtype(onx: onnx.ModelProto, chosen: Any, reason: str, float32: dict[s
             record = json.loads(prop.value)
             record["dtype"] = {"chosen": np.dtype(chosen).name, "reason": reason,
                                **({"float32_outputs": float32} if float32 is not None else {})}
-            prop.value = json.dumps(record, sort_keys=True, separators=(",", ":"))
+            prop.value = parity_json(record)
 
 
 def choose_dtype(export: Callable[[Any], onnx.ModelProto], double_reason: str | None) -> onnx.ModelProto:
