@@ -179,7 +179,7 @@ def _pools(first: Any, sample: np.ndarray) -> list[np.ndarray | None]:
 
 def _around_matrix(model: Any, X: Any) -> np.ndarray | None:
     """The numeric sample followed by rows made around it, or None (not a numeric matrix)."""
-    if hasattr(X, "toarray") or isinstance(X, list):
+    if hasattr(X, "toarray"):
         return None
     sample = np.asarray(X)
     if sample.ndim != 2 or sample.dtype.kind not in "fiu" or not len(sample) or not sample.shape[1]:
