@@ -226,6 +226,16 @@ def _roundtrip(lib: str, est: Any, folder: Path) -> Any:
     return joblib.load(path)
 
 
+def _data(X: Any) -> Any:
+    """The rows an estimator was fitted on: those a fitted neighbours object holds, when one was passed as X.
+
+    scikit-learn's neighbours estimators accept a fitted NearestNeighbors as ``X`` and copy its
+    training rows (``locally_linear_embedding`` fits one on another).
+    """
+    held = getattr(X, "_fit_X", None)
+    return held if held is not None and hasattr(X, "get_params") else X
+
+
 def _refusal(lib: str, exc: BaseException) -> bool:
     if lib == "aprender":
         from aprender.exceptions import AprenderError
@@ -245,7 +255,10 @@ def _onnx(est: Any, X: Any, reference: dict[str, Any], folder: Path) -> dict[str
     try:
         import scipy.sparse
 
-        sample = X[:5] if hasattr(X, "iloc") else X.tocsr()[:5] if scipy.sparse.issparse(X) else np.asarray(X)[:5]
+        if hasattr(X, "iloc") or scipy.sparse.issparse(X):
+            sample = X[:5] if hasattr(X, "iloc") else X.tocsr()[:5]
+        else:  # data that is no rows (an object scikit-learn accepts as X) gives no sample: export without one
+            sample = np.asarray(X)[:5] if np.ndim(X) else None
         path = folder / "m.onnx"
         aprender.save(est, path, X=sample)
         import onnxruntime as ort
@@ -317,7 +330,8 @@ def child(script: Path, out: Path, onnx: bool) -> None:
     from sklearn.utils.validation import check_is_fitted
 
     rows = []
-    for est, X in list(recorder.fits.values())[-MAX_PER_SCRIPT:]:
+    for est, fitted_on in list(recorder.fits.values())[-MAX_PER_SCRIPT:]:
+        X = _data(fitted_on)
         try:
             check_is_fitted(est)
         except Exception:  # not fitted any more (a failed refit), or not an estimator scikit-learn knows

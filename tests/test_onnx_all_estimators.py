@@ -31,7 +31,6 @@ import onnxruntime as ort
 import pytest
 import scipy.sparse as sp
 import sklearn_instances as si
-from sklearn.base import is_regressor
 
 from aprender.exceptions import UnsupportedExportError
 from aprender.format.onnx import input_feed, to_onnx
@@ -62,7 +61,6 @@ REFUSED: dict[str, tuple[str, str]] = {
     "OneHotEncoder": ("is not an int64", "skl2onnx encodes string and int64 categories only (float data here)"),
     "OneVsOneClassifier": ("invalid ONNX graph.*ArgMax", "skl2onnx's graph fails ONNX shape inference"),
     "PLSRegression": ("invalid ONNX graph.*Add", "skl2onnx's graph fails ONNX shape inference"),
-    "RFECV": ("invalid ONNX graph.*ConstantOfShape", "skl2onnx's graph fails ONNX shape inference"),
     "RadiusNeighborsClassifier": ("index is out of range",
                                   "ONNX Runtime rejects skl2onnx's graph for any query with a row outside the radius"),
     "RadiusNeighborsRegressor": ("index is out of range",
@@ -145,9 +143,9 @@ def reference(est: Any, output: str, rows: Any) -> Any:
         method = "predict_proba" if hasattr(est, "predict_proba") else "decision_function"
     elif output == "scores":  # outlier detectors: decision values; KMeans: distances
         method = "decision_function" if hasattr(est, "decision_function") else "transform"
-    else:  # variable, union, GPmean, ...: a regressor's prediction or a transformer's result
-        # (RFE and SelectFromModel also predict, StackingRegressor also transforms)
-        method = "predict" if is_regressor(est) or not hasattr(est, "transform") else "transform"
+    else:  # variable, union, GPmean, ...: a predictor's prediction or a transformer's result
+        # (RFE also transforms and is exported for its predictions; StackingRegressor too)
+        method = "predict" if hasattr(est, "predict") else "transform"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         value = getattr(est, method)(rows)

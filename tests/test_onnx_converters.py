@@ -24,6 +24,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.ensemble import (
     ExtraTreesClassifier,
     ExtraTreesRegressor,
+    HistGradientBoostingClassifier,
     HistGradientBoostingRegressor,
     RandomForestClassifier,
 )
@@ -311,3 +312,38 @@ def test_binary_svc_inside_calibration_gets_the_raw_score_layout(iris) -> None:
     got, seen = _run(onx, X), _rounded(onx, X)
     np.testing.assert_array_equal(got["label"], model.predict(seen))
     np.testing.assert_allclose(got["probabilities"], model.predict_proba(seen), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("model", [HistGradientBoostingRegressor(max_iter=10, categorical_features=[0]),
+                                   HistGradientBoostingClassifier(max_iter=10, categorical_features=[True, False])],
+                         ids=["regressor", "classifier"])
+def test_hgb_with_categorical_splits_is_refused_with_the_reason(model) -> None:
+    # skl2onnx compares category codes with a threshold: verification caught it only on rows that differ
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 5, 200), rng.normal(size=200)])
+    y = ((X[:, 0] % 2 == 0) ^ (X[:, 1] > 0)).astype(int)
+    model = clone(model).fit(X, y)
+    with pytest.raises(UnsupportedExportError, match=r"categorical_features: .*membership in a set of categories"):
+        to_onnx(model)
+    with pytest.raises(UnsupportedExportError, match="categorical_features"):
+        to_onnx(make_pipeline(StandardScaler(), clone(model).fit(X, y)))
+
+
+def test_the_gallery_harness_exports_a_neighbours_model_fitted_on_another(tmp_path) -> None:
+    # locally_linear_embedding fits a NearestNeighbors on a fitted NearestNeighbors: the harness took
+    # a 5-row sample of that object and crashed (IndexError); it now reads the rows the object holds
+    import importlib.util
+    from pathlib import Path
+
+    from sklearn.neighbors import NearestNeighbors
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "gallery.py"
+    spec = importlib.util.spec_from_file_location("gallery_harness", path)
+    gallery = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gallery)
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    inner = NearestNeighbors(n_neighbors=4).fit(X)
+    outer = NearestNeighbors(n_neighbors=4).fit(inner)
+    assert gallery._data(inner) is inner._fit_X and gallery._data(X) is X
+    result = gallery._onnx(outer, gallery._data(inner), {}, tmp_path)
+    assert result["result"] == "refused" and "radius and n_neighbors" in result["error"], result

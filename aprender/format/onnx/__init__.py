@@ -68,6 +68,7 @@ from aprender.format.onnx._kernels import runnable_kernels
 from aprender.format.onnx._links import apply_inverse_links
 from aprender.format.onnx._options import CAPABILITIES, ExportOptions
 from aprender.format.onnx._precision import unicode_tokens, warn_float_before_trees
+from aprender.format.onnx._selectors import predicting
 from aprender.format.onnx._tree_ensemble5 import double_ensembles
 from aprender.format.onnx._verify import parity_json, verify_export
 
@@ -336,11 +337,24 @@ def _own_converters() -> None:
     They import the estimator families and scikit-learn, so they load with the first
     export, not with this package: ``apr inspect m.onnx`` reads bytes and needs neither.
     """
-    from aprender.format.onnx import _exact_trees, _kbins, _lda, _moe, _ovr, _svc, _svr, _threshold  # noqa: F401
+    from aprender.format.onnx import (  # noqa: F401
+        _exact_trees,
+        _iforest,
+        _kbins,
+        _lda,
+        _moe,
+        _ovr,
+        _selectors,
+        _svc,
+        _svr,
+        _threshold,
+    )
     from aprender.format.onnx._boosters import register_installed
 
     register_installed()  # XGBoost, LightGBM, CatBoost: those whose library a model may come from
     _exact_trees.register()  # scikit-learn's trees: double thresholds where the graph reads doubles
+    _selectors.register()  # feature selectors: the selected columns, whichever they are
+    _iforest.register()  # IsolationForest: scikit-learn's float32 decisions, its float64 scores
 
 
 def to_onnx(
@@ -445,9 +459,10 @@ def to_onnx(
     read = read_columns(sample)
     if read is not None:
         types = [t for t in types if t[0] in read]
-    onx = _convert(model, types, opset, _converter_options(model, options))
+    graph_model = predicting(model)  # a final RFE answers its predictions, not its selected columns
+    onx = _convert(graph_model, types, opset, _converter_options(graph_model, options))
     _restore_input_names(onx, types)
-    apply_inverse_links(onx, model)
+    apply_inverse_links(onx, graph_model)
     runnable_kernels(onx)
     parts = nested(model)
     ml_opset = opset.get("ai.onnx.ml", 5) if isinstance(opset, Mapping) else 5  # a caller's target is kept

@@ -54,8 +54,13 @@ def _sklearn_trees() -> dict[type, bool]:
 
 
 def exact_trees(estimators: list[Any]) -> bool:
-    """Any of ``estimators`` is a scikit-learn tree model (or a subclass): its exact graph is double."""
-    classes = tuple(_sklearn_trees())
+    """Any of ``estimators`` is a scikit-learn tree model (or a subclass): its exact graph is double.
+
+    IsolationForest's converter is its own (``_iforest``), exact in a double graph too.
+    """
+    from sklearn.ensemble import IsolationForest
+
+    classes = (*_sklearn_trees(), IsolationForest)
     return any(isinstance(est, classes) for est in estimators)
 
 

@@ -37,7 +37,7 @@ from aprender.format.onnx._links import final_step
 from aprender.format.onnx._probe import fitted_parts, rounded_like_graph
 from aprender.format.onnx._sample_probe import probe
 
-__all__ = ["LOOSER", "TOLERANCE", "explained_rows", "float32_split_flips", "knn_ties", "reference",
+__all__ = ["LOOSER", "TOLERANCE", "answering", "explained_rows", "float32_split_flips", "knn_ties", "reference",
            "parity_json", "single_precision_inside", "svm_decision_atol", "tolerance_for", "verify", "verify_export"]
 
 #: Default tolerances per precision the graph computes in (labels: exact). ``trees``: scikit-learn's trees in a
@@ -180,20 +180,29 @@ def svm_decision_atol(model: Any, X: np.ndarray, float32: bool = True) -> np.nda
     return 8 * eps * (np.abs(K) @ np.abs(est.dual_coef_).T).max(axis=1)
 
 
-def reference(model: Any, name: str, X: Any, raw_scores: bool = False) -> np.ndarray:
-    """What the estimator computes for the graph output ``name`` (``raw_scores``: the converter option)."""
-    from sklearn.base import is_regressor
+def answering(model: Any, name: str, raw_scores: bool = False) -> str:
+    """The estimator's method that the graph output ``name`` answers (``raw_scores``: the converter option).
 
+    ``score_samples`` (the option of skl2onnx's outlier detectors) answers ``score_samples``. Any
+    other output (``variable``, ``GPmean``, ...) is a predictor's prediction, else a transformer's
+    result: a model that both predicts and transforms (RFE) is exported for its predictions, as
+    every predictor is, and a graph without an output for ``predict`` is refused (:func:`verify`).
+    """
     if name == "label":
-        return np.asarray(model.predict(X))
+        return "predict"
     if name == "probabilities":
         proba = hasattr(model, "predict_proba") and not (raw_scores and hasattr(model, "decision_function"))
-        method = "predict_proba" if proba else "decision_function"
-    elif name == "scores":  # outlier detectors: decision values; KMeans: distances
-        method = "decision_function" if hasattr(model, "decision_function") else "transform"
-    else:  # a regressor's prediction or a transformer's result (RFE also predicts)
-        method = "predict" if is_regressor(model) or not hasattr(model, "transform") else "transform"
-    value = getattr(model, method)(X)
+        return "predict_proba" if proba else "decision_function"
+    if name == "scores":  # outlier detectors: decision values; KMeans: distances
+        return "decision_function" if hasattr(model, "decision_function") else "transform"
+    if name == "score_samples" and hasattr(model, name):  # the option of skl2onnx's outlier detectors
+        return name
+    return "predict" if hasattr(model, "predict") else "transform"
+
+
+def reference(model: Any, name: str, X: Any, raw_scores: bool = False) -> np.ndarray:
+    """What the estimator computes for the graph output ``name`` (``raw_scores``: the converter option)."""
+    value = getattr(model, answering(model, name, raw_scores))(X)
     return value.toarray() if hasattr(value, "toarray") else np.asarray(value)
 
 
@@ -400,6 +409,10 @@ def verify(onx: onnx.ModelProto, model: Any, X: Any, tolerance: float | Mapping[
             failures.append(f"{out.name}: {got['differing_rows']} of {len(expected)} rows differ"
                             + (f", max |difference| {got['max_abs']:.3g}" if "max_abs" in got else "")
                             + (f", shape {got['shape'][0]} vs {got['shape'][1]}" if "shape" in got else ""))
+    kinds = [_ZIPMAP_NAMES.get(out.name, out.name) for out in session.get_outputs()]
+    if hasattr(model, "predict") and "predict" not in {answering(model, kind, raw_scores) for kind in kinds}:
+        # a graph of other values than the model's predictions (a selector's columns) is not its export
+        failures.append(f"no output answers predict (the graph's outputs: {', '.join(kinds)})")
     if failures:
         raise ExportParityError(
             f"the ONNX graph of {name} disagrees with the estimator on {_described(source, X, rows)} "
