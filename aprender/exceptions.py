@@ -13,6 +13,8 @@ True
 
 from __future__ import annotations
 
+from typing import Any
+
 from aprender._display import printable
 
 __all__ = [
@@ -228,6 +230,8 @@ class ExportParityError(UnsupportedExportError):
 
     The message gives the output, the measured difference, on how many rows, and the
     choices: ``dtype=numpy.float64``, an explicit ``tolerance=``, or ``verify=False``.
+    ``outputs`` holds what was measured per output (``max_abs``, ``differing_rows``), as
+    in the ``aprender.parity`` record of a graph that passes.
 
     Examples
     --------
@@ -235,6 +239,10 @@ class ExportParityError(UnsupportedExportError):
     >>> issubclass(ExportParityError, UnsupportedExportError)
     True
     """
+
+    def __init__(self, message: str, outputs: dict[str, Any] | None = None) -> None:
+        self.outputs = dict(outputs or {})
+        super().__init__(message)
 
 
 class InferenceOnlyError(AprenderError, AttributeError):

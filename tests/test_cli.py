@@ -705,7 +705,7 @@ def test_convert_a_dataframe_pipeline_to_onnx_with_and_without_sample_rows(cli, 
     run = cli("convert", tmp_path / "frame.apr", "--format", "onnx", "-o", tmp_path / "frame.onnx",
               "--sample", tmp_path / "rows.csv")
     assert run.code == 0, run.err
-    for name, source in (("typed", "synthesized"), ("frame", "sample")):
+    for name, source in (("typed", "synthesized"), ("frame", "sample+synthesized")):
         onx = onnx.load(tmp_path / f"{name}.onnx")
         assert [i.name for i in onx.graph.input] == ["age", "home city"]
         assert json.loads({p.key: p.value for p in onx.metadata_props}["aprender.parity"])["source"] == source

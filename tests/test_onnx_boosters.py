@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import onnx
@@ -114,7 +115,7 @@ def test_a_dataframe_pipeline_exports_with_parity(frame, library, target, encode
     onx = to_onnx(model, frame)
     assert [i.name for i in onx.graph.input] == list(frame.columns)
     record = _parity(onx)
-    assert record["verified"] and record["source"] == "sample" and record["rows"] == ROWS
+    assert record["verified"] and record["source"] == "sample+synthesized" and record["sample_rows"] == ROWS
     _assert_matches(model, onx, frame)
 
 
@@ -178,10 +179,11 @@ def test_lightgbm_double_thresholds_are_rounded_toward_their_branch(monkeypatch)
     onx = to_onnx(model)
     assert _run(onx, x)[0].tolist() == model.predict(x).tolist() == [1]
     # Measured: with thresholds rounded to nearest, the float32 graph sends that value left,
-    # and verification refuses it.
+    # and verification refuses it; the default dtype then takes the double graph, which is exact.
     monkeypatch.setattr(_boosters, "float32_toward", lambda values, modes: values)
     with pytest.raises(ExportParityError, match="label: 1 of"):
-        to_onnx(model)
+        to_onnx(model, dtype=np.float32)
+    assert _parity(to_onnx(model))["dtype"]["reason"].startswith("the float32 graph failed verification (label: 1 ")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -297,11 +299,15 @@ def test_dtype_float64_computes_the_transforms_in_double_and_feeds_the_trees_as_
 def test_a_float32_transform_before_xgboost_trees_is_refused_with_the_double_remedy() -> None:
     # Measured: the float32 StandardScaler sends 28 of these 300 rows across an XGBoost split.
     model, X = _scaled("xgboost", "regressor")
-    refused = r"variable: [0-9]+ of 300 rows differ.*dtype=numpy.float64: the graph"
+    refused = r"variable: [0-9]+ of [0-9]+ rows differ.*dtype=numpy.float64: the graph"
     with pytest.warns(ExportPrecisionWarning, match="no CastTransformer"), \
             pytest.raises(ExportParityError, match=refused):
-        to_onnx(model, X)
+        to_onnx(model, X, dtype=np.float32)
     assert _parity(to_onnx(model, X, dtype=np.float64))["verified"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the float32 graph's warning goes with the float32 graph
+        chosen = _parity(to_onnx(model, X))["dtype"]
+    assert chosen["chosen"] == "float64" and chosen["float32_outputs"]["variable"]["differing_rows"] > 0
 
 
 def _rows() -> tuple[np.ndarray, np.ndarray]:

@@ -126,7 +126,7 @@ def test_gaussian_process_classifier_exports_in_double_without_contrib_ops(iris)
     np.testing.assert_array_equal(got["label"].ravel(), model.predict(X[:100]))  # skl2onnx's labels are [N, 1]
     np.testing.assert_allclose(got["probabilities"], model.predict_proba(X[:100]), rtol=1e-9, atol=1e-10)
     # its erf terms have coefficients ~1e3 that cancel: float32 cannot hold them
-    with pytest.raises(ExportParityError, match=r"probabilities: \d+ of 100 rows differ"):
+    with pytest.raises(ExportParityError, match=r"probabilities: \d+ of \d+ rows differ"):
         to_onnx(model, X[:100], dtype=np.float32)
 
 
@@ -255,7 +255,7 @@ def test_polynomial_features_export_in_double_by_default_and_float32_is_refused(
     onx = to_onnx(model)  # no sample: the probe rows are synthesized, the dtype picked
     assert onx.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
     np.testing.assert_allclose(_run(onx, X)["variable"].ravel(), model.predict(X), rtol=1e-9, atol=1e-9)
-    with pytest.raises(ExportParityError, match=r"variable: \d+ of 30 rows differ"):
+    with pytest.raises(ExportParityError, match=r"variable: \d+ of \d+ rows differ"):
         to_onnx(model, X, dtype=np.float32)
 
 

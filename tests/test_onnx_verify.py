@@ -25,6 +25,7 @@ from sklearn.svm import LinearSVC
 import aprender
 from aprender.exceptions import ExportParityError, UnsupportedExportError
 from aprender.format.onnx import to_onnx
+from aprender.format.onnx._sample_probe import probe
 from aprender.format.onnx._verify import verify
 
 
@@ -50,7 +51,10 @@ def test_a_wrong_graph_is_refused_with_the_difference_and_the_remedies(iris, wro
     with pytest.raises(ExportParityError) as info:
         verify(onx, model, iris[0])
     text = str(info.value)
-    assert "variable: 150 of 150 rows differ" in text and "max |difference|" in text
+    rows = len(probe(model, iris[0])[0])
+    assert f"variable: {rows} of {rows} rows differ" in text and "max |difference|" in text
+    assert f"the sample's 150 rows and {rows - 150} rows made around them" in text
+    assert info.value.outputs["variable"]["differing_rows"] == rows
     for remedy in ("dtype=numpy.float64", "tolerance=", "verify=False"):
         assert remedy in text
     assert isinstance(info.value, UnsupportedExportError)  # callers catching refusals catch it too
@@ -59,7 +63,8 @@ def test_a_wrong_graph_is_refused_with_the_difference_and_the_remedies(iris, wro
 def test_a_looser_tolerance_accepts_what_it_says(iris, wrong) -> None:
     model, other = wrong
     onx = to_onnx(other, verify=False)
-    diff = float(np.abs(model.predict(iris[0]) - other.predict(iris[0])).max())
+    probed = probe(model, iris[0])[0].astype(np.float32)
+    diff = float(np.abs(model.predict(probed) - other.predict(probed)).max())
     record = verify(onx, model, iris[0], tolerance={"atol": diff * 1.01})
     assert record["verified"] and record["outputs"]["variable"]["max_abs"] == pytest.approx(diff, rel=1e-3)
     with pytest.raises(ExportParityError):
@@ -68,7 +73,8 @@ def test_a_looser_tolerance_accepts_what_it_says(iris, wrong) -> None:
 
 def test_verify_false_writes_it_unverified_and_says_so(iris) -> None:
     onx = to_onnx(LogisticRegression(max_iter=500).fit(*iris), verify=False)
-    assert _parity(onx) == {"verified": False, "reason": "verify=False"}
+    assert _parity(onx) == {"verified": False, "reason": "verify=False",
+                            "dtype": {"chosen": "float32", "reason": "default: nothing in the model asks for double"}}
 
 
 @pytest.mark.parametrize("with_sample", [True, False], ids=["sample", "synthesized"])
@@ -80,8 +86,9 @@ def test_parity_metadata_is_written_and_inspect_shows_it(iris, tmp_path, capsys,
     report = functools.partial(invoke, capsys)("inspect", path, "--json").json
     parity = report["metadata"]["parity"]
     assert parity["verified"] is True
-    assert parity["source"] == ("sample" if with_sample else "synthesized")
-    assert parity["rows"] == (150 if with_sample else parity["rows"]) and parity["rows"] > 0
+    assert parity["source"] == ("sample+synthesized" if with_sample else "synthesized")
+    assert parity.get("sample_rows") == (150 if with_sample else None) and parity["rows"] > 150 * with_sample
+    assert parity["dtype"] == {"chosen": "float32", "reason": "default: nothing in the model asks for double"}
     assert parity["outputs"]["label"]["differing_rows"] == 0
     assert parity["outputs"]["probabilities"]["max_abs"] <= 1e-5
 

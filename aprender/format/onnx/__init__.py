@@ -53,11 +53,12 @@ except ImportError as exc:
     ) from exc
 
 from aprender._warn import deprecated_alias
-from aprender.exceptions import AprenderError, ExportParityError, UnsupportedExportError
+from aprender.exceptions import AprenderError, UnsupportedExportError
 from aprender.format._formats import model_type_keyword
 from aprender.format._io import existing_file, write_atomic
 from aprender.format.onnx._converters import nested, register_converter, sync
 from aprender.format.onnx._double import needs_double
+from aprender.format.onnx._dtype_choice import choose_dtype
 from aprender.format.onnx._exact_trees import exact_trees
 from aprender.format.onnx._frame_probe import probe_frame, read_columns
 from aprender.format.onnx._gaps import check_exportable
@@ -336,7 +337,18 @@ def _own_converters() -> None:
     They import the estimator families and scikit-learn, so they load with the first
     export, not with this package: ``apr inspect m.onnx`` reads bytes and needs neither.
     """
-    from aprender.format.onnx import _exact_trees, _iforest, _moe, _ovr, _selectors, _svc, _svr, _threshold  # noqa: F401
+    from aprender.format.onnx import (  # noqa: F401
+        _exact_trees,
+        _iforest,
+        _kbins,
+        _lda,
+        _moe,
+        _ovr,
+        _selectors,
+        _svc,
+        _svr,
+        _threshold,
+    )
     from aprender.format.onnx._boosters import register_installed
 
     register_installed()  # XGBoost, LightGBM, CatBoost: those whose library a model may come from
@@ -426,19 +438,11 @@ def to_onnx(
     from aprender.format.onnx._meta import doc_string, model_props
 
     if dtype is None:
-        wants_double = exact_trees(nested(model)) or needs_double(model) is not None
-        exact = np.float64 if wants_double else np.float32
-        try:
-            return to_onnx(model, X, target_opset=target_opset, dtype=exact, options=options, metadata=metadata,
-                           verify=verify, tolerance=tolerance)
-        except ExportParityError:
-            raise  # float32 would be further off
-        except UnsupportedExportError:
-            if exact == np.float32:
-                raise
-        # a part of the model without a double graph (an operator ONNX Runtime has no double kernel for)
-        return to_onnx(model, X, target_opset=target_opset, dtype=np.float32, options=options, metadata=metadata,
-                       verify=verify, tolerance=tolerance)
+        trees = "scikit-learn trees: their exact graph compares double thresholds" if exact_trees(
+            nested(model)) else None
+        return choose_dtype(lambda exact: to_onnx(model, X, target_opset=target_opset, dtype=exact, options=options,
+                                                  metadata=metadata, verify=verify, tolerance=tolerance),
+                            trees or needs_double(model))
     dtype = np.dtype(dtype)
     if dtype not in FLOAT_DTYPES:
         raise ValueError(f"dtype must be numpy.float32 or numpy.float64, got {dtype}")
@@ -472,7 +476,8 @@ def to_onnx(
         _check_runtime(onx, model)
     parity = verify_export(onx, model, X, tolerance, options, parts) if verify else {"verified": False,
                                                                              "reason": "verify=False"}
-    onnx.helper.set_model_props(onx, {**props, "aprender.parity": parity_json(parity)})
+    onnx.helper.set_model_props(onx, {**props, "aprender.parity": parity_json(
+        {**parity, "dtype": {"chosen": dtype.name, "reason": "asked by the caller"}})})
     onx.doc_string = doc_string(model, props["aprender.class"])
     return onx
 

@@ -6,9 +6,11 @@ what the fitted state says about its input, deterministically (a fixed seed):
 - training rows the model keeps (KNN's ``_fit_X``, an SVM's ``support_vectors_``),
 - per-feature centre and spread (a scaler's ``mean_`` / ``scale_``, ``data_min_`` /
   ``data_max_``, a Gaussian model's ``theta_`` / ``var_``), else standard normal rows,
-- for trees (scikit-learn's, XGBoost's, LightGBM's, CatBoost's), every split threshold and
-  its float32 neighbours on either side, the values where a float32 graph and the
-  estimator are most likely to part.
+- for trees (scikit-learn's, XGBoost's, LightGBM's, CatBoost's) and KBinsDiscretizer, every
+  split threshold or inner bin edge and its float32 neighbours on either side, the values
+  where a float32 graph and the estimator are most likely to part.
+
+With a sample, ``_sample_probe`` adds rows made from the sample and these same pieces.
 
 When the graph input is float32 the estimator is run on the same float32-rounded rows
 the graph sees, so a difference measured is the graph's, not the rounding of the input.
@@ -21,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["fitted_parts", "probe_rows", "reads_input", "rounded_like_graph"]
+__all__ = ["decision_points", "fitted_parts", "kept_rows", "probe_rows", "reads_input", "rounded_like_graph",
+           "threshold_rows"]
 
 #: Rows of the synthesized probe (plus threshold rows, at most _MAX_THRESHOLD_ROWS).
 _RANDOM_ROWS = 64
@@ -74,7 +77,8 @@ def _centre_spread(first: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(n), np.ones(n)
 
 
-def _kept_rows(first: Any, n: int) -> np.ndarray:
+def kept_rows(first: Any, n: int) -> np.ndarray:
+    """Training rows the model keeps (KNN's ``_fit_X``, an SVM's ``support_vectors_``), at most ``_RANDOM_ROWS``."""
     for name in ("_fit_X", "support_vectors_"):
         rows = getattr(first, name, None)
         if rows is not None and not hasattr(rows, "toarray") and np.ndim(rows) == 2 and np.shape(rows)[1] == n:
@@ -101,7 +105,21 @@ def _thresholds(first: Any) -> list[tuple[int, float]]:
     return found + booster_splits(first)
 
 
-def _threshold_rows(base: np.ndarray, splits: list[tuple[int, float]], rng: np.random.Generator) -> np.ndarray:
+def decision_points(first: Any) -> list[tuple[int, float]]:
+    """(feature, value) where the model reading the input decides: tree splits and KBinsDiscretizer bin edges.
+
+    A float32 graph compares the input rounded to float32 with rounded split points: a value
+    between a point and its rounding goes the other way (a bin edge rounded across moved a
+    gallery value to the next bin).
+    """
+    edges = getattr(first, "bin_edges_", None)
+    inner = [(j, float(e)) for j, column in enumerate(edges) for e in np.ravel(column)[1:-1]] \
+        if isinstance(edges, np.ndarray) and edges.dtype == object else []
+    return _thresholds(first) + inner
+
+
+def threshold_rows(base: np.ndarray, splits: list[tuple[int, float]], rng: np.random.Generator) -> np.ndarray:
+    """Rows of ``base`` with one value set to a split point, or to its float32 neighbour on either side."""
     if not splits:
         return np.empty((0, base.shape[1]))
     picked = [splits[i] for i in rng.permutation(len(splits))[: _MAX_THRESHOLD_ROWS // 3]]
@@ -124,7 +142,7 @@ def probe_rows(model: Any) -> np.ndarray | None:
     rng = np.random.default_rng(_SEED)
     centre, spread = _centre_spread(first, int(n))
     base = centre + spread * rng.standard_normal((_RANDOM_ROWS, int(n)))
-    rows = np.vstack([_kept_rows(first, int(n)), base, _threshold_rows(base, _thresholds(first), rng)])
+    rows = np.vstack([kept_rows(first, int(n)), base, threshold_rows(base, decision_points(first), rng)])
     return rows[np.isfinite(rows).all(axis=1)]
 
 

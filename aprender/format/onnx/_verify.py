@@ -32,10 +32,10 @@ import onnx
 from aprender.exceptions import ExportParityError, UnsupportedExportError
 from aprender.format.onnx._boosters import is_booster
 from aprender.format.onnx._exact_trees import exact_trees
-from aprender.format.onnx._frame_probe import probe_frame
 from aprender.format.onnx._inputs import input_feed
 from aprender.format.onnx._links import final_step
-from aprender.format.onnx._probe import fitted_parts, probe_rows, rounded_like_graph
+from aprender.format.onnx._probe import fitted_parts, rounded_like_graph
+from aprender.format.onnx._sample_probe import probe
 
 __all__ = ["LOOSER", "TOLERANCE", "answering", "explained_rows", "float32_split_flips", "knn_ties", "reference",
            "parity_json", "single_precision_inside", "svm_decision_atol", "tolerance_for", "verify", "verify_export"]
@@ -281,11 +281,11 @@ def _session(onx: onnx.ModelProto, name: str) -> Any:
         return None  # e.g. a locale missing on this machine: not a property of the graph
 
 
-def _rows(model: Any, X: Any) -> tuple[Any, str]:
-    if X is not None:
-        return X, "sample"
-    rows = probe_rows(model)
-    return (probe_frame(model) if rows is None else rows), "synthesized"
+def _described(source: str, X: Any, rows: Any) -> str:
+    """Which rows were probed, for a message."""
+    if source == "sample+synthesized":
+        return f"the sample's {_n_rows(X)} rows and {_n_rows(rows) - _n_rows(X)} rows made around them"
+    return "the sample rows" if source == "sample" else "rows synthesized from the fitted state"
 
 
 def _tolerance_given(tolerance: float | Mapping[str, float] | None) -> dict[str, float] | None:
@@ -361,7 +361,7 @@ def verify(onx: onnx.ModelProto, model: Any, X: Any, tolerance: float | Mapping[
     name = type(model).__name__
     given = _tolerance_given(tolerance)
     session = _session(onx, name)
-    rows, source = _rows(model, X)
+    rows, source = probe(model, X)
     if session is None or rows is None or _n_rows(rows) == 0:
         why = "ONNX Runtime cannot open the graph on this machine" if session is None else (
             "no sample X was given and no numeric rows can be made from the fitted state")
@@ -373,14 +373,16 @@ def verify(onx: onnx.ModelProto, model: Any, X: Any, tolerance: float | Mapping[
     except Exception as exc:
         if "locale" in str(exc).lower():
             return {"verified": False, "reason": f"ONNX Runtime cannot run the graph here: {exc}"}
-        raise ExportParityError(f"the ONNX graph of {name} fails in ONNX Runtime on {source} rows: {exc}. "
-                                "Pass verify=False to write it anyway.") from exc
+        raise ExportParityError(f"the ONNX graph of {name} fails in ONNX Runtime on {_described(source, X, rows)}: "
+                                f"{exc}. Pass verify=False to write it anyway.") from exc
     tol = tolerance_for(model, onx, float32)
     if given is not None:
         tol = {"rtol": max(tol["rtol"], given["rtol"]), "atol": max(tol["atol"], given["atol"])}
     explained = explained_rows(model, seen, float32)
     dense = _numeric(seen)
     record: dict[str, Any] = {"verified": True, "source": source, "rows": _n_rows(seen), **tol, "outputs": {}}
+    if X is not None:
+        record["sample_rows"] = _n_rows(X)
     failures = []
     for out, value in zip(session.get_outputs(), outputs, strict=True):
         actual = _array(value)
@@ -413,11 +415,12 @@ def verify(onx: onnx.ModelProto, model: Any, X: Any, tolerance: float | Mapping[
         failures.append(f"no output answers predict (the graph's outputs: {', '.join(kinds)})")
     if failures:
         raise ExportParityError(
-            f"the ONNX graph of {name} disagrees with the estimator on {source} rows ({'; '.join(failures)}; "
+            f"the ONNX graph of {name} disagrees with the estimator on {_described(source, X, rows)} "
+            f"({'; '.join(failures)}; "
             f"tolerance rtol={tol['rtol']:g}, atol={tol['atol']:g}, labels exact). {advice or ''}"
             f"{' Otherwise, e' if advice else 'E'}xport with dtype=numpy.float64 where float32 cannot hold the "
             "values, pass an explicit tolerance= if the difference is acceptable to you, or verify=False to write "
-            "the graph unverified.")
+            "the graph unverified.", record["outputs"])
     return record
 
 
