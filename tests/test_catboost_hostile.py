@@ -122,6 +122,8 @@ LIES: dict[str, Lie] = {
         "class_label_type": "String", "class_names": ["ant", "bee", "cat"], "class_to_label": [0, 2**31 - 1, 2],
         "classes_count": 0}), "class_to_label"),
     "feature names short": Lie("binary", "meta", _booster(feature_ids=["a"]), "feature_ids"),
+    "library version with code": Lie("binary", "meta", _booster(library_version="1.2\"}; rm -rf"),
+                                     "library_version"),
     "width of 2**40": Lie("binary", "meta", _booster(n_features=2**40), "n_features"),
     "best iteration past the trees": Lie("early-stopping", "meta", _booster(training={"metrics": {
         "best_iteration": 2**40}}), "best_iteration"),

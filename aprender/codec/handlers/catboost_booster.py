@@ -36,6 +36,7 @@ from aprender.codec._nodes import preview
 from aprender.codec._optional import require
 from aprender.codec.handlers import _booster_json as booster_json
 from aprender.codec.handlers._base import NULL, TENSOR, Handler, register_handler, tensor_field
+from aprender.codec.handlers._library_version import FIELD, check_version, record_version
 from aprender.codec.schemas._catboost_losses import LOSSES, METRIC_NAME
 from aprender.codec.schemas._oblivious import ARRAYS, NAN_TREATMENTS, check_oblivious, leaf_offsets
 from aprender.exceptions import FormatError, UnsupportedTypeError
@@ -142,6 +143,7 @@ def _encode(model: Any, enc: Encoding, path: str) -> dict[str, Any]:
         "loss_params": {k: v for k, v in loss.get("params", {}).items() if k != "__params_key_order"},
         "class_params": info.get("class_params"),
         "training": json.loads(info["training"]) if "training" in info else None,
+        **record_version(require("catboost")),
     }
     try:  # what a load would refuse is refused now, not found out when the file is read
         _check_node(node, arrays, path)
@@ -325,6 +327,7 @@ def _load(text: str, arrays: Mapping[str, np.ndarray], path: str) -> Any:
 
 def _decode(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
     arrays = {name: tensor_field(dec, node, name, path, "biuf") for name in ARRAYS}
+    check_version(node, path)
     meta = _check_node(node, arrays, path)
     return _load(_model_json(arrays, meta), arrays, path)
 
@@ -333,4 +336,4 @@ def _decode(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
 BOOSTER = register_handler(Handler(
     "catboost_booster", (_CatBoost,), _encode, _decode,
     {"n_features": (int,), "dimension": (int,), "feature_ids": (list,), "loss": (str,), "loss_params": (dict,),
-     "class_params": (dict, NULL), "training": (dict, NULL), **dict.fromkeys(ARRAYS, TENSOR)}))
+     "class_params": (dict, NULL), "training": (dict, NULL), FIELD: (str, NULL), **dict.fromkeys(ARRAYS, TENSOR)}))
