@@ -81,7 +81,10 @@ def _layout(a: Arrays, n_features: int, dimension: int, path: str) -> None:
         if not isinstance(array, np.ndarray) or array.ndim != 1 or array.dtype != dtype:
             found = f"{getattr(array, 'dtype', type(array).__name__)} {getattr(array, 'shape', '')}"
             raise fail(path, f"'{name}' must be a 1-d {dtype} array, found {found}")
-    low = 0 if "split_kind" in a else 1  # a model of categorical features only has no float feature
+    kind = a.get("split_kind")
+    if kind is not None and (not isinstance(kind, np.ndarray) or kind.ndim != 1 or kind.dtype != np.int8):
+        raise fail(path, f"'split_kind' must be a 1-d int8 array, found {getattr(kind, 'dtype', type(kind))}")
+    low = 0 if kind is not None else 1  # a model of categorical features only has no float feature
     if not low <= n_features <= _limits.MAX_FEATURES:
         raise fail(path, f"'n_features' is {n_features}, must be in [{low}, {_limits.MAX_FEATURES}]")
     if not 1 <= dimension <= _limits.MAX_CLASSES:
@@ -144,7 +147,7 @@ def _depths(a: Arrays, n_features: int, dimension: int, path: str) -> None:
         t = _first(bad)
         raise fail(path, f"tree {t} has depth {depths[t]}; a symmetric tree's depth is in [0, {MAX_DEPTH}]")
     splits = int(depths.sum(dtype=np.int64))
-    for name in ("split_feature", "split_border"):
+    for name in ("split_feature", "split_border", *(("split_kind",) if "split_kind" in a else ())):
         if a[name].shape[0] != splits:
             raise fail(path, f"'{name}' has {a[name].shape[0]} entries; the tree depths add up to {splits} splits")
 
