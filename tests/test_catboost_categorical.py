@@ -155,3 +155,12 @@ def test_onnx_refuses_categorical_features_with_the_reason(models: dict[str, Any
     with pytest.raises(AprenderError, match="categorical"):
         aprender.save(models["categorical-binary"], tmp_path / "m.onnx")
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_the_docs_snippet_runs(tmp_path: Path) -> None:
+    page = (Path(__file__).parent.parent / "docs" / "catboost.md").read_text()
+    snippet = page.split("## Categorical features", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    done = subprocess.run([sys.executable, "-c", snippet], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "categorical.safetensors").exists()
