@@ -139,6 +139,45 @@ def test_fresh_process_predicts_identically(models: dict[str, Any], tmp_path: Pa
     assert json.loads(done.stdout.strip().splitlines()[-1]) == dict.fromkeys(cases, True)
 
 
+@pytest.mark.parametrize("labels", ["binary", "multiclass"])
+def test_bucket_ctrs(labels: str, tmp_path: Path) -> None:
+    """Buckets tables hold one count per class (the default CTRs hold Borders and Counter tables)."""
+    y = FRAME["city"].str.slice(4).astype(int) % (2 if labels == "binary" else 3)
+    model = catboost.CatBoostClassifier(iterations=5, depth=4, cat_features=["colour", "city", "shop"],
+                                        simple_ctr=["Buckets"], combinations_ctr=["Buckets"], **QUIET).fit(FRAME, y)
+    tensors = to_state(model).tensors
+    assert set(tensors["_object.table_type"].tolist()) == {1}
+    assert set(tensors["_object.table_stride"].tolist()) == {1 + (2 if labels == "binary" else 3)}
+    aprender.save(model, tmp_path / "m.safetensors")
+    assert_same(model, aprender.load(tmp_path / "m.safetensors"))
+
+
+def test_a_feature_freq_table_is_read_as_catboost_reads_it(models: dict[str, Any], tmp_path: Path) -> None:
+    """FeatureFreq (a GPU fit's CTR) keeps its counts as Counter does: a Counter table relabelled loads and predicts
+    the same."""
+    from aprender.codec import ModelState
+    from aprender.codec.schemas._catboost_ctrs import CTR_TYPES
+    from aprender.format import safetensors
+
+    model = models["categorical-binary"]
+    state = to_state(model)
+    tensors = dict(state.tensors)
+    kinds = tensors["_object.table_type"].copy()
+    assert CTR_TYPES.index("Counter") in kinds
+    kinds[kinds == CTR_TYPES.index("Counter")] = CTR_TYPES.index("FeatureFreq")
+    tensors["_object.table_type"] = kinds
+    (tmp_path / "m.safetensors").write_bytes(safetensors.state_to_bytes(ModelState(tensors=tensors, meta=state.meta)))
+    assert_same(model, aprender.load(tmp_path / "m.safetensors"))
+
+
+def test_mean_value_ctrs_are_refused_at_save(tmp_path: Path) -> None:
+    ctr = ["BinarizedTargetMeanValue"]
+    model = catboost.CatBoostClassifier(iterations=6, depth=4, cat_features=["colour", "city", "shop"], **QUIET,
+                                        simple_ctr=ctr, combinations_ctr=ctr).fit(FRAME, FRAME["shop"] < "shop4")
+    with pytest.raises(UnsupportedTypeError, match="BinarizedTargetMeanValue CTRs are not stored"):
+        aprender.save(model, tmp_path / "m.apr")
+
+
 def test_text_features_are_refused_at_save(tmp_path: Path) -> None:
     rs = np.random.RandomState(0)
     words = np.array(["red apple", "green pear", "blue sky", "grey cloud"])
