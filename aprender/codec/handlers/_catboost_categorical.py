@@ -111,7 +111,7 @@ def _ctrs(ctrs: list[Mapping[str, Any]], names: list[str], refuse: Refuse) -> di
     }
 
 
-def _splits(trees: list, arrays: dict[str, np.ndarray], float_offsets: np.ndarray, ctrs: list, refuse: Refuse
+def _splits(trees: list, arrays: dict[str, np.ndarray], float_offsets: np.ndarray, refuse: Refuse
             ) -> dict[str, np.ndarray]:
     """Each split's kind, feature (float, categorical or CTR) and value index, from its number among the binary
     features; the split's own fields must say the same."""
@@ -132,14 +132,15 @@ def _splits(trees: list, arrays: dict[str, np.ndarray], float_offsets: np.ndarra
             binary_feature_index({**arrays, **out}, float_offsets), number)):
         raise refuse("a split's split_index is not one of the model's binary features")
     for i, split in enumerate(splits):
-        if split["split_type"] != SPLIT_KINDS[kind[i]] or _split_json(out, i, arrays, float_offsets, ctrs) != {
+        if split["split_type"] != SPLIT_KINDS[kind[i]] or _split_json(out, i, arrays, float_offsets) != {
                 k: v for k, v in split.items() if k not in ("split_index", "split_type")}:
             raise refuse(f"split {i} ({split['split_type']}) does not say what its split_index names")
     return out
 
 
-def _split_json(splits: Mapping[str, np.ndarray], i: int, a: Mapping[str, np.ndarray], float_offsets: np.ndarray,
-                ctrs: Any) -> dict[str, Any]:
+def _split_json(splits: Mapping[str, np.ndarray], i: int, a: Mapping[str, np.ndarray], float_offsets: np.ndarray
+                ) -> dict[str, Any]:
+    """Split ``i``'s own fields (without its number and kind), from checked arrays."""
     kind, f, b = int(splits["split_kind"][i]), int(splits["split_feature"][i]), int(splits["split_border"][i])
     if kind == 0:
         return {"border": a["borders"][float_offsets[f] + b].item(), "float_feature_index": f}
@@ -169,10 +170,9 @@ def categorical_arrays(dump: Mapping[str, Any], borders: list[np.ndarray], refus
     }
     tables, names = _tables(dump.get("ctr_data", {}), borders, one_hot, refuse)
     arrays.update(tables)
-    ctrs = info.get("ctrs", [])
-    arrays.update(_ctrs(ctrs, names, refuse))
+    arrays.update(_ctrs(info.get("ctrs", []), names, refuse))
     float_offsets = _offsets([b.shape[0] for b in borders])
-    arrays.update(_splits(dump["oblivious_trees"], arrays, float_offsets, ctrs, refuse))
+    arrays.update(_splits(dump["oblivious_trees"], arrays, float_offsets, refuse))
     del arrays["borders"]
     return arrays, [str(c.get("feature_id", "")) for c in cats]
 
@@ -232,7 +232,7 @@ def categorical_json(a: Mapping[str, np.ndarray], cat_ids: list[str], float_bord
                      "shift": a["ctr_shift"][c].item(), "target_border_idx": int(a["ctr_target_border"][c])})
     number = binary_feature_index(a, float_offsets).tolist()
     kinds = a["split_kind"].tolist()
-    splits = [{**_split_json(a, i, a, float_offsets, ctrs), "split_index": number[i],
+    splits = [{**_split_json(a, i, a, float_offsets), "split_index": number[i],
                "split_type": SPLIT_KINDS[kinds[i]]} for i in range(len(kinds))]
     info: dict[str, Any] = {"categorical_features": cats}
     if ctrs:
