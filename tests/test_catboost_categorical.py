@@ -203,3 +203,12 @@ def test_the_docs_snippet_runs(tmp_path: Path) -> None:
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "categorical.safetensors").exists()
+
+
+def test_inspect_counts_the_categorical_features(models: dict[str, Any], tmp_path: Path) -> None:
+    from aprender.cli._boosters import booster_summaries
+
+    model = models["categorical-regressor"]
+    (summary,) = booster_summaries(to_state(model).meta["model"], {})
+    assert summary["n_features"] == model.n_features_in_ == 5
+    assert summary["library_version"] == catboost.__version__

@@ -130,10 +130,12 @@ def _catboost(node: Mapping[str, Any], shapes: Shapes, arrays: Arrays | None) ->
     labels = node.get("class_params")
     names = labels.get("class_names") if isinstance(labels, Mapping) else None
     depths = _array(node, "tree_depths", arrays)
+    floats, cats = _int(node.get("n_features")), node.get("cat_feature_ids")
     return {
         "objective": node.get("loss") if isinstance(node.get("loss"), str) else None,
         "n_trees": _length(node, "tree_depths", shapes), "trees_per_iteration": 1,
-        "best_iteration": _int(best), "n_features": _int(node.get("n_features")),
+        "best_iteration": _int(best),
+        "n_features": floats + len(cats) if floats is not None and isinstance(cats, list) else floats,
         "n_classes": len(names) if isinstance(names, list) else None,
         "classes": names if isinstance(names, list) else None,
         "n_nodes": _length(node, "split_feature", shapes),  # a symmetric tree's splits, one per level
