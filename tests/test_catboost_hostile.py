@@ -87,6 +87,12 @@ def _same_as(name: str, source: int, target: int) -> Edit:
     return _set(name, lambda a: _at(target, a[source])(a))
 
 
+def _floats_only(meta: dict, tensors: dict[str, np.ndarray]) -> None:
+    """Every combination element becomes float feature 0's first border: tables that hash no categorical value."""
+    for name, value in (("element_kind", 1), ("element_feature", 0), ("element_value", 0)):
+        _set(name, lambda a, v=value: np.full_like(a, v))(meta, tensors)
+
+
 def _unsort(a: np.ndarray) -> np.ndarray:
     a[0], a[1] = a[1], a[0]
     return a
@@ -167,9 +173,7 @@ LIES: dict[str, Lie] = {
                                         "outside [0, 3)"),
     "element value out of range": Lie("categorical-binary", "elements",
                                       _set("element_value", lambda a: np.full(a.shape, 2**30, a.dtype)), "names value"),
-    "a table of float borders only": Lie("categorical-binary", "elements",
-                                         _set("element_kind", lambda a: np.where(a == 0, 1, a).astype(a.dtype)),
-                                         "outside"),
+    "a table of float borders only": Lie("categorical-binary", "elements", _floats_only, "no categorical"),
     "CTR of a table past the tables": Lie("categorical-binary", "ctrs", _set("ctr_table", _at(0, 99)), "hash table 99"),
     "target border past the classes": Lie("categorical-multiclass", "ctrs", _set("ctr_target_border", _at(0, 2)),
                                           "target_border_idx"),

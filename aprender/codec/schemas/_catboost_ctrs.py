@@ -202,17 +202,18 @@ def _tables(a: Arrays, s: Shape, path: str) -> None:
         t = _first(bad)
         raise fail(path, f"hash table {t}: CTR type code {kinds[t]} is not one of {dict(enumerate(CTR_TYPES))}")
     per_class = np.isin(kinds, [CTR_TYPES.index(k) for k in _PER_CLASS])
-    # A per-class table counts each target class: the classifier's classes, or a regressor's binarized target.
-    classes = s.n_classes if s.n_classes is not None else strides - 1
-    expected = np.where(per_class, np.asarray(classes) + 1, 2)
-    wrong = (strides != expected) | (per_class & ((strides < 3) | (strides > _limits.MAX_CLASSES + 1)))
+    # A per-class table counts each target class: a classifier's classes, or the 2 or more classes of a
+    # regressor's binarized target; the other tables count one number per key.
+    if s.n_classes is not None:
+        low = high = s.n_classes + 1
+    else:
+        low, high = 3, _limits.MAX_CLASSES + 1
+    wrong = np.where(per_class, (strides < low) | (strides > high), strides != 2)
     if np.count_nonzero(wrong):
         t = _first(wrong)
-        counts = f"{s.n_classes} classes" if s.n_classes is not None else "2 or more target classes"
-        raise fail(path, f"hash table {t} ({CTR_TYPES[kinds[t]]}) has hash_stride {strides[t]}; a "
-                         f"{CTR_TYPES[kinds[t]]} table of a model with {counts} has "
-                         f"{expected[t] if s.n_classes is not None or not per_class[t] else '3 or more'} "
-                         "(1 key and its counts)")
+        allowed = "2" if not per_class[t] else str(low) if low == high else f"{low} to {high}"
+        raise fail(path, f"hash table {t} ({CTR_TYPES[kinds[t]]}) has hash_stride {strides[t]}; such a table of "
+                         f"this model has {allowed} (1 key and its counts)")
     bad = (a["table_denominator"] < 0) | (a["table_denominator"] > _MAX_COUNT)
     if np.count_nonzero(bad):
         raise fail(path, f"hash table {_first(bad)}: counter_denominator {a['table_denominator'][_first(bad)]} "
