@@ -197,15 +197,6 @@ def test_saves_are_the_same_bytes_with_or_without_orjson(models: dict[str, Any],
             tmp_path / f"{case}-orjson.safetensors").read_bytes(), case
 
 
-def test_categorical_features_are_refused_at_save(tmp_path: Path) -> None:
-    pd = pytest.importorskip("pandas")
-    frame = pd.DataFrame({"x": X0, "colour": np.array(["red", "green", "blue"])[(X0 * 3).astype(int) % 3]})
-    model = CatBoostClassifier(iterations=3, depth=2, cat_features=["colour"], **QUIET).fit(frame, X0 > 0.5)
-    with pytest.raises(UnsupportedTypeError, match="categorical"):
-        aprender.save(model, tmp_path / "m.apr")
-    assert not (tmp_path / "m.apr").exists()
-
-
 def test_non_symmetric_trees_are_refused_at_save(tmp_path: Path) -> None:
     model = CatBoostRegressor(iterations=3, depth=2, grow_policy="Depthwise", **QUIET).fit(X, X0)
     with pytest.raises(UnsupportedTypeError, match="symmetric trees"):

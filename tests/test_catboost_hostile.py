@@ -18,10 +18,11 @@ import pytest
 
 pytest.importorskip("catboost", reason="CatBoost is an optional extra: pip install 'aprender[catboost]'")
 
-from catboost_models import CASES, X
+from catboost_models import CASES, CATEGORICAL, X
 from child import load_and_use
 
 from aprender.codec import ModelState, to_state
+from aprender.codec.schemas._catboost_ctrs import RULES as CAT_RULES
 from aprender.codec.schemas._oblivious import RULES
 from aprender.format import safetensors
 
@@ -30,7 +31,7 @@ B = "_object."  # the booster's tensors, under the estimator's '_object' attribu
 
 
 class Lie(NamedTuple):
-    model: str  # a case of tests/support/catboost_models.py
+    model: str  # a case of tests/support/catboost_models.py (CASES or CATEGORICAL)
     rule: str  # the rule of RULES it breaks, or "meta" for the checked metadata and attributes
     edit: Edit
     says: str  # a fragment of the error message
@@ -71,6 +72,25 @@ def _swap(a: str, b: str) -> Edit:
     def edit(meta: dict, tensors: dict[str, np.ndarray]) -> None:
         tensors[B + a], tensors[B + b] = tensors[B + b], tensors[B + a]
     return edit
+
+
+def _at_kind(name: str, kind: int, value: Any) -> Edit:
+    """Set ``name`` at the first split of ``kind`` (1 one-hot, 2 CTR) to ``value``."""
+    def edit(meta: dict, tensors: dict[str, np.ndarray]) -> None:
+        at = int(np.flatnonzero(tensors[B + "split_kind"] == kind)[0])
+        _set(name, _at(at, value))(meta, tensors)
+    return edit
+
+
+def _same_as(name: str, source: int, target: int) -> Edit:
+    """Copy entry ``source`` of ``name`` over entry ``target``."""
+    return _set(name, lambda a: _at(target, a[source])(a))
+
+
+def _floats_only(meta: dict, tensors: dict[str, np.ndarray]) -> None:
+    """Every combination element becomes float feature 0's first border: tables that hash no categorical value."""
+    for name, value in (("element_kind", 1), ("element_feature", 0), ("element_value", 0)):
+        _set(name, lambda a, v=value: np.full_like(a, v))(meta, tensors)
 
 
 def _unsort(a: np.ndarray) -> np.ndarray:
@@ -122,6 +142,57 @@ LIES: dict[str, Lie] = {
         "class_label_type": "String", "class_names": ["ant", "bee", "cat"], "class_to_label": [0, 2**31 - 1, 2],
         "classes_count": 0}), "class_to_label"),
     "feature names short": Lie("binary", "meta", _booster(feature_ids=["a"]), "feature_ids"),
+    "library version with code": Lie("binary", "meta", _booster(library_version="1.2\"}; rm -rf"),
+                                     "library_version"),
+    # categorical features (aprender.codec.schemas._catboost_ctrs.RULES)
+    "flat index as int64": Lie("categorical-binary", "cat_layout",
+                               _set("cat_flat_index", lambda a: a.astype(np.int64)), "int32"),
+    "a split kind short": Lie("categorical-binary", "cat_layout", _set("split_kind", lambda a: a[:-1]), "split_kind"),
+    "feature index out of range": Lie("categorical-binary", "flat_index", _set("cat_flat_index", _at(0, 99)),
+                                      "outside [0, 5)"),
+    "two features in one column": Lie("categorical-binary", "flat_index",
+                                      _set("cat_flat_index", lambda a: _at(0, a[1])(a)), "permutation"),
+    "hash table far larger than the file": Lie("categorical-binary", "cat_offsets",
+                                               _set("table_offsets", lambda a: _at(-1, a[-1] + 2**40)(a)),
+                                               "table_offsets"),
+    "element offsets falling": Lie("categorical-binary", "cat_offsets",
+                                   _set("element_offsets", lambda a: _at(1, a[2] + 1)(a)), "element_offsets"),
+    "a one-hot value twice": Lie("categorical-binary", "one_hot", _same_as("one_hot_values", 0, 1), "twice"),
+    "CTR type not in the table": Lie("categorical-binary", "tables", _set("table_type", _at(0, 9)), "CTR type"),
+    "wrong stride": Lie("categorical-binary", "tables", _set("table_stride", _at(0, 4)), "hash_stride"),
+    "regressor stride of 2": Lie("categorical-regressor", "tables", _set("table_stride", _at(0, 2)), "hash_stride"),
+    "negative denominator": Lie("categorical-binary", "tables", _set("table_denominator", _at(0, -1)),
+                                "counter_denominator"),
+    "counts short": Lie("categorical-binary", "tables", _set("table_counts", lambda a: a[:-1]), "table_counts"),
+    "negative count": Lie("categorical-binary", "keys", _set("table_counts", _at(3, -5)), "[0, 2147483647]"),
+    "count past a C int": Lie("categorical-binary", "keys", _set("table_counts", _at(0, 2**40)), "2147483647"),
+    "duplicate hash keys": Lie("categorical-binary", "keys", _same_as("table_keys", 0, 1), "twice"),
+    "combination kind not in the table": Lie("categorical-binary", "elements", _set("element_kind", _at(0, 7)),
+                                             "kind code 7"),
+    "element feature out of range": Lie("categorical-binary", "elements", _set("element_feature", _at(0, 99)),
+                                        "outside [0, 3)"),
+    "element value out of range": Lie("categorical-binary", "elements",
+                                      _set("element_value", lambda a: np.full(a.shape, 2**30, a.dtype)), "names value"),
+    "a table of float borders only": Lie("categorical-binary", "elements", _floats_only, "no categorical"),
+    "CTR of a table past the tables": Lie("categorical-binary", "ctrs", _set("ctr_table", _at(0, 99)), "hash table 99"),
+    "target border past the classes": Lie("categorical-multiclass", "ctrs", _set("ctr_target_border", _at(0, 2)),
+                                          "target_border_idx"),
+    "NaN prior": Lie("categorical-binary", "ctrs", _set("ctr_prior_numerator", _at(0, np.nan)), "finite"),
+    "infinite CTR scale": Lie("categorical-binary", "ctrs", _set("ctr_scale", _at(0, np.inf)), "finite"),
+    "CTR borders out of order": Lie("categorical-multiclass", "ctrs",
+                                    _set("ctr_borders", lambda a: a[::-1].copy()), "rise strictly"),
+    "split kind code out of range": Lie("categorical-binary", "split_kind", _set("split_kind", _at(0, 3)),
+                                        "kind code 3"),
+    "a border not among the CTR's": Lie("categorical-binary", "split_kind", _at_kind("split_border", 2, 1000),
+                                        "names value 1000 of CTR"),
+    "CTR split past the CTRs": Lie("categorical-binary", "split_kind", _at_kind("split_feature", 2, 10**6),
+                                   "outside"),
+    "one-hot split of a missing value": Lie("categorical-binary", "split_kind", _at_kind("split_border", 1, 99),
+                                            "names value 99 of categorical feature"),
+    "categorical arrays without their names": Lie("categorical-binary", "meta", _booster(cat_feature_ids=None),
+                                                  "cat_feature_ids"),
+    "categorical names short": Lie("categorical-binary", "meta", _booster(cat_feature_ids=["colour"]),
+                                   "categorical features"),
     "width of 2**40": Lie("binary", "meta", _booster(n_features=2**40), "n_features"),
     "best iteration past the trees": Lie("early-stopping", "meta", _booster(training={"metrics": {
         "best_iteration": 2**40}}), "best_iteration"),
@@ -136,7 +207,7 @@ LIES: dict[str, Lie] = {
 
 
 def test_every_rule_has_a_lie() -> None:
-    assert {r.name for r in RULES} <= {lie.rule for lie in LIES.values()}
+    assert {r.name for r in (*RULES, *CAT_RULES)} <= {lie.rule for lie in LIES.values()}
 
 
 def _write(model: Any, edit: Edit, path: Path) -> str:
@@ -148,7 +219,8 @@ def _write(model: Any, edit: Edit, path: Path) -> str:
 
 
 def test_every_lie_is_refused(tmp_path: Path) -> None:
-    models = {case: CASES[case]() for case in {lie.model for lie in LIES.values()}}
+    fits = {**CASES, **CATEGORICAL}
+    models = {case: fits[case]() for case in {lie.model for lie in LIES.values()}}
     cases = {name: (_write(models[lie.model], lie.edit, tmp_path / f"{i}.safetensors"), "m.predict(X)")
              for i, (name, lie) in enumerate(LIES.items())}
     np.save(tmp_path / "X.npy", X)

@@ -46,3 +46,36 @@ def test_the_previous_releases_are_covered() -> None:
 def test_a_file_of_the_previous_release_loads_with_identical_outputs(folder: str, case: str, suffix: str) -> None:
     model = aprender.load(BOOSTERS_OUT / folder / f"{case}.{suffix}")
     check_outputs(model, BOOSTERS_OUT / folder, case, new_methods=True)
+
+
+def test_files_older_than_the_library_version_field_load_and_new_ones_record_it() -> None:
+    """The golden files predate ``library_version``: it is optional on read; a save now records the release."""
+    from aprender.cli._boosters import booster_summaries
+    from aprender.codec import to_state
+    from aprender.format import safetensors
+
+    for folder, case, suffix in GOLDEN:
+        if suffix == "safetensors":
+            state = safetensors.read_state(BOOSTERS_OUT / folder / f"{case}.safetensors")
+            (summary,) = booster_summaries(state.meta["model"], {})
+            assert summary["library_version"] is None, case
+            model = aprender.load(BOOSTERS_OUT / folder / f"{case}.safetensors")
+            (summary,) = booster_summaries(to_state(model).meta["model"], {})
+            assert summary["library_version"] == sys.modules[summary["library"]].__version__, case
+
+
+def test_a_file_of_another_release_loads(tmp_path: Path) -> None:
+    """The recorded release is information: a file naming another one loads and predicts the same."""
+    import catboost
+    import numpy as np
+
+    from aprender.codec import ModelState, to_state
+    from aprender.format import safetensors
+
+    X = np.arange(40.0).reshape(20, 2)
+    model = catboost.CatBoostRegressor(iterations=3, depth=2, verbose=0, allow_writing_files=False).fit(X, X[:, 0])
+    state = to_state(model)
+    assert state.meta["model"]["attrs"]["_object"]["library_version"] == catboost.__version__
+    state.meta["model"]["attrs"]["_object"]["library_version"] = "0.26.1"
+    (tmp_path / "m.safetensors").write_bytes(safetensors.state_to_bytes(ModelState(state.tensors, state.meta)))
+    assert (aprender.load(tmp_path / "m.safetensors").predict(X) == model.predict(X)).all()

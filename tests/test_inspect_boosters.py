@@ -9,6 +9,7 @@ needed), and give ``None`` rather than fail on arrays that do not form trees.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,7 @@ def test_the_summary_agrees_with_the_library(case: str, piped: bool, tmp_path: P
     assert plain.code == 0, plain.err
     (summary,) = plain.json["boosters"]
     assert summary["library"] == expected["library"]
+    assert summary["library_version"] == sys.modules[expected["library"]].__version__
     assert summary["estimator"] == type(model).__name__
     assert summary["path"] == ("steps.1." + type(model).__name__.lower() + "." if piped else "") + (
         "_object" if expected["library"] == "catboost" else "_Booster")
@@ -118,7 +120,9 @@ def test_the_summary_agrees_with_the_library(case: str, piped: bool, tmp_path: P
     elif expected["library"] == "xgboost":  # its leaves are nodes: counting them reads the data
         assert (summary["n_nodes"], summary["n_leaves"]) == (expected["n_nodes"], None)
     assert summary["max_depth"] is None
-    assert "needs the tensor data" in invoke(capsys, "inspect", path).out
+    text = invoke(capsys, "inspect", path).out
+    assert "needs the tensor data" in text
+    assert re.search(rf"Library version\W+{re.escape(summary['library_version'])}\W", text)
 
     full = invoke(capsys, "inspect", path, "--tensors", "--json")
     (summary,) = full.json["boosters"]

@@ -60,6 +60,15 @@ def served(tmp_path_factory):
             FRAME, LABELS == "churn"),
         "catboost": catboost.CatBoostRegressor(iterations=20, depth=3, verbose=0, allow_writing_files=False,
                                                random_seed=0).fit(NUMBERS, FRAME["age"]),
+        # CatBoost encodes the string columns itself (one-hot and CTRs) after a ColumnTransformer passes them on.
+        "catboost-categories": make_pipeline(
+            ColumnTransformer([("num", "passthrough", ["age", "income"]), ("cat", "passthrough", ["city", "plan"])],
+                              verbose_feature_names_out=False).set_output(transform="pandas"),
+            catboost.CatBoostClassifier(iterations=10, depth=3, verbose=0, allow_writing_files=False, random_seed=0,
+                                        cat_features=["city", "plan"])).fit(FRAME.astype({"plan": str}), LABELS),
+        "catboost-frame": catboost.CatBoostClassifier(iterations=10, depth=3, verbose=0, allow_writing_files=False,
+                                                      random_seed=0, cat_features=["city", "plan"]).fit(
+            FRAME.astype({"plan": str}), LABELS),
     }
     paths = {name: root / f"{name}.{'safetensors' if name == 'xgb' else 'apr'}" for name in fitted}
     for name, model in fitted.items():
@@ -207,3 +216,17 @@ def test_a_batch_of_dataframe_requests_calls_the_boosted_pipelines_final_estimat
     for frame, (a, b) in zip(frames, bounds, strict=True):
         assert np.array_equal(got["predict_proba"][a:b], model.predict_proba(frame))
         assert np.array_equal(got["predict"][a:b], model.predict(frame))
+
+
+@pytest.mark.parametrize("name", ["catboost-categories", "catboost-frame"], ids=["pipeline", "alone"])
+def test_catboost_on_string_columns_over_open_inference_v2(served, name):
+    url, loaded = served
+    rows = FRAME.astype({"plan": str}).iloc[:10].copy()
+    rows.loc[rows.index[0], "city"] = "Brest"  # a category the model never saw
+    inputs = [{"name": c, "shape": [len(rows)], "datatype": "BYTES" if c in ("city", "plan") else "FP64",
+               "data": [r[c] for r in _records(rows)]} for c in rows.columns]
+    reply = httpx.post(f"{url}/v2/models/{name}/infer",
+                       json={"inputs": inputs, "outputs": [{"name": "predict_proba"}]})
+    assert reply.status_code == 200, reply.text
+    out = reply.json()["outputs"][0]
+    assert np.array_equal(np.reshape(out["data"], out["shape"]), loaded[name].predict_proba(rows))

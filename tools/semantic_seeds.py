@@ -126,6 +126,8 @@ def _catboost(case: str) -> Callable[[], tuple[Any, Any]]:
     def fit() -> tuple[Any, Any]:
         import catboost_models
 
+        if case in catboost_models.CATEGORICAL:  # string columns: predicted on unseen categories too
+            return catboost_models.CATEGORICAL[case](), catboost_models.UNSEEN
         return catboost_models.CASES[case](), catboost_models.X
 
     return fit
@@ -138,7 +140,8 @@ def _optional_seeds() -> dict[str, Callable[[], tuple[Any, Any]]]:
     if not available("catboost"):
         return {}
     return {f"CatBoost-{case}": _catboost(case)
-            for case in ("binary", "multiclass-strings", "early-stopping", "multi-rmse", "ranker")}
+            for case in ("binary", "multiclass-strings", "early-stopping", "multi-rmse", "ranker",
+                         "categorical-binary", "categorical-multiclass", "categorical-regressor")}
 
 
 EXTRA.update(_optional_seeds())

@@ -130,10 +130,12 @@ def _catboost(node: Mapping[str, Any], shapes: Shapes, arrays: Arrays | None) ->
     labels = node.get("class_params")
     names = labels.get("class_names") if isinstance(labels, Mapping) else None
     depths = _array(node, "tree_depths", arrays)
+    floats, cats = _int(node.get("n_features")), node.get("cat_feature_ids")
     return {
         "objective": node.get("loss") if isinstance(node.get("loss"), str) else None,
         "n_trees": _length(node, "tree_depths", shapes), "trees_per_iteration": 1,
-        "best_iteration": _int(best), "n_features": _int(node.get("n_features")),
+        "best_iteration": _int(best),
+        "n_features": floats + len(cats) if floats is not None and isinstance(cats, list) else floats,
         "n_classes": len(names) if isinstance(names, list) else None,
         "classes": names if isinstance(names, list) else None,
         "n_nodes": _length(node, "split_feature", shapes),  # a symmetric tree's splits, one per level
@@ -199,7 +201,8 @@ def booster_summaries(model: Any, shapes: Shapes, arrays: Arrays | None = None) 
     -------
     list of dict
         ``path`` (where the booster sits, as its tensors are named), ``estimator``,
-        ``library``, ``objective``, ``n_trees``, ``trees_per_iteration``, ``n_iterations``,
+        ``library``, ``library_version`` (the release that saved it; older files lack it),
+        ``objective``, ``n_trees``, ``trees_per_iteration``, ``n_iterations``,
         ``best_iteration``, ``n_features``, ``n_classes``, ``classes``, ``n_nodes``,
         ``n_leaves``, ``max_depth`` and, for LightGBM, ``format_version``; ``None`` where
         the file does not tell.
@@ -210,9 +213,11 @@ def booster_summaries(model: Any, shapes: Shapes, arrays: Arrays | None = None) 
     for node, estimator in found:
         library, summarize = _SUMMARIES[node["__t__"]]
         tensor = next((name for name in (_tensor(node, field) for field in node) if name), None)
+        version = node.get("library_version")
         summary = {"path": tensor.rpartition(".")[0] if tensor else None,
                    "estimator": untag(estimator)["class"] if estimator is not None else None,
-                   "library": library, "classes": _classes(estimator), **summarize(node, shapes, arrays)}
+                   "library": library, "library_version": version if isinstance(version, str) else None,
+                   "classes": _classes(estimator), **summarize(node, shapes, arrays)}
         if summary["n_classes"] is None:
             summary["n_classes"] = _class_count(estimator)
         trees, per = summary["n_trees"], summary["trees_per_iteration"]

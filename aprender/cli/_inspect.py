@@ -233,7 +233,8 @@ def _render(report: dict[str, Any]) -> None:
 
 
 #: Summary field -> its row label; a field the file does not tell is left out.
-_BOOSTER_ROWS = {"library": "Library", "format_version": "Model format", "estimator": "Estimator",
+_BOOSTER_ROWS = {"library": "Library", "library_version": "Library version", "format_version": "Model format",
+                 "estimator": "Estimator",
                  "objective": "Objective", "n_trees": "Trees", "n_iterations": "Iterations",
                  "trees_per_iteration": "Trees per iteration", "best_iteration": "Best iteration",
                  "n_features": "Features", "n_classes": "Classes", "n_nodes": "Nodes", "n_leaves": "Leaves",

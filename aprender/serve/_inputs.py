@@ -315,6 +315,10 @@ def _first_step(estimator: Any) -> Any:
     return estimator
 
 
+def _last_step(estimator: Any) -> Any:
+    return estimator.steps[-1][1] if hasattr(estimator, "steps") and estimator.steps else estimator
+
+
 def _string_columns(transformer: Any, n: int) -> list[bool]:
     """Which of the ``n`` columns ``transformer`` (or the first steps of its pipeline) reads as strings."""
     steps = [s for _, s in transformer.steps] if hasattr(transformer, "steps") else [transformer]
@@ -370,6 +374,16 @@ def known_strings(estimator: Any) -> dict[int, list[str]]:
     return out
 
 
+def _catboost_categorical(estimator: Any) -> set[str]:
+    """The names of the categorical features of the CatBoost model that ends ``estimator``: CatBoost reads
+    them as strings and encodes them itself, so a column passed on to one unchanged is a string column."""
+    last = _last_step(estimator)
+    if not (hasattr(last, "get_cat_feature_indices") and getattr(last, "is_fitted", lambda: False)()):
+        return set()
+    names = last.feature_names_ or []
+    return {str(names[i]) for i in last.get_cat_feature_indices() if i < len(names)}
+
+
 def _column_transformer(estimator: Any) -> Any:
     first = _first_step(estimator)
     if hasattr(first, "_transformer_to_input_indices") and hasattr(first, "transformers_"):
@@ -396,9 +410,14 @@ def describe_inputs(estimator: Any) -> Inputs | None:
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
         return None
     names = getattr(estimator, "feature_names_in_", None)
+    catboost = _catboost_categorical(estimator)
+    alone = first is _last_step(estimator)
+    if names is None and alone and catboost:  # CatBoost names its features feature_names_
+        names = first.feature_names_
     if names is None or len(names) != n or not all(isinstance(s, str) for s in names):
         return Inputs("matrix", int(n))
-    strings = [False] * int(n)
+    # CatBoost reading the request's columns itself reads its categorical features as strings.
+    strings = [alone and str(s) in catboost for s in names]
     dropped: set[int] = set()
     by_name = False
     transformer = _column_transformer(estimator)
@@ -410,6 +429,12 @@ def describe_inputs(estimator: Any) -> Inputs | None:
             part = fitted.get(name)
             if isinstance(part, str) and part == "drop":
                 dropped.update(int(i) for i in indices)
+            # scikit-learn fits "passthrough" as an identity FunctionTransformer; a column it passes on keeps its
+            # name, or takes the transformer's prefix.
+            if part == "passthrough" or (type(part).__name__ == "FunctionTransformer" and part.func is None):
+                for i in indices:
+                    strings[int(i)] = bool({str(names[i]), f"{name}__{names[i]}"} & catboost)
+                continue
             if part is None or isinstance(part, str) or not len(indices):
                 continue
             for i, is_string in zip(indices, _string_columns(part, len(indices)), strict=True):

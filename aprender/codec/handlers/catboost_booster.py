@@ -13,9 +13,13 @@ directory: CatBoost reads JSON from no other source) and sets the exact leaf val
 scale and bias through CatBoost's setters. The file's bytes never reach CatBoost's
 parsers.
 
+Categorical features (``cat_features``: one-hot values, CTRs and their hash tables) are
+the arrays of :mod:`aprender.codec.schemas._catboost_ctrs`
+(:mod:`aprender.codec.handlers._catboost_categorical` reads and writes them).
+
 What is refused at save, with the reason: non-symmetric trees (``grow_policy``
-Depthwise or Lossguide), categorical, text and embedding features (their CTR tables
-and hash maps are not stored as checked arrays yet) and losses outside :data:`LOSSES`.
+Depthwise or Lossguide), text and embedding features (their tokenizers and calcers
+have no checked layout) and losses outside :data:`LOSSES`.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ from aprender.codec._nodes import preview
 from aprender.codec._optional import require
 from aprender.codec.handlers import _booster_json as booster_json
 from aprender.codec.handlers._base import NULL, TENSOR, Handler, register_handler, tensor_field
+from aprender.codec.handlers._catboost_categorical import categorical_arrays, categorical_json, is_categorical
+from aprender.codec.handlers._library_version import FIELD, check_version, record_version
+from aprender.codec.schemas._catboost_ctrs import ARRAYS as CAT_ARRAYS
+from aprender.codec.schemas._catboost_ctrs import Shape, check_categorical
 from aprender.codec.schemas._catboost_losses import LOSSES, METRIC_NAME
 from aprender.codec.schemas._oblivious import ARRAYS, NAN_TREATMENTS, check_oblivious, leaf_offsets
 from aprender.exceptions import FormatError, UnsupportedTypeError
@@ -81,22 +89,21 @@ def _check_savable(model: Any, dump: Mapping[str, Any], path: str) -> None:
         raise _refuse(path, "only symmetric trees (grow_policy='SymmetricTree', the default) are stored: "
                             "Depthwise and Lossguide trees are not supported yet")
     info = dump.get("features_info", {})
-    others = sorted(set(info) - {"float_features"})
-    if others or "ctr_data" in dump or any(s.get("split_type") != _FEATURE_SPLIT
-                                            for tree in dump["oblivious_trees"] for s in tree.get("splits", [])):
-        raise _refuse(path, "models with categorical, text or embedding features (cat_features=..., their CTR "
-                            "tables and hash maps) are not stored yet: aprender keeps CatBoost trees as checked "
-                            f"arrays and has no checked layout for {', '.join(others) or 'CTR splits'}; "
-                            "encode such columns before CatBoost (e.g. OrdinalEncoder in a Pipeline)")
+    others = sorted(set(info) - {"float_features", "categorical_features", "ctrs"})
+    if others:
+        raise _refuse(path, f"aprender has no checked layout for this model's {', '.join(others)}")
+    categorical = is_categorical(dump)
     for i, feature in enumerate(info.get("float_features", [])):
-        if feature.get("feature_index") != i or feature.get("flat_feature_index") != i:
+        if feature.get("feature_index") != i or (feature.get("flat_feature_index") != i and not categorical):
             raise _refuse(path, "a model whose float features are not its columns in order is not supported")
+    if not categorical and ("ctr_data" in dump or "ctrs" in info):
+        raise _refuse(path, "a model with CTRs but no categorical features is not supported")
 
 
 def _split_arrays(trees: list, borders: list[np.ndarray], path: str) -> dict[str, np.ndarray]:
     """Each tree's depth, and each split's float feature and the index of its border among that feature's."""
-    splits = [split for tree in trees for split in tree.get("splits", [])]
-    depths = np.array([len(tree.get("splits", [])) for tree in trees], dtype=np.int32)
+    splits = [split for tree in trees for split in tree.get("splits") or []]
+    depths = np.array([len(tree.get("splits") or []) for tree in trees], dtype=np.int32)
     features = np.array([split["float_feature_index"] for split in splits], dtype=np.int32)
     values = np.array([split["border"] for split in splits], dtype=np.float32)
     indices = np.zeros(features.shape[0], dtype=np.int32)
@@ -113,10 +120,18 @@ def _split_arrays(trees: list, borders: list[np.ndarray], path: str) -> dict[str
 
 
 def _encode(model: Any, enc: Encoding, path: str) -> dict[str, Any]:
+    if model._get_text_feature_indices() or model._get_embedding_feature_indices():  # CatBoost dumps no JSON of them
+        raise _refuse(path, "models with text or embedding features (text_features=..., embedding_features=..., "
+                            "their tokenizers, dictionaries and calcers) are not stored: aprender keeps CatBoost "
+                            "trees as checked arrays and has no checked layout for them; turn such columns into "
+                            "numbers before CatBoost (e.g. a TfidfVectorizer in a Pipeline)")
     dump = _dump(model)
     _check_savable(model, dump, path)
     floats = dump["features_info"].get("float_features", [])
     borders = [np.asarray(f.get("borders", []), dtype=np.float32) for f in floats]
+    categorical, cat_ids = {}, None
+    if is_categorical(dump):
+        categorical, cat_ids = categorical_arrays(dump, borders, lambda reason: _refuse(path, reason))
     codes = {name: code for code, name in enumerate(NAN_TREATMENTS)}
     counts = np.array([len(b) for b in borders], dtype=np.int64)
     arrays = {
@@ -124,7 +139,8 @@ def _encode(model: Any, enc: Encoding, path: str) -> dict[str, Any]:
         "border_offsets": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
         "nan_treatment": np.array([codes[f["nan_value_treatment"]] for f in floats], dtype=np.int8),
         "has_nans": np.array([bool(f.get("has_nans")) for f in floats], dtype=np.int8),
-        **_split_arrays(dump["oblivious_trees"], borders, path),
+        **({} if categorical else _split_arrays(dump["oblivious_trees"], borders, path)),
+        **categorical,
         "leaf_values": np.asarray(model._get_leaf_values(), dtype=np.float64),
         "leaf_weights": np.concatenate([np.zeros(0), *(np.asarray(t.get("leaf_weights", []), dtype=np.float64)
                                                         for t in dump["oblivious_trees"])]),
@@ -142,12 +158,15 @@ def _encode(model: Any, enc: Encoding, path: str) -> dict[str, Any]:
         "loss_params": {k: v for k, v in loss.get("params", {}).items() if k != "__params_key_order"},
         "class_params": info.get("class_params"),
         "training": json.loads(info["training"]) if "training" in info else None,
+        **record_version(require("catboost")),
     }
+    if cat_ids is not None:  # only then: the files of models without categorical features stay as they were
+        node["cat_feature_ids"] = cat_ids
     try:  # what a load would refuse is refused now, not found out when the file is read
         _check_node(node, arrays, path)
     except FormatError as exc:
         raise _refuse(path, f"aprender cannot check this model: {exc}") from None
-    for name in ARRAYS:
+    for name in (*ARRAYS, *(CAT_ARRAYS if cat_ids is not None else ())):
         node[name] = enc.tensor(arrays[name], f"{path}.{name}")
     return node
 
@@ -248,8 +267,12 @@ def _training(record: Any, n_trees: int, path: str) -> dict[str, Any] | None:
 
 
 def _check_node(node: Mapping[str, Any], arrays: Mapping[str, np.ndarray], path: str) -> dict[str, Any]:
-    n_features = bounded_int(node["n_features"], "n_features", path, low=1, high=_limits.MAX_FEATURES)
+    cat_ids = node.get("cat_feature_ids")
+    low = 0 if cat_ids is not None else 1  # a model of categorical features only has no float feature
+    n_features = bounded_int(node["n_features"], "n_features", path, low=low, high=_limits.MAX_FEATURES)
     dimension = bounded_int(node["dimension"], "dimension", path, low=1, high=_limits.MAX_CLASSES)
+    if cat_ids is not None and "split_kind" not in arrays:
+        raise fail(path, "'cat_feature_ids' without the categorical arrays")
     check_oblivious(arrays, n_features, dimension, path)
     loss = node["loss"]
     if loss not in LOSSES:
@@ -262,11 +285,19 @@ def _check_node(node: Mapping[str, Any], arrays: Mapping[str, np.ndarray], path:
         raise fail(path, f"'feature_ids' must list {n_features} names")
     for name in ids:
         _string(name, "a feature name", path)
+    class_params = _class_params(node["class_params"], loss, dimension, path)
+    if cat_ids is not None:
+        if type(cat_ids) is not list or not 1 <= len(cat_ids) <= _limits.MAX_FEATURES:
+            raise fail(path, "'cat_feature_ids' must list the categorical features' names")
+        for name in cat_ids:
+            _string(name, "a feature name", path)
+        n_classes = len(class_params["class_names"]) if class_params is not None else None
+        check_categorical(arrays, Shape(n_features, np.diff(arrays["border_offsets"]), len(cat_ids), n_classes,
+                                        arrays["split_feature"].shape[0]), path)
     return {
         "n_features": n_features, "dimension": dimension, "loss": loss, "feature_ids": ids,
-        "loss_params": _loss_params(node["loss_params"], path),
-        "class_params": _class_params(node["class_params"], loss, dimension, path),
-        "training": _training(node["training"], arrays["tree_depths"].shape[0], path),
+        "cat_feature_ids": cat_ids, "loss_params": _loss_params(node["loss_params"], path),
+        "class_params": class_params, "training": _training(node["training"], arrays["tree_depths"].shape[0], path),
     }
 
 
@@ -274,17 +305,26 @@ def _model_json(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> st
     """A CatBoost JSON model made from checked arrays and metadata only."""
     offsets = arrays["border_offsets"].tolist()
     borders = arrays["borders"].tolist()
+    flat = arrays["float_flat_index"].tolist() if meta["cat_feature_ids"] is not None else range(meta["n_features"])
     floats = [{"borders": borders[offsets[f]:offsets[f + 1]], "feature_id": meta["feature_ids"][f],
-               "feature_index": f, "flat_feature_index": f, "has_nans": bool(arrays["has_nans"][f]),
+               "feature_index": f, "flat_feature_index": flat[f], "has_nans": bool(arrays["has_nans"][f]),
                "nan_value_treatment": NAN_TREATMENTS[arrays["nan_treatment"][f]]}
               for f in range(meta["n_features"])]
     leaves = leaf_offsets(arrays["tree_depths"]).tolist()
     dim = meta["dimension"]
     weights = arrays["leaf_weights"].tolist()
-    # Each split's index among all borders, for every split at once.
-    index = (arrays["border_offsets"][arrays["split_feature"]] + arrays["split_border"]).tolist()
-    splits = [{"border": borders[i], "float_feature_index": f, "split_index": i, "split_type": _FEATURE_SPLIT}
-              for f, i in zip(arrays["split_feature"].tolist(), index, strict=True)]
+    features: dict[str, Any] = {"float_features": floats}
+    ctr_data = None
+    if meta["cat_feature_ids"] is not None:
+        cat_info, ctr_data, splits = categorical_json(
+            arrays, meta["cat_feature_ids"], [borders[offsets[f]:offsets[f + 1]] for f in range(meta["n_features"])],
+            arrays["border_offsets"])
+        features.update(cat_info)
+    else:
+        # Each split's index among all borders, for every split at once.
+        index = (arrays["border_offsets"][arrays["split_feature"]] + arrays["split_border"]).tolist()
+        splits = [{"border": borders[i], "float_feature_index": f, "split_index": i, "split_type": _FEATURE_SPLIT}
+                  for f, i in zip(arrays["split_feature"].tolist(), index, strict=True)]
     firsts = np.concatenate([[0], np.cumsum(arrays["tree_depths"], dtype=np.int64)]).tolist()
     # Zeros: _load sets the exact values afterwards, and printing doubles is most of the text's cost.
     trees = [{"leaf_values": [0] * ((leaves[t + 1] - leaves[t]) * dim),
@@ -299,8 +339,10 @@ def _model_json(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> st
         info["class_params"] = meta["class_params"]
     if meta["training"] is not None:
         info["training"] = booster_json.dumps(meta["training"])
-    model = {"features_info": {"float_features": floats}, "oblivious_trees": trees, "model_info": info,
+    model = {"features_info": features, "oblivious_trees": trees, "model_info": info,
              "scale_and_bias": [arrays["scale"][0].item(), arrays["bias"].tolist()]}
+    if ctr_data:
+        model["ctr_data"] = ctr_data
     return booster_json.dumps(model)
 
 
@@ -325,6 +367,12 @@ def _load(text: str, arrays: Mapping[str, np.ndarray], path: str) -> Any:
 
 def _decode(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
     arrays = {name: tensor_field(dec, node, name, path, "biuf") for name in ARRAYS}
+    present = [name for name in CAT_ARRAYS if node.get(name) is not None]
+    if present and (len(present) != len(CAT_ARRAYS) or node.get("cat_feature_ids") is None):
+        raise fail(path, "a model with categorical features holds 'cat_feature_ids' and every one of "
+                         f"{sorted(CAT_ARRAYS)}; this one holds {len(present)} of them")
+    arrays.update({name: tensor_field(dec, node, name, path, "biuf") for name in present})
+    check_version(node, path)
     meta = _check_node(node, arrays, path)
     return _load(_model_json(arrays, meta), arrays, path)
 
@@ -333,4 +381,5 @@ def _decode(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
 BOOSTER = register_handler(Handler(
     "catboost_booster", (_CatBoost,), _encode, _decode,
     {"n_features": (int,), "dimension": (int,), "feature_ids": (list,), "loss": (str,), "loss_params": (dict,),
-     "class_params": (dict, NULL), "training": (dict, NULL), **dict.fromkeys(ARRAYS, TENSOR)}))
+     "class_params": (dict, NULL), "training": (dict, NULL), FIELD: (str, NULL), "cat_feature_ids": (list, NULL),
+     **dict.fromkeys(ARRAYS, TENSOR), **dict.fromkeys(CAT_ARRAYS, (dict, NULL))}))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aprender.codec._optional import require
 from aprender.codec.handlers._base import NULL, TENSOR, Handler, register_handler, tensor_field
+from aprender.codec.handlers._library_version import FIELD, check_version, record_version
 from aprender.codec.schemas._lgbm_checks import check_best_iteration, check_model
 from aprender.codec.schemas._lgbm_text import HEADER_INTS, TREE_ARRAYS, TREE_COUNTS, parse_model, write_model
 
@@ -42,12 +43,14 @@ def _encode(booster: Any, enc: Encoding, path: str) -> dict[str, Any]:
     header, arrays = booster_arrays(booster, path)
     node = dict(header)
     node["best_iteration"] = int(booster.best_iteration)
+    node.update(record_version(lightgbm))
     for name in _ARRAYS:
         node[name] = enc.tensor(arrays[name], f"{path}.{name}")
     return node
 
 
 def _decode(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
+    check_version(node, path)
     arrays = {name: tensor_field(dec, node, name, path, "biuf") for name in _ARRAYS}
     header, offsets = check_model(node, arrays, path)
     n_trees = arrays["num_leaves"].shape[0]
@@ -61,4 +64,5 @@ BOOSTER = register_handler(Handler(
     "lightgbm_booster", (lightgbm.Booster,), _encode, _decode,
     {"version": (str,), **dict.fromkeys(HEADER_INTS, (int,)), "objective": (str,), "average_output": (bool,),
      "feature_names": (list,), "feature_infos": (list,), "monotone_constraints": (list, NULL),
-     "pandas_categorical": (list, NULL), "best_iteration": (int,), **dict.fromkeys(_ARRAYS, TENSOR)}))
+     "pandas_categorical": (list, NULL), "best_iteration": (int,), FIELD: (str, NULL),
+     **dict.fromkeys(_ARRAYS, TENSOR)}))

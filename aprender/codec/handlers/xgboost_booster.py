@@ -28,7 +28,8 @@ from aprender.codec._checks import fail
 from aprender.codec._nodes import preview
 from aprender.codec._optional import require
 from aprender.codec.handlers import _booster_json as booster_json
-from aprender.codec.handlers._base import TENSOR, Handler, register_handler, tensor_field
+from aprender.codec.handlers._base import NULL, TENSOR, Handler, register_handler, tensor_field
+from aprender.codec.handlers._library_version import FIELD, check_version, record_version
 from aprender.codec.schemas._xgb_structure import (
     CATEGORY_ARRAYS,
     CATEGORY_TYPES,
@@ -77,6 +78,7 @@ def _encode(booster: Any, enc: Encoding, path: str) -> dict[str, Any]:
         "feature_names": learner["feature_names"], "feature_types": learner["feature_types"],
         "attributes": learner["attributes"], "objective": learner["objective"],
         "category_values": [_categories_of(entry) for entry in model.get("cats", {}).get("enc", [])],
+        **record_version(xgboost),
     }
     cats = model.get("cats", {"enc": [], "feature_segments": [], "sorted_idx": []})
     keys = _category_keys_of(node["category_values"], node["num_feature"], path)
@@ -320,6 +322,7 @@ def _ubjson(value: Any, out: list[bytes]) -> None:
 
 
 def _decode(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
+    check_version(node, path)
     settings = {name: node[name] for name in _SETTINGS}
     packed = {name: tensor_field(dec, node, name, path, "biuf") for name in BOOSTER_TENSORS}
     keys = _category_keys_of(settings["category_values"], settings["num_feature"], path)
@@ -336,4 +339,4 @@ XGBOOST_BOOSTER = register_handler(Handler(
     "xgboost_booster", (xgboost.Booster,), _encode, _decode,
     {"num_feature": (int,), "num_class": (int,), "num_target": (int,), "num_parallel_tree": (int,),
      "feature_names": (list,), "feature_types": (list,), "attributes": (dict,), "objective": (dict,),
-     "category_values": (list,), **dict.fromkeys(BOOSTER_TENSORS, TENSOR)}))
+     "category_values": (list,), FIELD: (str, NULL), **dict.fromkeys(BOOSTER_TENSORS, TENSOR)}))

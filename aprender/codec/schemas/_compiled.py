@@ -76,12 +76,14 @@ _KMEANS = Reach("`cluster_centers_`, `_counts`", "`sklearn.cluster._k_means_lloy
 _NMF = Reach("`components_`, `_n_components`", "`sklearn.decomposition._cdnmf_fast` (transform, cd solver)", "schema",
              "`schemas/decomposition.py` `check_nmf`: `components_` is `_n_components` = `n_components_` rows by "
              "`n_features_in_`")
-_CATBOOST = Reach("`_object`: symmetric trees (split features, border indices, depths), float-feature borders and "
-                  "NaN treatments, leaf values and weights, scale and bias, loss, class labels, training record",
+_CATBOOST = Reach("`_object`: symmetric trees (split kinds, features, border indices, depths), float-feature borders "
+                  "and NaN treatments, categorical features' columns and one-hot values, CTRs (type, combination, "
+                  "priors, borders) and their hash tables (uint64 keys, counts), leaf values and weights, scale and "
+                  "bias, loss, class labels, training record",
                   "CatBoost's C++ model and evaluator (`_catboost`), loaded from JSON that aprender writes", "schema",
-                  "`handlers/catboost_booster.py` and `schemas/_oblivious.py` (every rule of `RULES`; strings by "
-                  "table) before CatBoost sees anything; `schemas/catboost_models.py`: counts against the model, "
-                  "loss against the estimator's role")
+                  "`handlers/catboost_booster.py`, `schemas/_oblivious.py` and `schemas/_catboost_ctrs.py` (every "
+                  "rule of each `RULES`; strings by table) before CatBoost sees anything; "
+                  "`schemas/catboost_models.py`: counts against the model, loss against the estimator's role")
 _XGBOOST = Reach("`_Booster` (every tree's node arrays, categorical splits, category recorder, objective, counts)",
                  "XGBoost's C++ loader and predictor (`Booster.load_model`, `inplace_predict`, `pred_leaf`)", "schema",
                  "`handlers/xgboost_booster.py` with `schemas/_xgb_structure.py` `check_booster`: children inside "

@@ -17,7 +17,9 @@ The arrays, all 1-d and packed over every tree or feature:
   ``has_nans`` (int8, per feature): 0 or 1.
 - ``tree_depths`` (int32, per tree): its number of splits.
 - ``split_feature`` (int32, per split) and ``split_border`` (int32, per split: the
-  index of the border among its feature's borders), tree after tree.
+  index of the border among its feature's borders), tree after tree. In a model with
+  categorical features, ``split_kind`` says which splits test a float feature; the
+  others are checked by :mod:`aprender.codec.schemas._catboost_ctrs`.
 - ``leaf_values`` (float64, ``sum(2**depth) * dimension``), ``leaf_weights``
   (float64, ``sum(2**depth)``).
 - ``scale`` (float64, 1) and ``bias`` (float64, ``dimension``).
@@ -79,8 +81,12 @@ def _layout(a: Arrays, n_features: int, dimension: int, path: str) -> None:
         if not isinstance(array, np.ndarray) or array.ndim != 1 or array.dtype != dtype:
             found = f"{getattr(array, 'dtype', type(array).__name__)} {getattr(array, 'shape', '')}"
             raise fail(path, f"'{name}' must be a 1-d {dtype} array, found {found}")
-    if not 1 <= n_features <= _limits.MAX_FEATURES:
-        raise fail(path, f"'n_features' is {n_features}, must be in [1, {_limits.MAX_FEATURES}]")
+    kind = a.get("split_kind")
+    if kind is not None and (not isinstance(kind, np.ndarray) or kind.ndim != 1 or kind.dtype != np.int8):
+        raise fail(path, f"'split_kind' must be a 1-d int8 array, found {getattr(kind, 'dtype', type(kind))}")
+    low = 0 if kind is not None else 1  # a model of categorical features only has no float feature
+    if not low <= n_features <= _limits.MAX_FEATURES:
+        raise fail(path, f"'n_features' is {n_features}, must be in [{low}, {_limits.MAX_FEATURES}]")
     if not 1 <= dimension <= _limits.MAX_CLASSES:
         raise fail(path, f"'dimension' is {dimension}, must be in [1, {_limits.MAX_CLASSES}]")
     for name in ("nan_treatment", "has_nans"):
@@ -141,23 +147,31 @@ def _depths(a: Arrays, n_features: int, dimension: int, path: str) -> None:
         t = _first(bad)
         raise fail(path, f"tree {t} has depth {depths[t]}; a symmetric tree's depth is in [0, {MAX_DEPTH}]")
     splits = int(depths.sum(dtype=np.int64))
-    for name in ("split_feature", "split_border"):
+    for name in ("split_feature", "split_border", *(("split_kind",) if "split_kind" in a else ())):
         if a[name].shape[0] != splits:
             raise fail(path, f"'{name}' has {a[name].shape[0]} entries; the tree depths add up to {splits} splits")
 
 
+def _float_splits(a: Arrays) -> np.ndarray:
+    """Which splits test a float feature: all of them, unless ``split_kind`` (categorical models,
+    :mod:`aprender.codec.schemas._catboost_ctrs`, which checks the others) says otherwise."""
+    kind = a.get("split_kind")
+    return np.ones(a["split_feature"].shape[0], dtype=bool) if kind is None else kind == 0
+
+
 def _split_features(a: Arrays, n_features: int, dimension: int, path: str) -> None:
     feature = a["split_feature"]
-    bad = (feature < 0) | (feature >= n_features)
+    bad = ((feature < 0) | (feature >= n_features)) & _float_splits(a)
     if np.count_nonzero(bad):
         s = _first(bad)
         raise fail(path, f"split {s} tests float feature {feature[s]}, outside [0, {n_features})")
 
 
 def _split_borders(a: Arrays, n_features: int, dimension: int, path: str) -> None:
+    floats = _float_splits(a)
     feature, border = a["split_feature"], a["split_border"]
-    counts = np.diff(a["border_offsets"])[feature]
-    bad = (border < 0) | (border >= counts)
+    counts = np.diff(a["border_offsets"])[np.where(floats, feature, 0)] if n_features else np.zeros_like(feature)
+    bad = ((border < 0) | (border >= counts)) & floats
     if np.count_nonzero(bad):
         s = _first(bad)
         raise fail(path, f"split {s} names border {border[s]} of float feature {feature[s]}, which has "

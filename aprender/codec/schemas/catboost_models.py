@@ -84,8 +84,9 @@ def _validator(role: str) -> Validator:
         model = attrs["_object"]
         if attrs["_is_fitted_"] is not True:
             raise fail(path, "'_is_fitted_' must be true for a fitted model")
-        # CatBoost's JSON loader leaves the model's own feature count at 0: its float features count them.
-        features = len(model._get_float_feature_indices())
+        # CatBoost's JSON loader leaves the model's own feature count at 0: its float and categorical features
+        # count them.
+        features = len(model._get_float_feature_indices()) + len(model._get_cat_feature_indices())
         if attrs["_tree_count"] != model._get_tree_count() or attrs["_n_features_in"] != features:
             raise fail(path, f"_tree_count {attrs['_tree_count']} and _n_features_in {attrs['_n_features_in']} must "
                              f"match the model's {model._get_tree_count()} trees and {features} features")
