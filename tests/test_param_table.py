@@ -239,6 +239,16 @@ def test_a_backtracking_token_pattern_is_refused(tmp_path):
     assert "token_pattern" in str(err) and "nests a repetition" in str(err)
 
 
+@pytest.mark.parametrize(("pattern", "message"), [
+    ("a?" * 26 + "a" * 26, "holds 26 repetitions"),  # transform of one 26-letter word took 4.5 s
+    ("(?:a?){28}a{28}", "nests a repetition"),
+    (r"(a*)\1*b", "refers back to a group"),  # 13 s on a 3,000-letter document
+])
+def test_token_patterns_that_backtrack_without_nesting_are_refused(tmp_path, pattern, message):
+    err = _crafted(CountVectorizer().fit(TEXTS), tmp_path, token_pattern=pattern)
+    assert "token_pattern" in str(err) and message in str(err)
+
+
 def test_a_bit_flipped_ngram_pattern_is_refused_at_load(tmp_path):
     lm = NgramLm(n=2).fit(TEXTS)
 
