@@ -7,17 +7,21 @@ fitted copy of them) were changed before saving: valid in every byte, lying in m
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.kernel_approximation import AdditiveChi2Sampler
+from sklearn.kernel_approximation import AdditiveChi2Sampler, RBFSampler
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV, TheilSenRegressor
 from sklearn.manifold import TSNE
 from sklearn.model_selection import TunedThresholdClassifierCV
 from sklearn.multiclass import OutputCodeClassifier
 from sklearn.neighbors import KNeighborsClassifier
+from sklearn.neural_network import MLPClassifier
+from sklearn.preprocessing import KBinsDiscretizer, SplineTransformer
+from sklearn.random_projection import GaussianRandomProjection
 from sklearn.svm import SVC, SVR, LinearSVC
 
 import aprender
@@ -26,7 +30,7 @@ from aprender.codec._param_table import KINDS, kinds_of
 from aprender.codec._registry import allow_list, is_builtin_key
 from aprender.codec._table import NAMESAKES
 from aprender.exceptions import UntrustedParameterError
-from aprender.feature_extraction.text import CountVectorizer
+from aprender.feature_extraction.text import CountVectorizer, HashingVectorizer
 from aprender.text import NgramLm
 from tests.support.state_edit import find, hostile
 
@@ -209,6 +213,50 @@ def test_real_valued_counts_of_work_are_bounded(tmp_path, make, name):  # TheilS
     np.testing.assert_array_equal(_roundtrip(est, tmp_path).predict(X), est.predict(X))
     err = _crafted(est, tmp_path, **{name: 1e300})
     assert name in str(err) and f"at most {_limits.MAX_WORK_COUNT}" in str(err)
+
+
+@pytest.mark.parametrize(("make", "fit_on", "name", "lie"), [
+    (lambda: CountVectorizer(ngram_range=(1, 2)), TEXTS, "ngram_range", (1, 5000)),
+    (lambda: HashingVectorizer(analyzer="char", ngram_range=(1, 3)), TEXTS, "ngram_range", (1, 20000)),
+    (lambda: RBFSampler(n_components=8, random_state=0), X, "n_components", 2**24),
+    (lambda: GaussianRandomProjection(n_components=2, random_state=0), X, "n_components", 2**24),
+    (lambda: KBinsDiscretizer(n_bins=3, quantile_method="averaged_inverted_cdf"), X, "n_bins", 2**24),
+    (lambda: SplineTransformer(n_knots=4), X, "n_knots", 2**24),
+    (lambda: MLPClassifier(hidden_layer_sizes=(3,), max_iter=5, random_state=0), X, "hidden_layer_sizes",
+     (2**14, 2**14)),
+], ids=["word-ngrams", "char-ngrams", "rbf-sampler", "random-projection", "kbins", "spline", "mlp"])
+def test_counts_a_use_or_refit_allocates_by_are_bounded(tmp_path, make, fit_on, name, lie):
+    """Each lie was measured on a model of under 8 KB: 40 s and more on one 9 KB document (word n-grams),
+    2.4 GB on 20,000 characters (char n-grams), refits asking 8 GiB, 25 GiB, 2 PiB and 2 GiB."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = make().fit(fit_on, None if fit_on is TEXTS else Y)
+    bound = {**_limits.MAX_FIT_DIMENSION, **_limits.MAX_INFERENCE_COUNT}[name]
+    err = _crafted(est, tmp_path, **{name: lie})
+    assert f"'{name}'" in str(err) and f"at most {bound}" in str(err)
+
+
+def test_layer_widths_are_bounded_by_their_weights(tmp_path):
+    mlp = MLPClassifier(hidden_layer_sizes=(3,), max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mlp.fit(X, Y)
+    width = _limits.MAX_FIT_DIMENSION["hidden_layer_sizes"]
+    err = _crafted(mlp, tmp_path, hidden_layer_sizes=[width] * 3)  # each width allowed, 2 * 2**24 weights not
+    assert "'hidden_layer_sizes'" in str(err) and f"{2 * width * width} weights" in str(err)
+    mlp.hidden_layer_sizes = (width, width)  # exactly MAX_WORK_COUNT weights
+    assert _roundtrip(mlp, tmp_path).hidden_layer_sizes == (width, width)
+
+
+def test_refits_at_the_fit_dimension_bounds_are_cheap():
+    """The bounds are where a refit of a small model still costs little (measured: under 0.5 s each)."""
+    bounds = _limits.MAX_FIT_DIMENSION
+    for est in [SplineTransformer(n_knots=bounds["n_knots"]), KBinsDiscretizer(n_bins=bounds["n_bins"]),
+                RBFSampler(n_components=bounds["n_components"]),
+                GaussianRandomProjection(n_components=bounds["n_components"])]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert est.fit_transform(X).shape[0] == len(X)
 
 
 def test_every_default_count_of_work_loads():

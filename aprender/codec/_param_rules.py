@@ -10,7 +10,9 @@ and :func:`check_params` applies its rule before the estimator is built:
 - ``checked``, ``estimator``: scikit-learn's constraints, and the decoder for nested
   estimators; nothing more here.
 - ``sizes``: integers at most :data:`aprender._limits.MAX_WORK_COUNT`, or the smaller
-  :data:`~aprender._limits.MAX_INFERENCE_COUNT` bound of counts every inference spends.
+  :data:`~aprender._limits.MAX_INFERENCE_COUNT` bound of counts every inference spends, or the
+  :data:`~aprender._limits.MAX_FIT_DIMENSION` bound of counts a fit allocates by; a list of layer
+  widths (:data:`~aprender._limits.LAYER_WIDTHS`) at most ``MAX_WORK_COUNT`` weights in all.
 - ``path``: a kernel or metric fits the stored arrays and its parameters fit the metric.
 - ``kwargs``: keys and values follow the callee's own rules, recursively.
 - ``resource``: :data:`PARAM_RULES` (checked by the decoder for every class) and the
@@ -23,6 +25,7 @@ past it a refit never returns, or crashes.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -151,7 +154,7 @@ def _path(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, 
 
 def _sizes(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust,
            path: str) -> None:
-    cap = _limits.MAX_INFERENCE_COUNT.get(name, _limits.MAX_WORK_COUNT)
+    cap = _limits.MAX_INFERENCE_COUNT.get(name, _limits.MAX_FIT_DIMENSION.get(name, _limits.MAX_WORK_COUNT))
     if isinstance(value, np.ndarray):  # a grid of values (RidgeCV's alphas): only integer ones count work
         value = [value.max()] if value.dtype.kind in "iu" and value.size else []
     # A float counts too when it is the whole value (TheilSen's max_subpopulation); in a list of
@@ -163,6 +166,13 @@ def _sizes(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str,
         if isinstance(item, counts) and not isinstance(item, (bool, np.bool_)) and not item <= cap:
             raise fail(join(path, name), f"counts work: at most {cap}, found {preview(item, 40)} "
                               f"(aprender._limits bounds it; raise the bound to load a larger one)")
+    if name in _limits.LAYER_WIDTHS and isinstance(value, (list, tuple)):
+        widths = [int(w) for w in value if isinstance(w, (int, np.integer)) and not isinstance(w, (bool, np.bool_))]
+        weights = sum(a * b for a, b in itertools.pairwise(widths))
+        if weights > _limits.MAX_WORK_COUNT:
+            raise fail(join(path, name), f"layers of these widths hold {weights} weights, at most "
+                                         f"{_limits.MAX_WORK_COUNT} (aprender._limits bounds them; raise "
+                                         "MAX_WORK_COUNT to load larger layers)")
 
 
 def _kwargs_param(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust,
