@@ -191,6 +191,35 @@ def test_a_partial_may_not_change_the_callers_data_in_place() -> None:
     assert np.isnan(X[0, 0])
 
 
+@pytest.mark.parametrize(("where", "kwargs", "message"), [
+    ("kw_args", {"where": False}, "where=False, which leaves the result's elements uninitialized"),
+    ("kw_args", {"out": np.zeros((150, 4))}, "out=ndarray, which makes every call write into and return one"),
+    ("inv_kw_args", {"copy": False}, "copy=False, which changes the caller's data in place"),
+    ("kw_args", {"overwrite_input": True}, "overwrite_input=True, which changes the caller's data in place"),
+], ids=["where", "out", "copy", "overwrite-input"])
+def test_keyword_arguments_may_not_decide_where_a_call_writes(where, kwargs, message) -> None:
+    """Measured: where=False returned heap contents (addresses such as 4.6e-310) from transform, and out=
+    returned the same array from every call (a server's concurrent requests shared one result)."""
+    X = iris()[0]
+    model = FunctionTransformer(np.positive, inverse_func=np.positive, kw_args={"dtype": "float64"},
+                                inv_kw_args={"dtype": "float64"}).fit(X)
+    loaded = safetensors.loads(safetensors.dumps(model))
+    np.testing.assert_array_equal(loaded.transform(X), X)
+    setattr(model, where, kwargs)  # the file's author sets it before saving
+    with pytest.raises(FormatError, match=rf"'{where}\.{next(iter(kwargs))}'.*{message}"):
+        safetensors.loads(_craft(model, lambda meta: None))
+
+
+def test_a_partial_may_not_leave_its_result_uninitialized() -> None:
+    model = FunctionTransformer(functools.partial(np.positive, where=True)).fit(iris()[0])
+
+    def edit(meta):
+        meta["model"]["params"]["func"]["keywords"]["where"] = False
+
+    with pytest.raises(FormatError, match=r"func\.where.*where=False, which leaves the result's elements"):
+        safetensors.loads(_craft(model, edit))
+
+
 def test_saving_a_partial_of_an_array_is_refused() -> None:
     model = FunctionTransformer(functools.partial(np.clip, a_min=np.zeros(4))).fit(iris()[0])
     with pytest.raises(UnsupportedTypeError, match=r"func\.a_min.*bounded literals.*a 'tensor' node"):

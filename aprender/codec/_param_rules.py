@@ -36,7 +36,7 @@ from aprender.codec._checks import fail
 from aprender.codec._nodes import join, preview
 from aprender.codec._param_table import kinds_of
 from aprender.codec._regex import check_pattern
-from aprender.codec.trust import PARAM_RULES, Trust
+from aprender.codec.trust import PARAM_RULES, Trust, call_keyword
 from aprender.exceptions import UntrustedParameterError
 
 __all__ = ["KERNEL_PARAMS", "METRIC_PARAMS", "check_params"]
@@ -86,6 +86,9 @@ def _kwargs(value: Any, where: str, trust: Trust) -> None:
     for key, item in value.items():
         if type(key) is not str:
             raise fail(where, f"a keyword argument's name must be a string, found {preview(key, 40)}")
+        why = call_keyword(key, item)
+        if why is not None:
+            raise fail(join(where, key), f"a keyword argument may not pass {why}")
         rule = PARAM_RULES.get(key)
         if rule is not None and not rule[0](item) and key not in trust.params:
             raise UntrustedParameterError(key, where, rule[1], item)

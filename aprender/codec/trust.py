@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PARAM_RULES", "REVIEWED", "UFUNC_MODULES", "Trust", "default_functions", "function_name", "make_trust",
-           "qualified_name", "register_function", "registered", "spec_of",
+__all__ = ["CALL_KEYWORDS", "PARAM_RULES", "REVIEWED", "UFUNC_MODULES", "Trust", "call_keyword", "default_functions",
+           "function_name", "make_trust", "qualified_name", "register_function", "registered", "spec_of",
            "trusted_from_specs"]
 
 #: Modules whose ufuncs are trusted, in the order their names are preferred when saving.
@@ -236,6 +236,40 @@ PARAM_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "output_borders": (_memory, "None (a fit writes borders to the file it names)"),
     "task_type": (_cpu, "None or 'CPU' (a fit on 'GPU' claims the devices the file names)"),
 }
+
+
+def _is_false(value: Any) -> bool:
+    return isinstance(value, (bool, int, np.bool_, np.integer)) and not bool(value)
+
+
+def _is_true(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_)) and bool(value)
+
+
+#: Keyword arguments a file may pass to a function (a stored partial's, and every key of a ``kwargs``
+#: hyperparameter such as FunctionTransformer's ``kw_args``, at any depth) only at the values a rule
+#: allows: name -> (rule, what any other value does). They decide where a call writes, not what it
+#: computes, and no trust lifts them: no model needs them to compute its result.
+CALL_KEYWORDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "copy": (lambda value: not _is_false(value), "changes the caller's data in place"),
+    "overwrite_input": (lambda value: value is None or _is_false(value), "changes the caller's data in place"),
+    # np.positive(X, out=stored) returns the stored array from every call: concurrent requests to a
+    # server share one result, and each reads what the last one wrote.
+    "out": (lambda value: value is None, "makes every call write into and return one stored array, which "
+                                         "concurrent calls share"),
+    # np.positive(X, where=False) returns an uninitialized array: heap contents, addresses included.
+    "where": (_is_true, "leaves the result's elements uninitialized where it is false, so a call returns "
+                        "whatever memory held"),
+}
+
+
+def call_keyword(key: str, value: Any) -> str | None:
+    """Why passing ``key=value`` to a function may not come from a file (:data:`CALL_KEYWORDS`), or ``None``."""
+    rule = CALL_KEYWORDS.get(key)
+    if rule is None or rule[0](value):
+        return None
+    shown = value if isinstance(value, (bool, int, float, np.bool_, np.number, type(None))) else type(value).__name__
+    return f"{key}={shown}, which {rule[1]}"
 
 
 class Trust:
