@@ -220,6 +220,33 @@ def test_a_partial_may_not_leave_its_result_uninitialized() -> None:
         safetensors.loads(_craft(model, edit))
 
 
+@pytest.mark.parametrize("dtype", ["V1000000000", "O", "f8,f8", "(3,)f8", "U2000000000", "x" * 40])
+def test_a_dtype_named_by_a_string_must_be_numeric(dtype) -> None:
+    model = CountVectorizer(dtype=np.float32).fit(["a cat sat", "a dog ran"])
+    loaded = safetensors.loads(safetensors.dumps(model))
+    assert loaded.transform(["a cat"]).dtype == np.float32
+
+    def edit(meta):
+        meta["model"]["params"]["dtype"] = dtype
+
+    with pytest.raises(UntrustedParameterError, match=r"hyperparameter 'dtype'.*a numeric numpy dtype"):
+        safetensors.loads(_craft(model, edit))
+
+
+def test_every_default_dtype_is_numeric() -> None:
+    import inspect
+
+    from aprender.codec._registry import allow_list
+
+    allowed, seen = trust.PARAM_RULES["dtype"][0], 0
+    for entry in allow_list(generic=True):
+        parameter = inspect.signature(entry.cls.__init__).parameters.get("dtype")
+        if parameter is not None:
+            seen += 1
+            assert allowed(parameter.default), entry.key
+    assert seen >= 10
+
+
 def test_saving_a_partial_of_an_array_is_refused() -> None:
     model = FunctionTransformer(functools.partial(np.clip, a_min=np.zeros(4))).fit(iris()[0])
     with pytest.raises(UnsupportedTypeError, match=r"func\.a_min.*bounded literals.*a 'tensor' node"):

@@ -67,7 +67,7 @@ LIGHTGBM_KINDS = {
 OVERRIDES = {
     "copy_X_train": "checked", "warm_start": "checked", "verbose": "checked", "transformer_weights": "checked",
     "verbose_feature_names_out": "checked", "optimizer": "path", "n_restarts_optimizer": "sizes",
-    "max_iter_predict": "sizes", "random_state": "checked", "dtype": "checked", "fill_value": "checked",
+    "max_iter_predict": "sizes", "random_state": "checked", "fill_value": "checked",
 }
 #: XGBoost's estimators have no ``_parameter_constraints``: every parameter is reviewed here. The
 #: words of its string parameters and metric names are checked by ``PARAM_ENUMS`` and ``METRIC`` of

@@ -213,6 +213,19 @@ def _cpu(value: Any) -> bool:
     return value is None or value == "CPU"
 
 
+def _numeric_dtype(value: Any) -> bool:
+    """None, or a numeric numpy dtype: a type or a short name of one, as numpy reads it."""
+    if value is None:
+        return True
+    if isinstance(value, str) and len(value) > 32:
+        return False
+    try:
+        dtype = np.dtype(value)
+    except (TypeError, ValueError, SyntaxError):
+        return False
+    return dtype.kind in "biufc" and dtype.fields is None and dtype.subdtype is None and dtype.itemsize <= 16
+
+
 #: Hyperparameters a file may set only to the values a rule allows, unless the caller
 #: names the hyperparameter in ``trusted=``: name -> (rule, what the rule allows).
 #: Rules go by name, for every class: each name means the same thing wherever
@@ -235,6 +248,9 @@ PARAM_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "input_borders": (_memory, "None (a fit reads borders from the file it names)"),
     "output_borders": (_memory, "None (a fit writes borders to the file it names)"),
     "task_type": (_cpu, "None or 'CPU' (a fit on 'GPU' claims the devices the file names)"),
+    # Vectorizers, encoders, hashers: the dtype of the arrays transform allocates. A type node is allow-listed,
+    # but a name reaches numpy as it is: 'V1000000000' asked 13 GiB for 14 elements, 'O' and 'f8,f8' too.
+    "dtype": (_numeric_dtype, "None or a numeric numpy dtype of at most 16 bytes ('float64', numpy.float32, ...)"),
 }
 
 
