@@ -91,11 +91,15 @@ UNBOUNDED_COUNTS = frozenset({"max_skips", "stop_n_inliers"})
 #: Largest count of a ``sizes`` hyperparameter that every ``transform`` or ``predict`` call spends
 #: (AdditiveChi2Sampler's ``sample_steps`` allocates an input-sized array per step): name -> bound.
 MAX_INFERENCE_COUNT = {"sample_steps": 32, "max_iter_predict": 2**16, "transform_max_iter": 2**20,
-                       "transform_n_nonzero_coefs": 2**20, "ngram_range": 32}
+                       "transform_n_nonzero_coefs": 2**20, "ngram_range": 32, "degree": 64, "patch_size": 32}
 # A vectorizer's ``ngram_range`` (``(low, high)``) makes every n-gram of ``low`` to ``high`` tokens (or
 # characters) at each position of each document: a document of L tokens costs about L * high strings of
 # up to ``high`` tokens each. A 832-byte file with (1, 5000) spent over 40 s on a 9 KB document; a
 # character analyzer at (1, 20000) reached 2.4 GB on 20,000 characters. Real ranges stop near 10.
+# PolynomialCountSketch allocates ``rows * degree * n_components`` doubles at every transform (2**24 asked
+# 25 GiB for 20 rows), PolynomialFeatures makes the products of up to ``degree`` features; kernels of
+# degree past a few dozen are not used. PatchExtractor's ``patch_size`` (h, w) makes every transform return
+# about h * w values per input pixel: (150, 150) asked 3.8 GiB for one 300x300 image.
 
 #: Largest value of a ``sizes`` hyperparameter that a fit turns into an array dimension beside the
 #: input's own (each element of a list too): name -> bound. ``MAX_WORK_COUNT`` bounds how long a loop

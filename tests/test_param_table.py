@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.kernel_approximation import AdditiveChi2Sampler, RBFSampler
+from sklearn.feature_extraction.image import PatchExtractor
+from sklearn.kernel_approximation import AdditiveChi2Sampler, PolynomialCountSketch, RBFSampler
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV, TheilSenRegressor
 from sklearn.manifold import TSNE
@@ -224,10 +225,14 @@ def test_real_valued_counts_of_work_are_bounded(tmp_path, make, name):  # TheilS
     (lambda: SplineTransformer(n_knots=4), X, "n_knots", 2**24),
     (lambda: MLPClassifier(hidden_layer_sizes=(3,), max_iter=5, random_state=0), X, "hidden_layer_sizes",
      (2**14, 2**14)),
-], ids=["word-ngrams", "char-ngrams", "rbf-sampler", "random-projection", "kbins", "spline", "mlp"])
+    (lambda: PolynomialCountSketch(degree=2, n_components=8, random_state=0), X, "degree", 2**24),
+    (lambda: PatchExtractor(patch_size=(4, 4)), np.zeros((1, 40, 40)), "patch_size", (150, 150)),
+], ids=["word-ngrams", "char-ngrams", "rbf-sampler", "random-projection", "kbins", "spline", "mlp", "count-sketch",
+        "patches"])
 def test_counts_a_use_or_refit_allocates_by_are_bounded(tmp_path, make, fit_on, name, lie):
     """Each lie was measured on a model of under 8 KB: 40 s and more on one 9 KB document (word n-grams),
-    2.4 GB on 20,000 characters (char n-grams), refits asking 8 GiB, 25 GiB, 2 PiB and 2 GiB."""
+    2.4 GB on 20,000 characters (char n-grams), refits asking 8 GiB, 25 GiB, 2 PiB and 2 GiB, transforms
+    asking 25 GiB for 20 rows (count sketch) and 3.8 GiB for one 300x300 image (patches)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = make().fit(fit_on, None if fit_on is TEXTS else Y)
