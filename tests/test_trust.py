@@ -247,6 +247,21 @@ def test_every_default_dtype_is_numeric() -> None:
     assert seen >= 10
 
 
+@pytest.mark.parametrize("name", ["func", "inverse_func"])
+def test_a_function_called_on_every_requests_rows_may_not_be_pairwise(name) -> None:
+    """A FunctionTransformer of rbf_kernel (trusted, as a kernel) asked 6.7 GiB for a 30,000-row transform."""
+    from sklearn.metrics.pairwise import euclidean_distances, paired_euclidean_distances, rbf_kernel
+
+    X = iris()[0]
+    model = FunctionTransformer(np.log1p, inverse_func=np.expm1).fit(X)
+    for func in (rbf_kernel, functools.partial(euclidean_distances, squared=True)):
+        setattr(model, name, func)
+        with pytest.raises(FormatError, match=rf"'{name}'.*a row per pair of them"):
+            safetensors.loads(_craft(model, lambda meta: None))
+    assert trust.is_pairwise(rbf_kernel) and not trust.is_pairwise(paired_euclidean_distances)
+    assert not trust.is_pairwise(np.log1p) and not trust.is_pairwise(np.mean)
+
+
 def test_saving_a_partial_of_an_array_is_refused() -> None:
     model = FunctionTransformer(functools.partial(np.clip, a_min=np.zeros(4))).fit(iris()[0])
     with pytest.raises(UnsupportedTypeError, match=r"func\.a_min.*bounded literals.*a 'tensor' node"):

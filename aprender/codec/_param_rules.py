@@ -36,10 +36,10 @@ from aprender.codec._checks import fail
 from aprender.codec._nodes import join, preview
 from aprender.codec._param_table import kinds_of
 from aprender.codec._regex import check_pattern
-from aprender.codec.trust import PARAM_RULES, Trust, call_keyword
+from aprender.codec.trust import PARAM_RULES, Trust, call_keyword, is_pairwise
 from aprender.exceptions import UntrustedParameterError
 
-__all__ = ["KERNEL_PARAMS", "METRIC_PARAMS", "check_params"]
+__all__ = ["KERNEL_PARAMS", "METRIC_PARAMS", "ROW_FUNCTIONS", "check_params"]
 
 #: Keyword arguments each metric takes, and the length of each array one (``n`` is
 #: ``n_features_in_``; ``VI`` and a mahalanobis ``V`` are square). Other metrics take none
@@ -54,6 +54,10 @@ KERNEL_PARAMS: dict[str, frozenset[str]] = {
     "poly": frozenset(["gamma", "degree", "coef0"]), "polynomial": frozenset(["gamma", "degree", "coef0"]),
     "sigmoid": frozenset(["gamma", "coef0"]),
 }
+#: Function hyperparameters called on the rows of every ``transform`` or ``predict`` (FunctionTransformer's,
+#: TransformedTargetRegressor's): their result must not be pairwise over those rows, which would make a request
+#: of n rows allocate n * n values (a FunctionTransformer of ``rbf_kernel`` asked 6.7 GiB for 30,000 rows).
+ROW_FUNCTIONS = frozenset(["func", "inverse_func"])
 # Fitted arrays that hold training rows a kernel is evaluated against: as wide as the input.
 _TRAINING_ROWS = ("X_fit_", "components_")
 _PLAIN = (bool, int, float, str, np.number, np.bool_, type(None))
@@ -153,6 +157,9 @@ def _path(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, 
         _kernel(params, attrs, path, trust)
     elif name in ("metric", "affinity"):
         _metric(value, params.get("metric_params"), _n_features(attrs), join(path, "metric_params"), trust)
+    elif name in ROW_FUNCTIONS and is_pairwise(value):
+        raise fail(join(path, name), "is called on the rows of every call, and this function's result has a row "
+                                     "per pair of them (n rows make n * n values)")
 
 
 def _sizes(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust,

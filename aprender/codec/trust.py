@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CALL_KEYWORDS", "PARAM_RULES", "REVIEWED", "UFUNC_MODULES", "Trust", "call_keyword", "default_functions",
-           "function_name", "make_trust", "qualified_name", "register_function", "registered", "spec_of",
-           "trusted_from_specs"]
+__all__ = ["CALL_KEYWORDS", "PAIRWISE_REASONS", "PARAM_RULES", "REVIEWED", "UFUNC_MODULES", "Trust", "call_keyword",
+           "default_functions", "function_name", "is_pairwise", "make_trust", "qualified_name", "register_function",
+           "registered", "spec_of", "trusted_from_specs"]
 
 #: Modules whose ufuncs are trusted, in the order their names are preferred when saving.
 UFUNC_MODULES = ("numpy", "scipy.special")
@@ -51,6 +51,7 @@ _SOFTMAX = "normalizes its array argument along an axis"
 _METRIC = "score of (y_true, y_pred) arrays; options are labels, averaging names and numbers"
 _CLUSTER = "clustering score of label (or data and label) arrays; options are names and numbers"
 _DISTANCE = "distances between rows of its array arguments; no callable, no n_jobs"
+_PAIRED = "distances between matching rows of its two array arguments; no callable"
 _KERNEL = "kernel matrix of its array arguments; options are numbers"
 _SCORE_FUNC = "univariate feature score of (X, y) arrays; options are flags, numbers and a seed"
 
@@ -90,8 +91,9 @@ REVIEWED: dict[str, dict[str, str]] = {
     "sklearn.metrics.pairwise": {
         **dict.fromkeys([
             "euclidean_distances", "nan_euclidean_distances", "manhattan_distances", "cosine_distances",
-            "cosine_similarity", "haversine_distances", "paired_euclidean_distances",
-            "paired_manhattan_distances", "paired_cosine_distances"], _DISTANCE),
+            "cosine_similarity", "haversine_distances"], _DISTANCE),
+        **dict.fromkeys(["paired_euclidean_distances", "paired_manhattan_distances", "paired_cosine_distances"],
+                        _PAIRED),
         **dict.fromkeys([
             "linear_kernel", "polynomial_kernel", "rbf_kernel", "laplacian_kernel", "sigmoid_kernel",
             "chi2_kernel", "additive_chi2_kernel"], _KERNEL),
@@ -100,6 +102,10 @@ REVIEWED: dict[str, dict[str, str]] = {
         ["f_classif", "f_regression", "r_regression", "chi2", "f_oneway", "mutual_info_classif",
          "mutual_info_regression"], _SCORE_FUNC),
 }
+
+#: Reasons of the reviewed functions whose result has a row per pair of their argument's rows: called on
+#: n rows they allocate n * n values (30,000 rows: 6.7 GiB).
+PAIRWISE_REASONS = frozenset([_DISTANCE, _KERNEL])
 
 _lock = threading.Lock()
 
@@ -148,6 +154,17 @@ def default_name(func: Any) -> str | None:
     by_name, by_id = _table()
     name = by_id.get(id(func))
     return name if name is not None and by_name[name] is func else None
+
+
+def is_pairwise(func: Any) -> bool:
+    """Whether ``func`` (or the function a partial wraps) is a reviewed function of :data:`PAIRWISE_REASONS`."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    name = default_name(func)
+    if name is None:
+        return False
+    module, _, short = name.rpartition(".")
+    return REVIEWED.get(module, {}).get(short) in PAIRWISE_REASONS
 
 
 def lookup_default(name: str) -> Callable[..., Any] | None:
