@@ -18,6 +18,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.feature_selection import SelectKBest, f_classif, mutual_info_classif
 from sklearn.model_selection import GridSearchCV
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.svm import SVC
@@ -259,6 +260,11 @@ def test_a_function_called_on_every_requests_rows_may_not_be_pairwise(name) -> N
         with pytest.raises(FormatError, match=rf"'{name}'.*a row per pair of them"):
             safetensors.loads(_craft(model, lambda meta: None))
     assert trust.is_pairwise(rbf_kernel) and not trust.is_pairwise(paired_euclidean_distances)
+    knn = KNeighborsClassifier(n_neighbors=3, weights=np.reciprocal).fit(X, iris()[1])
+    np.testing.assert_array_equal(safetensors.loads(safetensors.dumps(knn)).predict(X), knn.predict(X))
+    knn.weights = rbf_kernel
+    with pytest.raises(FormatError, match=r"'weights'.*a row per pair of them"):
+        safetensors.loads(_craft(knn, lambda meta: None))
     assert not trust.is_pairwise(np.log1p) and not trust.is_pairwise(np.mean)
 
 

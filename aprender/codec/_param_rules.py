@@ -54,10 +54,11 @@ KERNEL_PARAMS: dict[str, frozenset[str]] = {
     "poly": frozenset(["gamma", "degree", "coef0"]), "polynomial": frozenset(["gamma", "degree", "coef0"]),
     "sigmoid": frozenset(["gamma", "coef0"]),
 }
-#: Function hyperparameters called on the rows of every ``transform`` or ``predict`` (FunctionTransformer's,
-#: TransformedTargetRegressor's): their result must not be pairwise over those rows, which would make a request
-#: of n rows allocate n * n values (a FunctionTransformer of ``rbf_kernel`` asked 6.7 GiB for 30,000 rows).
-ROW_FUNCTIONS = frozenset(["func", "inverse_func"])
+#: Function hyperparameters called on the rows of every ``transform`` or ``predict`` (FunctionTransformer's and
+#: TransformedTargetRegressor's ``func``, a neighbors model's ``weights`` on the neighbors' distances): their
+#: result must not be pairwise over those rows, which would make a request of n rows allocate n * n values (a
+#: FunctionTransformer, or a KNeighborsClassifier's weights, of ``rbf_kernel`` asked 6.7 GiB for 30,000 rows).
+ROW_FUNCTIONS = frozenset(["func", "inverse_func", "weights"])
 # Fitted arrays that hold training rows a kernel is evaluated against: as wide as the input.
 _TRAINING_ROWS = ("X_fit_", "components_")
 _PLAIN = (bool, int, float, str, np.number, np.bool_, type(None))
