@@ -264,6 +264,28 @@ def test_refits_at_the_fit_dimension_bounds_are_cheap():
             assert est.fit_transform(X).shape[0] == len(X)
 
 
+def test_helper_objects_follow_the_hyperparameter_rules(tmp_path):
+    """A kernel's or a splitter's parameters are hyperparameters too: pairwise_kernels_kwargs={'n_jobs': 5000}
+    loaded (predict then asked joblib for 5000 workers), as did a RepeatedKFold repeating 2**40 times."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import PairwiseKernel
+    from sklearn.model_selection import GridSearchCV, RepeatedKFold
+
+    gp = GaussianProcessRegressor(kernel=PairwiseKernel(metric="rbf", pairwise_kernels_kwargs={"dense_output": True}))
+    gp.fit(X, X.sum(axis=1))
+    np.testing.assert_array_equal(_roundtrip(gp, tmp_path).predict(X), gp.predict(X))
+    gp.kernel_.pairwise_kernels_kwargs = {"n_jobs": 5000}
+    err = _crafted(gp, tmp_path)
+    assert isinstance(err, UntrustedParameterError) and "kernel_.pairwise_kernels_kwargs" in str(err)
+    gp.kernel_.pairwise_kernels_kwargs = {"dense_output": True, "out": np.zeros(3)}
+    assert "kernel_.pairwise_kernels_kwargs.out" in str(_crafted(gp, tmp_path))
+    search = GridSearchCV(LogisticRegression(), {"C": [1.0]}, cv=RepeatedKFold(n_splits=2, n_repeats=2))
+    search.fit(X, Y)
+    search.cv.n_repeats = 2**40
+    assert "n_repeats" in str(_crafted(search, tmp_path)) and f"at most {_limits.MAX_WORK_COUNT}" in str(
+        _crafted(search, tmp_path))
+
+
 def test_every_default_count_of_work_loads():
     """A ``sizes`` default past the cap (RANSAC's inf) would refuse every model of its class: each is listed."""
     import inspect

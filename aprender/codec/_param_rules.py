@@ -39,7 +39,7 @@ from aprender.codec._regex import check_pattern
 from aprender.codec.trust import PARAM_RULES, Trust, call_keyword, is_pairwise
 from aprender.exceptions import UntrustedParameterError
 
-__all__ = ["KERNEL_PARAMS", "METRIC_PARAMS", "ROW_FUNCTIONS", "check_params"]
+__all__ = ["KERNEL_PARAMS", "METRIC_PARAMS", "OBJECT_COUNTS", "ROW_FUNCTIONS", "check_object_state", "check_params"]
 
 #: Keyword arguments each metric takes, and the length of each array one (``n`` is
 #: ``n_features_in_``; ``VI`` and a mahalanobis ``V`` are square). Other metrics take none
@@ -213,6 +213,37 @@ def _scales(params: Mapping[str, Any], path: str) -> None:
                                              f"{preview(item, 40)} (past it liblinear does not return and TSNE "
                                              "crashes; aprender._limits bounds it, raise the bound to load a larger "
                                              "one)")
+
+
+#: Counts a helper object holds (a cross-validation splitter's): bounded as a ``sizes`` hyperparameter is.
+OBJECT_COUNTS = frozenset(["n_splits", "n_repeats"])
+#: Names of a helper object's attributes that are passed on as keyword arguments (PairwiseKernel's
+#: ``pairwise_kernels_kwargs``, a scorer's ``_kwargs``), as a ``kwargs`` hyperparameter's are.
+_KWARGS_SUFFIX = "_kwargs"
+
+
+def check_object_state(state: Mapping[str, Any], trust: Trust, path: str) -> None:
+    """The rules of hyperparameters, by name, for the state of a helper object that is not an estimator.
+
+    A Gaussian-process kernel, a splitter or a scorer holds parameters as an estimator does, but has no row in
+    :data:`KINDS`: :data:`PARAM_RULES` hold for each attribute, a ``*_kwargs`` dict follows the ``kwargs`` rule
+    (PARAM_RULES and CALL_KEYWORDS at every level), and :data:`OBJECT_COUNTS` the ``sizes`` rule.
+
+    Raises
+    ------
+    FormatError
+        Naming the attribute and its place in the model.
+    UntrustedParameterError
+        For a value :data:`PARAM_RULES` refuse.
+    """
+    for name, value in state.items():
+        rule = PARAM_RULES.get(name)
+        if rule is not None and not rule[0](value) and name not in trust.params:
+            raise UntrustedParameterError(name, path, rule[1], value)
+        if name.endswith(_KWARGS_SUFFIX) and value is not None:
+            _kwargs(value, join(path, name), trust)
+        if name in OBJECT_COUNTS:
+            _sizes(name, value, state, {}, trust, path)
 
 
 _Rule = Callable[[str, Any, Mapping[str, Any], Mapping[str, Any], Trust, str], None]
