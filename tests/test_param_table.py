@@ -286,6 +286,25 @@ def test_helper_objects_follow_the_hyperparameter_rules(tmp_path):
         _crafted(search, tmp_path))
 
 
+@pytest.mark.parametrize(("template", "message"), [
+    ("{feature_name:>1000000000}", "no format spec"),  # get_feature_names_out asked over 1 GB per name
+    ("{feature_name.__class__.__mro__}", "bare names"),
+    ("{feature_name!r}", "or conversion"), ("{0}", "bare names"), ("{", "is not a format template"),
+    ("x" * 300 + "{feature_name}", "at most 256 characters"),
+])
+def test_a_feature_name_template_names_only_its_fields(tmp_path, template, message):
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import StandardScaler
+
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0]})
+    legit = ColumnTransformer([("s", StandardScaler(), ["a", "b"])],
+                              verbose_feature_names_out="{feature_name}_by_{transformer_name}").fit(frame)
+    assert list(_roundtrip(legit, tmp_path).get_feature_names_out()) == ["a_by_s", "b_by_s"]
+    err = _crafted(legit, tmp_path, verbose_feature_names_out=template)
+    assert "'verbose_feature_names_out'" in str(err) and message in str(err)
+
+
 def test_every_default_count_of_work_loads():
     """A ``sizes`` default past the cap (RANSAC's inf) would refuse every model of its class: each is listed."""
     import inspect

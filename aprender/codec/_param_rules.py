@@ -26,6 +26,7 @@ past it a refit never returns, or crashes.
 from __future__ import annotations
 
 import itertools
+import string
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -39,7 +40,8 @@ from aprender.codec._regex import check_pattern
 from aprender.codec.trust import PARAM_RULES, Trust, call_keyword, is_pairwise
 from aprender.exceptions import UntrustedParameterError
 
-__all__ = ["KERNEL_PARAMS", "METRIC_PARAMS", "OBJECT_COUNTS", "ROW_FUNCTIONS", "check_object_state", "check_params"]
+__all__ = ["FORMAT_FIELDS", "KERNEL_PARAMS", "METRIC_PARAMS", "OBJECT_COUNTS", "ROW_FUNCTIONS", "check_object_state",
+           "check_params"]
 
 #: Keyword arguments each metric takes, and the length of each array one (``n`` is
 #: ``n_features_in_``; ``VI`` and a mahalanobis ``V`` are square). Other metrics take none
@@ -59,6 +61,15 @@ KERNEL_PARAMS: dict[str, frozenset[str]] = {
 #: result must not be pairwise over those rows, which would make a request of n rows allocate n * n values (a
 #: FunctionTransformer, or a KNeighborsClassifier's weights, of ``rbf_kernel`` asked 6.7 GiB for 30,000 rows).
 ROW_FUNCTIONS = frozenset(["func", "inverse_func", "weights"])
+#: Hyperparameters that are ``str.format`` templates, and the fields each may name. A template runs on every
+#: feature name, whenever names are made (``get_feature_names_out``, a pandas ``transform``): a format spec
+#: pads (``{feature_name:>1000000000}`` asked over 1 GB per name), a field reaches attributes
+#: (``{feature_name.__class__}``). Fields are bare names, the template at most :data:`MAX_TEMPLATE` characters.
+FORMAT_FIELDS: dict[str, frozenset[str]] = {
+    "verbose_feature_names_out": frozenset(["transformer_name", "feature_name"]),
+}
+#: Longest format template, in characters: its text is repeated in every feature name.
+MAX_TEMPLATE = 256
 # Fitted arrays that hold training rows a kernel is evaluated against: as wide as the input.
 _TRAINING_ROWS = ("X_fit_", "components_")
 _PLAIN = (bool, int, float, str, np.number, np.bool_, type(None))
@@ -152,12 +163,35 @@ def _kernel(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str, trus
                            f"kernel {kernel!r} takes no parameter {key!r} (it takes {sorted(takes) or 'none'})")
 
 
+def _field(field: str, spec: str | None, conversion: str | None) -> str:
+    return "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+
+
+def _template(value: str, fields: frozenset[str]) -> str | None:
+    """Why ``value`` may not be a format template naming ``fields``, or ``None``."""
+    if len(value) > MAX_TEMPLATE:
+        return f"a format template is at most {MAX_TEMPLATE} characters, found {len(value)}"
+    try:
+        parsed = list(string.Formatter().parse(value))
+    except ValueError as exc:
+        return f"is not a format template ({exc})"
+    for _, field, spec, conversion in parsed:
+        if field is not None and (field not in fields or spec or conversion is not None):
+            return (f"a format template's fields are bare names among {sorted(fields)}, with no format spec or "
+                    f"conversion, found {preview(_field(field, spec, conversion), 60)}")
+    return None
+
+
 def _path(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust,
           path: str) -> None:
     if name == "kernel":
         _kernel(params, attrs, path, trust)
     elif name in ("metric", "affinity"):
         _metric(value, params.get("metric_params"), _n_features(attrs), join(path, "metric_params"), trust)
+    elif name in FORMAT_FIELDS and isinstance(value, str):
+        why = _template(value, FORMAT_FIELDS[name])
+        if why is not None:
+            raise fail(join(path, name), why)
     elif name in ROW_FUNCTIONS and is_pairwise(value):
         raise fail(join(path, name), "is called on the rows of every call, and this function's result has a row "
                                      "per pair of them (n rows make n * n values)")
