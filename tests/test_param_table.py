@@ -305,6 +305,16 @@ def test_a_feature_name_template_names_only_its_fields(tmp_path, template, messa
     assert "'verbose_feature_names_out'" in str(err) and message in str(err)
 
 
+def test_text_a_transform_repeats_per_value_is_short(tmp_path):
+    from sklearn.feature_extraction import DictVectorizer
+
+    records = [{"a": "x", "b": 1.0}, {"a": "y", "b": 2.0}]
+    legit = DictVectorizer(separator="::").fit(records)
+    assert (_roundtrip(legit, tmp_path).transform(records) != legit.transform(records)).nnz == 0
+    err = _crafted(legit, tmp_path, separator="=" * 10**6)  # a 20,000-row transform took 23 s
+    assert "'separator'" in str(err) and "at most 256 characters" in str(err)
+
+
 def test_every_default_count_of_work_loads():
     """A ``sizes`` default past the cap (RANSAC's inf) would refuse every model of its class: each is listed."""
     import inspect

@@ -40,8 +40,8 @@ from aprender.codec._regex import check_pattern
 from aprender.codec.trust import PARAM_RULES, Trust, call_keyword, is_pairwise
 from aprender.exceptions import UntrustedParameterError
 
-__all__ = ["FORMAT_FIELDS", "KERNEL_PARAMS", "METRIC_PARAMS", "OBJECT_COUNTS", "ROW_FUNCTIONS", "check_object_state",
-           "check_params"]
+__all__ = ["FORMAT_FIELDS", "KERNEL_PARAMS", "METRIC_PARAMS", "OBJECT_COUNTS", "REPEATED_TEXT", "ROW_FUNCTIONS",
+           "check_object_state", "check_params"]
 
 #: Keyword arguments each metric takes, and the length of each array one (``n`` is
 #: ``n_features_in_``; ``VI`` and a mahalanobis ``V`` are square). Other metrics take none
@@ -70,6 +70,10 @@ FORMAT_FIELDS: dict[str, frozenset[str]] = {
 }
 #: Longest format template, in characters: its text is repeated in every feature name.
 MAX_TEMPLATE = 256
+#: String hyperparameters, of any kind, that a ``transform`` joins into a new string per value of every row
+#: (DictVectorizer's ``separator``): at most :data:`MAX_TEMPLATE` characters. A 1 MB separator made a
+#: 20,000-row transform take 23 s.
+REPEATED_TEXT = frozenset(["separator"])
 # Fitted arrays that hold training rows a kernel is evaluated against: as wide as the input.
 _TRAINING_ROWS = ("X_fit_", "components_")
 _PLAIN = (bool, int, float, str, np.number, np.bool_, type(None))
@@ -302,6 +306,11 @@ def check_params(key: str, params: Mapping[str, Any], attrs: Mapping[str, Any], 
     if kinds is None:
         return
     _scales(params, path)
+    for name in REPEATED_TEXT:
+        value = params.get(name)
+        if isinstance(value, str) and len(value) > MAX_TEMPLATE:
+            raise fail(join(path, name), f"is joined into a string per value of every row: at most {MAX_TEMPLATE} "
+                                         f"characters, found {len(value)}")
     for name, value in params.items():
         rule = _RULES.get(kinds.get(name, ""))
         if rule is not None:
