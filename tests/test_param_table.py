@@ -30,7 +30,7 @@ from aprender import _limits
 from aprender.codec._param_table import KINDS, kinds_of
 from aprender.codec._registry import allow_list, is_builtin_key
 from aprender.codec._table import NAMESAKES
-from aprender.exceptions import UntrustedParameterError
+from aprender.exceptions import FormatError, UntrustedParameterError
 from aprender.feature_extraction.text import CountVectorizer, HashingVectorizer
 from aprender.text import NgramLm
 from tests.support.state_edit import find, hostile
@@ -313,6 +313,25 @@ def test_text_a_transform_repeats_per_value_is_short(tmp_path):
     assert (_roundtrip(legit, tmp_path).transform(records) != legit.transform(records)).nnz == 0
     err = _crafted(legit, tmp_path, separator="=" * 10**6)  # a 20,000-row transform took 23 s
     assert "'separator'" in str(err) and "at most 256 characters" in str(err)
+
+
+@pytest.mark.parametrize(("space", "name", "error"), [
+    ({"memory": ["/tmp/aprender-cache"]}, "memory", UntrustedParameterError),  # a refit made the cache there
+    ({"m__n_jobs": [5000]}, "n_jobs", UntrustedParameterError),
+    ([{"m__C": [1.0]}, {"m__C": [1e100], "m__solver": ["liblinear"]}], "m__C", FormatError),
+    ({"m__max_iter": np.array([10, 2**40])}, "max_iter", FormatError),
+    ({"v__token_pattern": ["(a+)+$"]}, "token_pattern", FormatError),
+], ids=["memory", "n-jobs", "solver-scale", "sizes", "regex"])
+def test_a_search_spaces_candidates_follow_their_parameters_rules(tmp_path, space, name, error):
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import Pipeline
+
+    pipe = Pipeline([("v", CountVectorizer()), ("m", LogisticRegression())])
+    search = GridSearchCV(pipe, {"m__C": [0.5, 1.0], "v__ngram_range": [(1, 1), (1, 2)]}, cv=2).fit(TEXTS * 2, Y[:8])
+    assert _roundtrip(search, tmp_path).predict(TEXTS).tolist() == search.predict(TEXTS).tolist()
+    search.param_grid = space
+    err = _crafted(search, tmp_path)
+    assert isinstance(err, error) and "param_grid" in str(err) and name in str(err)
 
 
 def test_every_default_count_of_work_loads():

@@ -37,11 +37,12 @@ from aprender.codec._checks import fail
 from aprender.codec._nodes import join, preview
 from aprender.codec._param_table import kinds_of
 from aprender.codec._regex import check_pattern
+from aprender.codec._registry import public_key
 from aprender.codec.trust import PARAM_RULES, Trust, call_keyword, is_pairwise
 from aprender.exceptions import UntrustedParameterError
 
 __all__ = ["FORMAT_FIELDS", "KERNEL_PARAMS", "METRIC_PARAMS", "OBJECT_COUNTS", "REPEATED_TEXT", "ROW_FUNCTIONS",
-           "check_object_state", "check_params"]
+           "SEARCH_SPACES", "check_object_state", "check_params"]
 
 #: Keyword arguments each metric takes, and the length of each array one (``n`` is
 #: ``n_features_in_``; ``VI`` and a mahalanobis ``V`` are square). Other metrics take none
@@ -284,6 +285,45 @@ def check_object_state(state: Mapping[str, Any], trust: Trust, path: str) -> Non
             _sizes(name, value, state, {}, trust, path)
 
 
+#: Hyperparameters that hold candidate values of other hyperparameters (a search's space, a dict or a list of
+#: dicts from ``step__name`` to a list of values): a later ``fit`` sets each candidate on the estimator, so each
+#: follows the rules its own hyperparameter follows. Before, ``param_grid={'memory': ['/some/dir']}`` loaded,
+#: and a refit made a joblib cache there. Distributions are checked by their own handler.
+SEARCH_SPACES = frozenset(["param_grid", "param_distributions"])
+
+
+def _owner(estimator: Any, prefix: str) -> Any:
+    """The estimator a ``prefix__name`` key of a search space sets ``name`` on, or ``None``."""
+    if not prefix:
+        return estimator
+    try:
+        return estimator.get_params(deep=True).get(prefix)
+    except Exception:  # an estimator whose get_params fails is refused by its own checks
+        return None
+
+
+def _search_space(params: Mapping[str, Any], trust: Trust, path: str) -> None:
+    for name in SEARCH_SPACES:
+        space = params.get(name)
+        for grid in space if isinstance(space, (list, tuple)) else (space,):
+            if not isinstance(grid, dict):
+                continue
+            for key, values in grid.items():
+                if not isinstance(key, str) or not isinstance(values, (list, tuple, np.ndarray)):
+                    continue
+                prefix, _, param = key.rpartition("__")
+                owner = _owner(params.get("estimator"), prefix)
+                where = join(join(path, name), key)
+                for value in values.tolist() if isinstance(values, np.ndarray) else values:
+                    rule = PARAM_RULES.get(param)
+                    if rule is not None and not rule[0](value) and param not in trust.params:
+                        raise UntrustedParameterError(param, where, rule[1], value)
+                    if owner is None or type(owner) is type:
+                        _scales({param: value}, where)
+                    else:
+                        check_params(public_key(type(owner)), {param: value}, {}, trust, where)
+
+
 _Rule = Callable[[str, Any, Mapping[str, Any], Mapping[str, Any], Trust, str], None]
 _RULES: dict[str, _Rule] = {"sizes": _sizes, "path": _path, "kwargs": _kwargs_param, "resource": _resource}
 
@@ -306,6 +346,7 @@ def check_params(key: str, params: Mapping[str, Any], attrs: Mapping[str, Any], 
     if kinds is None:
         return
     _scales(params, path)
+    _search_space(params, trust, path)
     for name in REPEATED_TEXT:
         value = params.get(name)
         if isinstance(value, str) and len(value) > MAX_TEMPLATE:
