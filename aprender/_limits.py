@@ -13,8 +13,8 @@ import math
 
 from aprender.exceptions import FormatError
 
-__all__ = ["MAX_CLASSES", "MAX_ELEMENTS", "MAX_FEATURES", "MAX_INFERENCE_COUNT", "MAX_INT", "MAX_NDIM", "MIN_INT",
-           "MAX_OUTPUTS", "MAX_WORK_COUNT",
+__all__ = ["LAYER_WIDTHS", "MAX_CLASSES", "MAX_ELEMENTS", "MAX_FEATURES", "MAX_FIT_DIMENSION", "MAX_INFERENCE_COUNT",
+           "MAX_INT", "MAX_NDIM", "MIN_INT", "MAX_OUTPUTS", "MAX_WORK_COUNT",
            "checked_shape"]
 
 #: Most dimensions a tensor may have in any format (.apr's index limit; numpy allows 64).
@@ -91,7 +91,27 @@ UNBOUNDED_COUNTS = frozenset({"max_skips", "stop_n_inliers"})
 #: Largest count of a ``sizes`` hyperparameter that every ``transform`` or ``predict`` call spends
 #: (AdditiveChi2Sampler's ``sample_steps`` allocates an input-sized array per step): name -> bound.
 MAX_INFERENCE_COUNT = {"sample_steps": 32, "max_iter_predict": 2**16, "transform_max_iter": 2**20,
-                       "transform_n_nonzero_coefs": 2**20}
+                       "transform_n_nonzero_coefs": 2**20, "ngram_range": 32, "degree": 64, "patch_size": 32}
+# A vectorizer's ``ngram_range`` (``(low, high)``) makes every n-gram of ``low`` to ``high`` tokens (or
+# characters) at each position of each document: a document of L tokens costs about L * high strings of
+# up to ``high`` tokens each. A 832-byte file with (1, 5000) spent over 40 s on a 9 KB document; a
+# character analyzer at (1, 20000) reached 2.4 GB on 20,000 characters. Real ranges stop near 10.
+# PolynomialCountSketch allocates ``rows * degree * n_components`` doubles at every transform (2**24 asked
+# 25 GiB for 20 rows), PolynomialFeatures makes the products of up to ``degree`` features; kernels of
+# degree past a few dozen are not used. PatchExtractor's ``patch_size`` (h, w) makes every transform return
+# about h * w values per input pixel: (150, 150) asked 3.8 GiB for one 300x300 image.
+
+#: Largest value of a ``sizes`` hyperparameter that a fit turns into an array dimension beside the
+#: input's own (each element of a list too): name -> bound. ``MAX_WORK_COUNT`` bounds how long a loop
+#: runs; these size what a refit allocates, about the bound times the data's width in doubles.
+#: Measured refits of a 20-row model at 2**24: RBFSampler asked 8 GiB for 64 features,
+#: GaussianRandomProjection 25 GiB for 200, KBinsDiscretizer spent 16 s and 1.6 GB, SplineTransformer asked
+#: 2 PiB (its design is quadratic in ``n_knots``), an MLP at (2**14, 2**14) 2 GiB per layer.
+MAX_FIT_DIMENSION = {"n_components": 2**16, "n_bins": 2**16, "n_knots": 2**10, "hidden_layer_sizes": 2**12}
+#: ``sizes`` hyperparameters that list the widths of consecutive layers: the weights a fit allocates are
+#: the sum of neighbouring widths' products, at most ``MAX_WORK_COUNT`` (a file-sized list of 4,096-wide
+#: layers would otherwise be 16M weights per layer).
+LAYER_WIDTHS = frozenset({"hidden_layer_sizes"})
 
 #: Largest magnitude of the regularization scales that libsvm and liblinear iterate with
 #: (``C``, each of LogisticRegressionCV's ``Cs``, ``intercept_scaling``): name -> bound. Past

@@ -18,6 +18,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.feature_selection import SelectKBest, f_classif, mutual_info_classif
 from sklearn.model_selection import GridSearchCV
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.svm import SVC
@@ -189,6 +190,82 @@ def test_a_partial_may_not_change_the_callers_data_in_place() -> None:
     loaded = safetensors.loads(safetensors.dumps(model))
     np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
     assert np.isnan(X[0, 0])
+
+
+@pytest.mark.parametrize(("where", "kwargs", "message"), [
+    ("kw_args", {"where": False}, "where=False, which leaves the result's elements uninitialized"),
+    ("kw_args", {"out": np.zeros((150, 4))}, "out=ndarray, which makes every call write into and return one"),
+    ("inv_kw_args", {"copy": False}, "copy=False, which changes the caller's data in place"),
+    ("kw_args", {"overwrite_input": True}, "overwrite_input=True, which changes the caller's data in place"),
+], ids=["where", "out", "copy", "overwrite-input"])
+def test_keyword_arguments_may_not_decide_where_a_call_writes(where, kwargs, message) -> None:
+    """Measured: where=False returned heap contents (addresses such as 4.6e-310) from transform, and out=
+    returned the same array from every call (a server's concurrent requests shared one result)."""
+    X = iris()[0]
+    model = FunctionTransformer(np.positive, inverse_func=np.positive, kw_args={"dtype": "float64"},
+                                inv_kw_args={"dtype": "float64"}).fit(X)
+    loaded = safetensors.loads(safetensors.dumps(model))
+    np.testing.assert_array_equal(loaded.transform(X), X)
+    setattr(model, where, kwargs)  # the file's author sets it before saving
+    with pytest.raises(FormatError, match=rf"'{where}\.{next(iter(kwargs))}'.*{message}"):
+        safetensors.loads(_craft(model, lambda meta: None))
+
+
+def test_a_partial_may_not_leave_its_result_uninitialized() -> None:
+    model = FunctionTransformer(functools.partial(np.positive, where=True)).fit(iris()[0])
+
+    def edit(meta):
+        meta["model"]["params"]["func"]["keywords"]["where"] = False
+
+    with pytest.raises(FormatError, match=r"func\.where.*where=False, which leaves the result's elements"):
+        safetensors.loads(_craft(model, edit))
+
+
+@pytest.mark.parametrize("dtype", ["V1000000000", "O", "f8,f8", "(3,)f8", "U2000000000", "x" * 40])
+def test_a_dtype_named_by_a_string_must_be_numeric(dtype) -> None:
+    model = CountVectorizer(dtype=np.float32).fit(["a cat sat", "a dog ran"])
+    loaded = safetensors.loads(safetensors.dumps(model))
+    assert loaded.transform(["a cat"]).dtype == np.float32
+
+    def edit(meta):
+        meta["model"]["params"]["dtype"] = dtype
+
+    with pytest.raises(UntrustedParameterError, match=r"hyperparameter 'dtype'.*a numeric numpy dtype"):
+        safetensors.loads(_craft(model, edit))
+
+
+def test_every_default_dtype_is_numeric() -> None:
+    import inspect
+
+    from aprender.codec._registry import allow_list
+
+    allowed, seen = trust.PARAM_RULES["dtype"][0], 0
+    for entry in allow_list(generic=True):
+        parameter = inspect.signature(entry.cls.__init__).parameters.get("dtype")
+        if parameter is not None:
+            seen += 1
+            assert allowed(parameter.default), entry.key
+    assert seen >= 10
+
+
+@pytest.mark.parametrize("name", ["func", "inverse_func"])
+def test_a_function_called_on_every_requests_rows_may_not_be_pairwise(name) -> None:
+    """A FunctionTransformer of rbf_kernel (trusted, as a kernel) asked 6.7 GiB for a 30,000-row transform."""
+    from sklearn.metrics.pairwise import euclidean_distances, paired_euclidean_distances, rbf_kernel
+
+    X = iris()[0]
+    model = FunctionTransformer(np.log1p, inverse_func=np.expm1).fit(X)
+    for func in (rbf_kernel, functools.partial(euclidean_distances, squared=True)):
+        setattr(model, name, func)
+        with pytest.raises(FormatError, match=rf"'{name}'.*a row per pair of them"):
+            safetensors.loads(_craft(model, lambda meta: None))
+    assert trust.is_pairwise(rbf_kernel) and not trust.is_pairwise(paired_euclidean_distances)
+    knn = KNeighborsClassifier(n_neighbors=3, weights=np.reciprocal).fit(X, iris()[1])
+    np.testing.assert_array_equal(safetensors.loads(safetensors.dumps(knn)).predict(X), knn.predict(X))
+    knn.weights = rbf_kernel
+    with pytest.raises(FormatError, match=r"'weights'.*a row per pair of them"):
+        safetensors.loads(_craft(knn, lambda meta: None))
+    assert not trust.is_pairwise(np.log1p) and not trust.is_pairwise(np.mean)
 
 
 def test_saving_a_partial_of_an_array_is_refused() -> None:

@@ -114,6 +114,10 @@ def test_hostile_column_selector_is_refused(name: str, tmp_path) -> None:
     ("^num_", True), (r"^(?!review)", True), (r".*_k$", True), (r"^(age|income)\b", True), (r"\d{2,4}", True),
     ("(a*)*", False), ("(?:x+y?)+", False), ("((ab)*c)*", False), ("(a{1,3})+", False), ("(x|y)+", True),
     (r"^(\w+)_(\d+)_(\w+)_(\d+)$", True), ("a*a*a*a*b", True), ("a*a*a*a*a*b", False), ("(?=a*)b+c*d+e?f*", False),
+    # optional repetitions count: 28 of them before 28 a's try 2**28 ways (26 took 4.5 s on 26 a's)
+    ("a?" * 28 + "a" * 28, False), ("(?:a?){28}a{28}", False), (r"\b\w+(?:'\w+)?\b", True), ("(?:ab){3}c?", True),
+    # a backreference repeats its group's match: (a*)\1*b took 13 s on 3,000 a's
+    (r"(a*)\1*b", False), (r"(?P<x>a)(?(x)b|c)", False), (r"(\w)\1", False),
 ])
 def test_pattern_check(pattern: str, allowed: bool) -> None:
     assert (check_pattern(pattern) is None) is allowed, check_pattern(pattern)

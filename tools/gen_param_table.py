@@ -43,10 +43,10 @@ KWARGS_SUFFIXES = ("_params", "_kwargs", "kw_args", "_args", "_options")
 #: A ``HasMethods`` constraint naming one of these asks for an estimator (not a mapping or an iterable).
 _ESTIMATOR_METHODS = {"fit", "predict", "transform", "fit_transform", "predict_proba", "decision_function", "score",
                       "split", "get_n_splits"}
-#: Counts the constraints do not show as open integers (a tuple, a list of layer sizes).
+#: Counts the constraints do not show as open integers (a tuple, a list of layer sizes, a patch's height and width).
 #: Real-valued counts scikit-learn's constraints type as floats: TheilSen's subpopulations, an
 #: output code's classifiers per class (a fuzz campaign's max_subpopulation=1e300 spun a refit).
-SIZES_NAMES = frozenset(["ngram_range", "hidden_layer_sizes", "max_subpopulation", "code_size"])
+SIZES_NAMES = frozenset(["ngram_range", "hidden_layer_sizes", "max_subpopulation", "code_size", "patch_size"])
 #: Integer parameters with an open upper bound that count no work: ``checked``.
 NOT_SIZES = frozenset(["random_state", "verbose", "norm_order", "min_df", "max_df", "min_count", "min_frequency",
                        "min_samples_leaf", "min_samples_split", "min_samples", "min_cluster_size",
@@ -67,7 +67,7 @@ LIGHTGBM_KINDS = {
 OVERRIDES = {
     "copy_X_train": "checked", "warm_start": "checked", "verbose": "checked", "transformer_weights": "checked",
     "verbose_feature_names_out": "checked", "optimizer": "path", "n_restarts_optimizer": "sizes",
-    "max_iter_predict": "sizes", "random_state": "checked", "dtype": "checked", "fill_value": "checked",
+    "max_iter_predict": "sizes", "random_state": "checked", "fill_value": "checked",
 }
 #: XGBoost's estimators have no ``_parameter_constraints``: every parameter is reviewed here. The
 #: words of its string parameters and metric names are checked by ``PARAM_ENUMS`` and ``METRIC`` of

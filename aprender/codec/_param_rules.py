@@ -10,7 +10,9 @@ and :func:`check_params` applies its rule before the estimator is built:
 - ``checked``, ``estimator``: scikit-learn's constraints, and the decoder for nested
   estimators; nothing more here.
 - ``sizes``: integers at most :data:`aprender._limits.MAX_WORK_COUNT`, or the smaller
-  :data:`~aprender._limits.MAX_INFERENCE_COUNT` bound of counts every inference spends.
+  :data:`~aprender._limits.MAX_INFERENCE_COUNT` bound of counts every inference spends, or the
+  :data:`~aprender._limits.MAX_FIT_DIMENSION` bound of counts a fit allocates by; a list of layer
+  widths (:data:`~aprender._limits.LAYER_WIDTHS`) at most ``MAX_WORK_COUNT`` weights in all.
 - ``path``: a kernel or metric fits the stored arrays and its parameters fit the metric.
 - ``kwargs``: keys and values follow the callee's own rules, recursively.
 - ``resource``: :data:`PARAM_RULES` (checked by the decoder for every class) and the
@@ -23,6 +25,8 @@ past it a refit never returns, or crashes.
 
 from __future__ import annotations
 
+import itertools
+import string
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -33,10 +37,12 @@ from aprender.codec._checks import fail
 from aprender.codec._nodes import join, preview
 from aprender.codec._param_table import kinds_of
 from aprender.codec._regex import check_pattern
-from aprender.codec.trust import PARAM_RULES, Trust
+from aprender.codec._registry import public_key
+from aprender.codec.trust import PARAM_RULES, Trust, call_keyword, is_pairwise
 from aprender.exceptions import UntrustedParameterError
 
-__all__ = ["KERNEL_PARAMS", "METRIC_PARAMS", "check_params"]
+__all__ = ["FORMAT_FIELDS", "KERNEL_PARAMS", "METRIC_PARAMS", "OBJECT_COUNTS", "REPEATED_TEXT", "ROW_FUNCTIONS",
+           "SEARCH_SPACES", "check_object_state", "check_params"]
 
 #: Keyword arguments each metric takes, and the length of each array one (``n`` is
 #: ``n_features_in_``; ``VI`` and a mahalanobis ``V`` are square). Other metrics take none
@@ -51,6 +57,24 @@ KERNEL_PARAMS: dict[str, frozenset[str]] = {
     "poly": frozenset(["gamma", "degree", "coef0"]), "polynomial": frozenset(["gamma", "degree", "coef0"]),
     "sigmoid": frozenset(["gamma", "coef0"]),
 }
+#: Function hyperparameters called on the rows of every ``transform`` or ``predict`` (FunctionTransformer's and
+#: TransformedTargetRegressor's ``func``, a neighbors model's ``weights`` on the neighbors' distances): their
+#: result must not be pairwise over those rows, which would make a request of n rows allocate n * n values (a
+#: FunctionTransformer, or a KNeighborsClassifier's weights, of ``rbf_kernel`` asked 6.7 GiB for 30,000 rows).
+ROW_FUNCTIONS = frozenset(["func", "inverse_func", "weights"])
+#: Hyperparameters that are ``str.format`` templates, and the fields each may name. A template runs on every
+#: feature name, whenever names are made (``get_feature_names_out``, a pandas ``transform``): a format spec
+#: pads (``{feature_name:>1000000000}`` asked over 1 GB per name), a field reaches attributes
+#: (``{feature_name.__class__}``). Fields are bare names, the template at most :data:`MAX_TEMPLATE` characters.
+FORMAT_FIELDS: dict[str, frozenset[str]] = {
+    "verbose_feature_names_out": frozenset(["transformer_name", "feature_name"]),
+}
+#: Longest format template, in characters: its text is repeated in every feature name.
+MAX_TEMPLATE = 256
+#: String hyperparameters, of any kind, that a ``transform`` joins into a new string per value of every row
+#: (DictVectorizer's ``separator``): at most :data:`MAX_TEMPLATE` characters. A 1 MB separator made a
+#: 20,000-row transform take 23 s.
+REPEATED_TEXT = frozenset(["separator"])
 # Fitted arrays that hold training rows a kernel is evaluated against: as wide as the input.
 _TRAINING_ROWS = ("X_fit_", "components_")
 _PLAIN = (bool, int, float, str, np.number, np.bool_, type(None))
@@ -83,6 +107,9 @@ def _kwargs(value: Any, where: str, trust: Trust) -> None:
     for key, item in value.items():
         if type(key) is not str:
             raise fail(where, f"a keyword argument's name must be a string, found {preview(key, 40)}")
+        why = call_keyword(key, item)
+        if why is not None:
+            raise fail(join(where, key), f"a keyword argument may not pass {why}")
         rule = PARAM_RULES.get(key)
         if rule is not None and not rule[0](item) and key not in trust.params:
             raise UntrustedParameterError(key, where, rule[1], item)
@@ -141,17 +168,43 @@ def _kernel(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str, trus
                            f"kernel {kernel!r} takes no parameter {key!r} (it takes {sorted(takes) or 'none'})")
 
 
+def _field(field: str, spec: str | None, conversion: str | None) -> str:
+    return "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+
+
+def _template(value: str, fields: frozenset[str]) -> str | None:
+    """Why ``value`` may not be a format template naming ``fields``, or ``None``."""
+    if len(value) > MAX_TEMPLATE:
+        return f"a format template is at most {MAX_TEMPLATE} characters, found {len(value)}"
+    try:
+        parsed = list(string.Formatter().parse(value))
+    except ValueError as exc:
+        return f"is not a format template ({exc})"
+    for _, field, spec, conversion in parsed:
+        if field is not None and (field not in fields or spec or conversion is not None):
+            return (f"a format template's fields are bare names among {sorted(fields)}, with no format spec or "
+                    f"conversion, found {preview(_field(field, spec, conversion), 60)}")
+    return None
+
+
 def _path(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust,
           path: str) -> None:
     if name == "kernel":
         _kernel(params, attrs, path, trust)
     elif name in ("metric", "affinity"):
         _metric(value, params.get("metric_params"), _n_features(attrs), join(path, "metric_params"), trust)
+    elif name in FORMAT_FIELDS and isinstance(value, str):
+        why = _template(value, FORMAT_FIELDS[name])
+        if why is not None:
+            raise fail(join(path, name), why)
+    elif name in ROW_FUNCTIONS and is_pairwise(value):
+        raise fail(join(path, name), "is called on the rows of every call, and this function's result has a row "
+                                     "per pair of them (n rows make n * n values)")
 
 
 def _sizes(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust,
            path: str) -> None:
-    cap = _limits.MAX_INFERENCE_COUNT.get(name, _limits.MAX_WORK_COUNT)
+    cap = _limits.MAX_INFERENCE_COUNT.get(name, _limits.MAX_FIT_DIMENSION.get(name, _limits.MAX_WORK_COUNT))
     if isinstance(value, np.ndarray):  # a grid of values (RidgeCV's alphas): only integer ones count work
         value = [value.max()] if value.dtype.kind in "iu" and value.size else []
     # A float counts too when it is the whole value (TheilSen's max_subpopulation); in a list of
@@ -163,6 +216,13 @@ def _sizes(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str,
         if isinstance(item, counts) and not isinstance(item, (bool, np.bool_)) and not item <= cap:
             raise fail(join(path, name), f"counts work: at most {cap}, found {preview(item, 40)} "
                               f"(aprender._limits bounds it; raise the bound to load a larger one)")
+    if name in _limits.LAYER_WIDTHS and isinstance(value, (list, tuple)):
+        widths = [int(w) for w in value if isinstance(w, (int, np.integer)) and not isinstance(w, (bool, np.bool_))]
+        weights = sum(a * b for a, b in itertools.pairwise(widths))
+        if weights > _limits.MAX_WORK_COUNT:
+            raise fail(join(path, name), f"layers of these widths hold {weights} weights, at most "
+                                         f"{_limits.MAX_WORK_COUNT} (aprender._limits bounds them; raise "
+                                         "MAX_WORK_COUNT to load larger layers)")
 
 
 def _kwargs_param(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust,
@@ -194,6 +254,76 @@ def _scales(params: Mapping[str, Any], path: str) -> None:
                                              "one)")
 
 
+#: Counts a helper object holds (a cross-validation splitter's): bounded as a ``sizes`` hyperparameter is.
+OBJECT_COUNTS = frozenset(["n_splits", "n_repeats"])
+#: Names of a helper object's attributes that are passed on as keyword arguments (PairwiseKernel's
+#: ``pairwise_kernels_kwargs``, a scorer's ``_kwargs``), as a ``kwargs`` hyperparameter's are.
+_KWARGS_SUFFIX = "_kwargs"
+
+
+def check_object_state(state: Mapping[str, Any], trust: Trust, path: str) -> None:
+    """The rules of hyperparameters, by name, for the state of a helper object that is not an estimator.
+
+    A Gaussian-process kernel, a splitter or a scorer holds parameters as an estimator does, but has no row in
+    :data:`KINDS`: :data:`PARAM_RULES` hold for each attribute, a ``*_kwargs`` dict follows the ``kwargs`` rule
+    (PARAM_RULES and CALL_KEYWORDS at every level), and :data:`OBJECT_COUNTS` the ``sizes`` rule.
+
+    Raises
+    ------
+    FormatError
+        Naming the attribute and its place in the model.
+    UntrustedParameterError
+        For a value :data:`PARAM_RULES` refuse.
+    """
+    for name, value in state.items():
+        rule = PARAM_RULES.get(name)
+        if rule is not None and not rule[0](value) and name not in trust.params:
+            raise UntrustedParameterError(name, path, rule[1], value)
+        if name.endswith(_KWARGS_SUFFIX) and value is not None:
+            _kwargs(value, join(path, name), trust)
+        if name in OBJECT_COUNTS:
+            _sizes(name, value, state, {}, trust, path)
+
+
+#: Hyperparameters that hold candidate values of other hyperparameters (a search's space, a dict or a list of
+#: dicts from ``step__name`` to a list of values): a later ``fit`` sets each candidate on the estimator, so each
+#: follows the rules its own hyperparameter follows. Before, ``param_grid={'memory': ['/some/dir']}`` loaded,
+#: and a refit made a joblib cache there. Distributions are checked by their own handler.
+SEARCH_SPACES = frozenset(["param_grid", "param_distributions"])
+
+
+def _owner(estimator: Any, prefix: str) -> Any:
+    """The estimator a ``prefix__name`` key of a search space sets ``name`` on, or ``None``."""
+    if not prefix:
+        return estimator
+    try:
+        return estimator.get_params(deep=True).get(prefix)
+    except Exception:  # an estimator whose get_params fails is refused by its own checks
+        return None
+
+
+def _search_space(params: Mapping[str, Any], trust: Trust, path: str) -> None:
+    for name in SEARCH_SPACES:
+        space = params.get(name)
+        for grid in space if isinstance(space, (list, tuple)) else (space,):
+            if not isinstance(grid, dict):
+                continue
+            for key, values in grid.items():
+                if not isinstance(key, str) or not isinstance(values, (list, tuple, np.ndarray)):
+                    continue
+                prefix, _, param = key.rpartition("__")
+                owner = _owner(params.get("estimator"), prefix)
+                where = join(join(path, name), key)
+                for value in values.tolist() if isinstance(values, np.ndarray) else values:
+                    rule = PARAM_RULES.get(param)
+                    if rule is not None and not rule[0](value) and param not in trust.params:
+                        raise UntrustedParameterError(param, where, rule[1], value)
+                    if owner is None or type(owner) is type:
+                        _scales({param: value}, where)
+                    else:
+                        check_params(public_key(type(owner)), {param: value}, {}, trust, where)
+
+
 _Rule = Callable[[str, Any, Mapping[str, Any], Mapping[str, Any], Trust, str], None]
 _RULES: dict[str, _Rule] = {"sizes": _sizes, "path": _path, "kwargs": _kwargs_param, "resource": _resource}
 
@@ -216,6 +346,12 @@ def check_params(key: str, params: Mapping[str, Any], attrs: Mapping[str, Any], 
     if kinds is None:
         return
     _scales(params, path)
+    _search_space(params, trust, path)
+    for name in REPEATED_TEXT:
+        value = params.get(name)
+        if isinstance(value, str) and len(value) > MAX_TEMPLATE:
+            raise fail(join(path, name), f"is joined into a string per value of every row: at most {MAX_TEMPLATE} "
+                                         f"characters, found {len(value)}")
     for name, value in params.items():
         rule = _RULES.get(kinds.get(name, ""))
         if rule is not None:

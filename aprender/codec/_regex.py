@@ -1,10 +1,13 @@
 """The one rule for every regular expression a file stores: a selector's pattern, a
 vectorizer's ``token_pattern``, an NgramLm's pattern, any regex-valued hyperparameter.
 
-A pattern is bounded to :data:`MAX_PATTERN` characters, must compile, and may not nest an
-unbounded repetition inside another or repeat an alternation, the shapes whose
-backtracking grows exponentially with the subject's length; it holds at most
-:data:`MAX_REPETITIONS` repetitions, which bounds the polynomial kind (docs/threat-model.md).
+A pattern is bounded to :data:`MAX_PATTERN` characters, must compile, and may not nest a
+variable repetition (``*``, ``+``, ``?``, ``{m,n}``) inside a repetition or repeat an
+alternation, the shapes whose backtracking grows exponentially with the subject's length,
+nor refer back to a group (``(a*)\1*b``: a backreference repeats whatever its group
+matched, nesting the group's repetition where no parse tree shows it); it holds at most
+:data:`MAX_REPETITIONS` variable repetitions, optional ones included (``a?`` thirty times before
+``a`` thirty times backtracks 2**30 ways), which bounds the polynomial kind (docs/threat-model.md).
 The pattern runs on text the file's maker does not see (column names, documents), so a
 bad one is refused at load, not at the first ``transform``.
 """
@@ -25,12 +28,15 @@ __all__ = ["MAX_PATTERN", "MAX_REPETITIONS", "check_pattern"]
 
 #: Longest pattern stored or loaded, in characters.
 MAX_PATTERN = 512
-#: Most repetitions (``*``, ``+``, ``{m,n}``) in a pattern: ``a*a*...a*b`` with k of them backtracks
-#: in time of the k-th power of a subject's length (30 of them hang on a 25-character name).
+#: Most variable repetitions (``*``, ``+``, ``?``, ``{m,n}`` with m < n) in a pattern: ``a*a*...a*b``
+#: with k of them backtracks in time of the k-th power of a subject's length (30 of them hang on a
+#: 25-character name), and k optional ones try 2**k ways at each position.
 MAX_REPETITIONS = 4
 
 
 _REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+#: Nodes that match what an earlier group matched: the language is no longer regular.
+_BACKREFERENCES = ("GROUPREF", "GROUPREF_EXISTS", "GROUPREF_IGNORE", "GROUPREF_LOC_IGNORE", "GROUPREF_UNI_IGNORE")
 
 
 def _parts(name: str, arg: Any) -> list[Any]:
@@ -50,12 +56,19 @@ def _parts(name: str, arg: Any) -> list[Any]:
     return []
 
 
+def _varies(name: str, arg: Any) -> bool:
+    """Whether node ``name`` is a repetition matching a variable number of times (``?`` included)."""
+    return name in _REPEATS and arg[0] < arg[1]
+
+
 def _nested_repeat(parsed: Any, inside_repeat: bool) -> str | None:
     """Why ``parsed`` (a ``re`` parse tree) could backtrack exponentially, or ``None``."""
     for op, arg in parsed:
         name = str(op)
+        if name in _BACKREFERENCES:
+            return "it refers back to a group, which repeats the group's match where no repetition shows"
         repeats = name in _REPEATS and arg[1] > 1
-        if repeats and inside_repeat:
+        if _varies(name, arg) and inside_repeat:
             return "it nests a repetition inside another"
         if name == "BRANCH" and inside_repeat:
             return "it repeats an alternation"
@@ -67,8 +80,8 @@ def _nested_repeat(parsed: Any, inside_repeat: bool) -> str | None:
 
 
 def _repetitions(parsed: Any) -> int:
-    """How many repetitions (of more than one match) ``parsed`` holds, anywhere in it."""
-    return sum((str(op) in _REPEATS and arg[1] > 1) + sum(_repetitions(part) for part in _parts(str(op), arg))
+    """How many variable repetitions (``?`` included) ``parsed`` holds, anywhere in it."""
+    return sum(_varies(str(op), arg) + sum(_repetitions(part) for part in _parts(str(op), arg))
                for op, arg in parsed)
 
 
@@ -89,5 +102,5 @@ def check_pattern(pattern: object) -> str | None:
     count = _repetitions(parsed)
     if count > MAX_REPETITIONS:
         return (f"pattern {preview(pattern, 60)} holds {count} repetitions, at most {MAX_REPETITIONS}: k of them "
-                "side by side can take time of the k-th power of a subject's length")
+                "side by side can take time of the k-th power of a subject's length (or 2**k for optional ones)")
     return None

@@ -65,10 +65,12 @@ REFUSED: dict[str, Refused] = {
     ),
     "selector-pattern-backtracks": Refused(
         "a `make_column_selector(pattern=...)` longer than 512 characters, that does not compile, that nests a "
-        "repetition (`(a+)+`), repeats an alternation (`(a|ab)*`) or holds more than 4 repetitions",
+        "repetition (`(a+)+`, `(a?){9}`), repeats an alternation (`(a|ab)*`), refers back to a group (`(a*)\\1*`) "
+        "or holds more than 4 variable repetitions (`?` counts)",
         "such a pattern can take time exponential in a column name's length, or of a high power of it, when the "
         "loaded model is fitted again",
-        "a pattern without nested repetition and with at most 4 (`^num_`, `_k$`, `^(age|income)`, `^f_\\d+$`)",
+        "a pattern without nested repetition or backreference and with at most 4 repetitions (`^num_`, `_k$`, "
+        "`^(age|income)`, `^f_\\d+$`)",
     ),
 }
 

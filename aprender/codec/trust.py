@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PARAM_RULES", "REVIEWED", "UFUNC_MODULES", "Trust", "default_functions", "function_name", "make_trust",
-           "qualified_name", "register_function", "registered", "spec_of",
-           "trusted_from_specs"]
+__all__ = ["CALL_KEYWORDS", "PAIRWISE_REASONS", "PARAM_RULES", "REVIEWED", "UFUNC_MODULES", "Trust", "call_keyword",
+           "default_functions", "function_name", "is_pairwise", "make_trust", "qualified_name", "register_function",
+           "registered", "spec_of", "trusted_from_specs"]
 
 #: Modules whose ufuncs are trusted, in the order their names are preferred when saving.
 UFUNC_MODULES = ("numpy", "scipy.special")
@@ -51,6 +51,7 @@ _SOFTMAX = "normalizes its array argument along an axis"
 _METRIC = "score of (y_true, y_pred) arrays; options are labels, averaging names and numbers"
 _CLUSTER = "clustering score of label (or data and label) arrays; options are names and numbers"
 _DISTANCE = "distances between rows of its array arguments; no callable, no n_jobs"
+_PAIRED = "distances between matching rows of its two array arguments; no callable"
 _KERNEL = "kernel matrix of its array arguments; options are numbers"
 _SCORE_FUNC = "univariate feature score of (X, y) arrays; options are flags, numbers and a seed"
 
@@ -90,8 +91,9 @@ REVIEWED: dict[str, dict[str, str]] = {
     "sklearn.metrics.pairwise": {
         **dict.fromkeys([
             "euclidean_distances", "nan_euclidean_distances", "manhattan_distances", "cosine_distances",
-            "cosine_similarity", "haversine_distances", "paired_euclidean_distances",
-            "paired_manhattan_distances", "paired_cosine_distances"], _DISTANCE),
+            "cosine_similarity", "haversine_distances"], _DISTANCE),
+        **dict.fromkeys(["paired_euclidean_distances", "paired_manhattan_distances", "paired_cosine_distances"],
+                        _PAIRED),
         **dict.fromkeys([
             "linear_kernel", "polynomial_kernel", "rbf_kernel", "laplacian_kernel", "sigmoid_kernel",
             "chi2_kernel", "additive_chi2_kernel"], _KERNEL),
@@ -100,6 +102,10 @@ REVIEWED: dict[str, dict[str, str]] = {
         ["f_classif", "f_regression", "r_regression", "chi2", "f_oneway", "mutual_info_classif",
          "mutual_info_regression"], _SCORE_FUNC),
 }
+
+#: Reasons of the reviewed functions whose result has a row per pair of their argument's rows: called on
+#: n rows they allocate n * n values (30,000 rows: 6.7 GiB).
+PAIRWISE_REASONS = frozenset([_DISTANCE, _KERNEL])
 
 _lock = threading.Lock()
 
@@ -148,6 +154,17 @@ def default_name(func: Any) -> str | None:
     by_name, by_id = _table()
     name = by_id.get(id(func))
     return name if name is not None and by_name[name] is func else None
+
+
+def is_pairwise(func: Any) -> bool:
+    """Whether ``func`` (or the function a partial wraps) is a reviewed function of :data:`PAIRWISE_REASONS`."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    name = default_name(func)
+    if name is None:
+        return False
+    module, _, short = name.rpartition(".")
+    return REVIEWED.get(module, {}).get(short) in PAIRWISE_REASONS
 
 
 def lookup_default(name: str) -> Callable[..., Any] | None:
@@ -213,6 +230,19 @@ def _cpu(value: Any) -> bool:
     return value is None or value == "CPU"
 
 
+def _numeric_dtype(value: Any) -> bool:
+    """None, or a numeric numpy dtype: a type or a short name of one, as numpy reads it."""
+    if value is None:
+        return True
+    if isinstance(value, str) and len(value) > 32:
+        return False
+    try:
+        dtype = np.dtype(value)
+    except (TypeError, ValueError, SyntaxError):
+        return False
+    return dtype.kind in "biufc" and dtype.fields is None and dtype.subdtype is None and dtype.itemsize <= 16
+
+
 #: Hyperparameters a file may set only to the values a rule allows, unless the caller
 #: names the hyperparameter in ``trusted=``: name -> (rule, what the rule allows).
 #: Rules go by name, for every class: each name means the same thing wherever
@@ -235,7 +265,44 @@ PARAM_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "input_borders": (_memory, "None (a fit reads borders from the file it names)"),
     "output_borders": (_memory, "None (a fit writes borders to the file it names)"),
     "task_type": (_cpu, "None or 'CPU' (a fit on 'GPU' claims the devices the file names)"),
+    # Vectorizers, encoders, hashers: the dtype of the arrays transform allocates. A type node is allow-listed,
+    # but a name reaches numpy as it is: 'V1000000000' asked 13 GiB for 14 elements, 'O' and 'f8,f8' too.
+    "dtype": (_numeric_dtype, "None or a numeric numpy dtype of at most 16 bytes ('float64', numpy.float32, ...)"),
 }
+
+
+def _is_false(value: Any) -> bool:
+    return isinstance(value, (bool, int, np.bool_, np.integer)) and not bool(value)
+
+
+def _is_true(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_)) and bool(value)
+
+
+#: Keyword arguments a file may pass to a function (a stored partial's, and every key of a ``kwargs``
+#: hyperparameter such as FunctionTransformer's ``kw_args``, at any depth) only at the values a rule
+#: allows: name -> (rule, what any other value does). They decide where a call writes, not what it
+#: computes, and no trust lifts them: no model needs them to compute its result.
+CALL_KEYWORDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "copy": (lambda value: not _is_false(value), "changes the caller's data in place"),
+    "overwrite_input": (lambda value: value is None or _is_false(value), "changes the caller's data in place"),
+    # np.positive(X, out=stored) returns the stored array from every call: concurrent requests to a
+    # server share one result, and each reads what the last one wrote.
+    "out": (lambda value: value is None, "makes every call write into and return one stored array, which "
+                                         "concurrent calls share"),
+    # np.positive(X, where=False) returns an uninitialized array: heap contents, addresses included.
+    "where": (_is_true, "leaves the result's elements uninitialized where it is false, so a call returns "
+                        "whatever memory held"),
+}
+
+
+def call_keyword(key: str, value: Any) -> str | None:
+    """Why passing ``key=value`` to a function may not come from a file (:data:`CALL_KEYWORDS`), or ``None``."""
+    rule = CALL_KEYWORDS.get(key)
+    if rule is None or rule[0](value):
+        return None
+    shown = value if isinstance(value, (bool, int, float, np.bool_, np.number, type(None))) else type(value).__name__
+    return f"{key}={shown}, which {rule[1]}"
 
 
 class Trust:

@@ -57,8 +57,6 @@ __all__ = ["FUNCTION", "PARTIAL", "check_literal", "function_name", "qualified_n
 MAX_LITERAL_STR = 256
 MAX_LITERAL_ITEMS = 64
 MAX_LITERAL_DEPTH = 3
-#: Keywords of a partial that make the function write into the caller's array, and the value that does.
-_IN_PLACE = {"copy": False, "overwrite_input": True}
 
 
 def _container_values(node: Any, kind: type, tag: object) -> tuple[list, str | None]:
@@ -128,19 +126,13 @@ def _encode_partial(value: functools.partial, enc: Encoding, path: str) -> dict[
         "keywords": {k: enc.value(v, join(path, k), 1) for k, v in sorted(value.keywords.items())},
     }
     for key, arg in [*enumerate(node["args"]), *node["keywords"].items()]:
-        why = check_literal(arg, path) or (_in_place(key, value.keywords[key]) if isinstance(key, str) else None)
+        why = check_literal(arg, path) or (
+            _trust.call_keyword(key, value.keywords[key]) if isinstance(key, str) else None)
         if why is not None:
             raise UnsupportedTypeError(join(path, key), "partial argument",
                                        f"a stored partial's arguments are bounded literals that leave the "
                                        f"caller's data alone, and this is {why}")
     return node
-
-
-def _in_place(key: str, value: Any) -> str | None:
-    """Why a partial's keyword would make the function write into the caller's array, or ``None``."""
-    if key in _IN_PLACE and bool(value) is _IN_PLACE[key]:
-        return f"{key}={value}, which changes the caller's data in place"
-    return None
 
 
 def _decode_partial(node: Mapping[str, Any], dec: Decoding, path: str) -> functools.partial:
@@ -157,7 +149,7 @@ def _decode_partial(node: Mapping[str, Any], dec: Decoding, path: str) -> functo
     decoded_args = [dec.value(a, join(path, i), 1) for i, a in enumerate(args)]
     decoded = {k: dec.value(v, join(path, k), 1) for k, v in keywords.items()}
     for key, value in decoded.items():
-        why = _in_place(key, value)
+        why = _trust.call_keyword(key, value)
         if why is not None:
             raise fail(join(path, key), f"a partial may not pass {why}")
         rule = _trust.PARAM_RULES.get(key)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from aprender.codec._checks import check_attr_name, fail
 from aprender.codec._nodes import join, preview
+from aprender.codec._param_rules import check_object_state
 from aprender.codec.handlers._base import Handler, register_handler
 from aprender.codec.handlers.functions import check_literal
 from aprender.exceptions import UnsupportedTypeError
@@ -129,6 +130,7 @@ def _decode_object(node: Mapping[str, Any], dec: Decoding, path: str) -> Any:
         state[name] = dec.value(value, join(path, name), 1)
     if node["class"] in _OWNED and not isinstance(state.get("owner"), str):
         raise fail(join(path, "owner"), "a metadata request names its owner by class name")
+    check_object_state(state, dec.trust, path)
     obj = cls.__new__(cls)
     obj.__dict__.update(state)
     return obj
