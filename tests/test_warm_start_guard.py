@@ -1,19 +1,21 @@
 """A warm-start refit of a loaded model on data of another shape is refused, not run into compiled code.
 
-Unguarded, ``MultiTaskElasticNet``/``MultiTaskLasso`` write past the stored ``coef_``
-(docs/threat-model.md, "Warm starts"), so each refusal runs in a child process: a crash
-fails the test instead of killing pytest.
+Unguarded, ``MultiTaskElasticNet``/``MultiTaskLasso`` write past the stored ``coef_`` and
+``HistGradientBoosting*`` reads past a narrower input (docs/threat-model.md, "Warm starts"),
+so each refusal of a refit runs in a child process: a crash fails the test instead of killing pytest.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import sklearn_instances as si
 from child import load_and_use
 from sklearn import linear_model as sk
 
 import aprender
-from aprender.codec._warm_start import WARM_START_RULES
+from aprender.codec import from_state, to_state
+from aprender.codec._warm_start import WARM_START_RULES, is_warm_start_guard, warm_starts
 from aprender.exceptions import WarmStartMismatchError
 
 #: One class per rule of the table and their namesake subclasses, with the targets each fits.
@@ -76,3 +78,40 @@ def test_a_loaded_guarded_model_saves_again(tmp_path) -> None:
     assert again.coef_.tobytes() == loaded.coef_.tobytes()
     with pytest.raises(WarmStartMismatchError):
         again.fit(np.ones((5, 4)), np.ones((5, 2)))
+
+
+def _warm_start_instances() -> list[str]:
+    """Every scikit-learn instance whose class takes ``warm_start`` and fits on a dense matrix."""
+    return [key for key, est in si.instances().items() if warm_starts(type(est))]
+
+
+def test_every_class_with_warm_start_is_guarded_against_another_width() -> None:
+    """The width rule is by parameter: every such class gets the guard, and it refuses before fit runs."""
+    keys, checked = _warm_start_instances(), 0
+    assert len(keys) >= 30, keys
+    for key in keys:
+        est, rows = si.fitted(key)
+        if not isinstance(rows, np.ndarray) or rows.ndim != 2 or rows.shape[1] < 2:
+            continue
+        loaded = from_state(to_state(est))
+        assert is_warm_start_guard("fit", vars(loaded).get("fit")), key
+        loaded.set_params(warm_start=True)
+        with pytest.raises(WarmStartMismatchError, match=r"fitted on \d+ feature"):
+            loaded.fit(rows[:, :-1], None)  # refused on the width alone, before scikit-learn's fit reads y
+        checked += 1
+    assert checked >= 25, checked
+
+
+def test_hist_gradient_boosting_refit_on_narrower_data_is_refused(tmp_path) -> None:
+    """Unguarded, the kept trees read the columns they split on past the end of the narrower input."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    X = np.random.RandomState(0).rand(60, 40)
+    path = str(tmp_path / "hgb.safetensors")
+    aprender.save(HistGradientBoostingRegressor(max_iter=3, warm_start=True).fit(X, X[:, 39]), path)
+    use = "m.set_params(max_iter=4); m.fit(np.random.rand(50, 1), np.random.rand(50))"
+    outcome = load_and_use({"narrower": (path, use)}, "import numpy as np")["narrower"]
+    assert outcome.startswith("USED, raised WarmStartMismatchError: HistGradientBoostingRegressor(warm_start=True) "
+                              "would continue a model fitted on 40 feature(s) with data of 1 feature(s)"), outcome
+    loaded = aprender.load(path)
+    assert loaded.set_params(max_iter=4).fit(X, X[:, 39]).n_iter_ == 4  # the same width continues

@@ -11,12 +11,21 @@ loads gets an instance-level ``fit`` that checks the rule of :data:`WARM_START_R
 first and raises :class:`~aprender.exceptions.WarmStartMismatchError` (a ``ValueError``,
 as scikit-learn's own shape errors are). Refusing, rather than silently restarting from
 zeros, keeps scikit-learn's meaning of ``warm_start`` (continue this solution) and tells
-the user the refit is not one. docs/threat-model.md, "Warm starts", has the evidence.
+the user the refit is not one.
+
+The coefficient rule is the special case of one that holds for every class with a
+``warm_start`` parameter (:func:`warm_starts`): a warm-start ``fit`` continues members
+fitted on ``n_features_in_`` columns, so it must see that many. scikit-learn checks
+it for most of them; ``HistGradientBoosting*`` does not: ``fit`` re-bins the new data
+and runs the kept ``_predictors`` over it in ``_predictor.pyx`` (no bounds checks),
+which reads the columns the old trees split on past the end of a narrower input.
+docs/threat-model.md, "Warm starts", has the evidence.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any
 
 import numpy as np
@@ -39,9 +48,28 @@ def _stored_attr(est: Any) -> str | None:
     return next((attr for cls, attr in WARM_START_RULES.items() if isinstance(est, cls)), None)
 
 
-def _checked_fit(est: Any, attr: str, fit: Any, X: Any, y: Any = None, *args: Any, **kwargs: Any) -> Any:
-    stored = getattr(est, attr, None)
-    if est.get_params(deep=False).get("warm_start") and isinstance(stored, np.ndarray) and y is not None:
+def warm_starts(cls: type) -> bool:
+    """True when ``cls`` takes a ``warm_start`` parameter: its loaded models get the guarded ``fit``."""
+    try:
+        return "warm_start" in inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):  # a builtin __init__ without a signature takes no warm_start
+        return False
+
+
+def _check_width(est: Any, X: Any) -> None:
+    width, shape_x = getattr(est, "n_features_in_", None), np.shape(X)
+    if isinstance(width, int | np.integer) and len(shape_x) == 2 and shape_x[1] != width:
+        raise WarmStartMismatchError(
+            f"{type(est).__name__}(warm_start=True) would continue a model fitted on {width} feature(s) with data "
+            f"of {shape_x[1]} feature(s): refit with warm_start=False (set_params) or on data of the fitted width")
+
+
+def _checked_fit(est: Any, attr: str | None, fit: Any, X: Any, y: Any = None, *args: Any, **kwargs: Any) -> Any:
+    if not est.get_params(deep=False).get("warm_start"):
+        return fit(X, y, *args, **kwargs)
+    _check_width(est, X)
+    stored = getattr(est, attr, None) if attr is not None else None
+    if isinstance(stored, np.ndarray) and y is not None:
         want = np.atleast_2d(stored).shape
         shape_y, shape_x = np.shape(y), np.shape(X)
         got = (shape_y[1] if len(shape_y) == 2 else 1, shape_x[1] if len(shape_x) == 2 else -1)
@@ -59,8 +87,7 @@ def is_warm_start_guard(name: str, value: Any) -> bool:
 
 
 def guard_warm_start(est: Any) -> None:
-    """Give ``est`` (a freshly loaded estimator) a ``fit`` that applies :data:`WARM_START_RULES`."""
-    attr = _stored_attr(est)
-    if attr is not None:
+    """Give ``est`` (a freshly loaded estimator) a ``fit`` that applies the width rule and :data:`WARM_START_RULES`."""
+    if warm_starts(type(est)) and callable(getattr(est, "fit", None)):
         # An instance attribute shadows the method, as the decoder's partial_fit guards do.
-        est.fit = functools.partial(_checked_fit, est, attr, est.fit)
+        est.fit = functools.partial(_checked_fit, est, _stored_attr(est), est.fit)
