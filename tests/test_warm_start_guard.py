@@ -115,3 +115,19 @@ def test_hist_gradient_boosting_refit_on_narrower_data_is_refused(tmp_path) -> N
                               "would continue a model fitted on 40 feature(s) with data of 1 feature(s)"), outcome
     loaded = aprender.load(path)
     assert loaded.set_params(max_iter=4).fit(X, X[:, 39]).n_iter_ == 4  # the same width continues
+
+
+def test_hist_gradient_boosting_refit_with_other_categorical_features_is_refused(tmp_path) -> None:
+    """Kept categorical splits would look their feature up in the new data's empty known-category table."""
+    import pandas as pd
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.RandomState(0)
+    frame = pd.DataFrame({"c": pd.Categorical(rng.randint(0, 30, 120)), "x": rng.rand(120)})
+    y = (frame["c"].cat.codes % 2).to_numpy() * 10.0
+    path = str(tmp_path / "hgb.safetensors")
+    aprender.save(HistGradientBoostingRegressor(max_iter=3, warm_start=True).fit(frame, y), path)
+    loaded = aprender.load(path).set_params(max_iter=4)
+    with pytest.raises(WarmStartMismatchError, match=r"categorical features \[0\], the data's are \[\]"):
+        loaded.fit(frame.to_numpy(dtype=float), y)  # the same width, every column numeric
+    assert loaded.fit(frame, y).n_iter_ == 4  # the same layout continues

@@ -18,18 +18,23 @@ The coefficient rule is the special case of one that holds for every class with 
 fitted on ``n_features_in_`` columns, so it must see that many. scikit-learn checks
 it for most of them; ``HistGradientBoosting*`` does not: ``fit`` re-bins the new data
 and runs the kept ``_predictors`` over it in ``_predictor.pyx`` (no bounds checks),
-which reads the columns the old trees split on past the end of a narrower input.
-docs/threat-model.md, "Warm starts", has the evidence.
+which reads the columns the old trees split on past the end of a narrower input. Where
+more than the width decides what the kept members index, :data:`WARM_START_LAYOUT` names
+the check: a ``HistGradientBoosting*`` tree with a categorical split looks its feature up
+in the known-category table of the *new* data (``_predictor.pyx``), which has no row for
+a feature the new data gives as numeric. docs/threat-model.md, "Warm starts", has the evidence.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from sklearn import linear_model as sk
+from sklearn.ensemble._hist_gradient_boosting import gradient_boosting as hgb
 
 from aprender.exceptions import WarmStartMismatchError
 
@@ -41,6 +46,29 @@ WARM_START_RULES: dict[type, str] = {
     # concatenates coef_ with its intercept and scale as L-BFGS-B's start, whose gradient then has
     # the new width: SciPy's Fortran reads past one of them (a SIGSEGV in a fuzz campaign's refit)
     sk.HuberRegressor: "coef_",
+}
+
+
+def _categorical_layout(est: Any, X: Any) -> str | None:
+    """The categorical columns the kept trees split on against those ``fit`` would find in ``X``."""
+    def columns(mask: Any) -> list[int]:
+        return [] if mask is None else np.flatnonzero(mask).tolist()
+
+    method = getattr(est, "_check_categorical_features", None)  # older releases: a method, without side effects
+    if method is not None:
+        found = method(X)
+    else:
+        from sklearn.utils.validation import _check_categorical_features
+
+        found = _check_categorical_features(X, est.categorical_features)
+    fitted, new = columns(getattr(est, "is_categorical_", None)), columns(found)
+    return None if fitted == new else f"categorical features {fitted}, the data's are {new}"
+
+
+#: Base class -> what else a warm-start ``fit`` must find in ``X`` as the fitted state has it
+#: (None when it does, else what differs).
+WARM_START_LAYOUT: dict[type, Callable[[Any, Any], str | None]] = {
+    hgb.BaseHistGradientBoosting: _categorical_layout,
 }
 
 
@@ -62,6 +90,12 @@ def _check_width(est: Any, X: Any) -> None:
         raise WarmStartMismatchError(
             f"{type(est).__name__}(warm_start=True) would continue a model fitted on {width} feature(s) with data "
             f"of {shape_x[1]} feature(s): refit with warm_start=False (set_params) or on data of the fitted width")
+    for cls, check in WARM_START_LAYOUT.items():
+        differs = check(est, X) if isinstance(est, cls) and width is not None else None
+        if differs:
+            raise WarmStartMismatchError(
+                f"{type(est).__name__}(warm_start=True) would continue trees fitted with {differs}: refit with "
+                "warm_start=False (set_params) or on data of the fitted layout")
 
 
 def _checked_fit(est: Any, attr: str | None, fit: Any, X: Any, y: Any = None, *args: Any, **kwargs: Any) -> Any:
