@@ -7,11 +7,14 @@ so each refusal of a refit runs in a child process: a crash fails the test inste
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import sklearn_instances as si
 from child import load_and_use
 from sklearn import linear_model as sk
+from sklearn.base import BaseEstimator
 
 import aprender
 from aprender.codec import from_state, to_state
@@ -22,6 +25,8 @@ from aprender.exceptions import WarmStartMismatchError
 CLASSES = {"ElasticNet": 1, "Lasso": 1, "MultiTaskElasticNet": 2, "MultiTaskLasso": 2, "HuberRegressor": 1}
 
 SETUP = """
+from typing import Any
+
 import numpy as np
 rng = np.random.RandomState(0)
 def data(width, targets):
@@ -131,3 +136,26 @@ def test_hist_gradient_boosting_refit_with_other_categorical_features_is_refused
     with pytest.raises(WarmStartMismatchError, match=r"categorical features \[0\], the data's are \[\]"):
         loaded.fit(frame.to_numpy(dtype=float), y)  # the same width, every column numeric
     assert loaded.fit(frame, y).n_iter_ == 4  # the same layout continues
+
+
+class _RunningMean(BaseEstimator):
+    """A registered class with ``warm_start`` whose ``fit`` takes no ``y``."""
+
+    def __init__(self, warm_start: bool = False) -> None:
+        self.warm_start = warm_start
+
+    def fit(self, X: Any) -> _RunningMean:
+        X = np.asarray(X, dtype=float)
+        self.n_features_in_ = X.shape[1]
+        self.mean_ = X.mean(axis=0)
+        return self
+
+
+def test_a_registered_class_keeps_its_own_fit_signature() -> None:
+    aprender.register_estimator(_RunningMean, key="tests.warm_start_guard.RunningMean")
+    loaded = from_state(to_state(_RunningMean().fit(np.ones((4, 3)))))
+    assert is_warm_start_guard("fit", vars(loaded).get("fit"))
+    assert loaded.fit(np.zeros((2, 5))).mean_.shape == (5,)  # no y passed on; warm_start off: any width
+    loaded.set_params(warm_start=True)
+    with pytest.raises(WarmStartMismatchError, match="fitted on 5 feature"):
+        loaded.fit(X=np.zeros((2, 2)))

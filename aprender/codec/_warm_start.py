@@ -85,7 +85,11 @@ def warm_starts(cls: type) -> bool:
 
 
 def _check_width(est: Any, X: Any) -> None:
-    width, shape_x = getattr(est, "n_features_in_", None), np.shape(X)
+    width = getattr(est, "n_features_in_", None)
+    try:
+        shape_x = np.shape(X)
+    except ValueError:  # ragged rows: scikit-learn's own validation refuses them
+        return
     if isinstance(width, int | np.integer) and len(shape_x) == 2 and shape_x[1] != width:
         raise WarmStartMismatchError(
             f"{type(est).__name__}(warm_start=True) would continue a model fitted on {width} feature(s) with data "
@@ -98,9 +102,12 @@ def _check_width(est: Any, X: Any) -> None:
                 "warm_start=False (set_params) or on data of the fitted layout")
 
 
-def _checked_fit(est: Any, attr: str | None, fit: Any, X: Any, y: Any = None, *args: Any, **kwargs: Any) -> Any:
+def _checked_fit(est: Any, attr: str | None, fit: Any, *args: Any, **kwargs: Any) -> Any:
+    # The call is passed on as made: a registered class's fit may take no y.
     if not est.get_params(deep=False).get("warm_start"):
-        return fit(X, y, *args, **kwargs)
+        return fit(*args, **kwargs)
+    X = args[0] if args else kwargs.get("X")
+    y = args[1] if len(args) > 1 else kwargs.get("y")
     _check_width(est, X)
     stored = getattr(est, attr, None) if attr is not None else None
     if isinstance(stored, np.ndarray) and y is not None:
@@ -112,7 +119,7 @@ def _checked_fit(est: Any, attr: str | None, fit: Any, X: Any, y: Any = None, *a
                 f"{type(est).__name__}(warm_start=True) would continue a {attr} of {want[0]} target(s) by "
                 f"{want[1]} feature(s) on data of {got[0]} target(s) by {got[1]} feature(s): refit with "
                 f"warm_start=False (set_params) or on data of the fitted shape")
-    return fit(X, y, *args, **kwargs)
+    return fit(*args, **kwargs)
 
 
 def is_warm_start_guard(name: str, value: Any) -> bool:
