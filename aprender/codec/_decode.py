@@ -23,7 +23,7 @@ from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
 from aprender.codec._checks import check_attr_name, check_sizes, fail
 from aprender.codec._contracts import check_contract
-from aprender.codec._fitted import check_fitted_flags, check_fitted_names
+from aprender.codec._fitted import check_fitted_flags, check_fitted_names, check_input_gates
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
 from aprender.codec._param_rules import check_params
 from aprender.codec._registry import entry_for_key
@@ -320,6 +320,8 @@ class Decoder:
         migrated = self.migrations is not None and self.migrations.apply(cls, params, attrs, path)
         fitted = _check_attr_names(cls, attrs, params, path)
         check_fitted_flags(cls, attrs, path)  # values: not part of the names' cache key
+        if fitted:
+            check_input_gates(cls, attrs, path)
         attrs = _checked_state(entry, params, attrs, fitted, path)
         _check_param_rules(entry.key, params, attrs, self.trust, path)
         built = self._build(cls, entry.key, params, None if migrated else params_node, attrs, path)

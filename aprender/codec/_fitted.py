@@ -14,13 +14,25 @@ from aprender.codec._checks import fail
 from aprender.codec._nodes import preview
 from aprender.codec._registry import public_key
 
-__all__ = ["USER_SET", "check_fitted_flags", "check_fitted_names", "fitted_key"]
+__all__ = ["INPUT_GATES", "USER_SET", "check_fitted_flags", "check_fitted_names", "check_input_gates", "fitted_key"]
 
 #: Instance attributes a user's own calls set on any estimator, fitted or not: ``set_fit_request``
 #: (metadata routing), ``set_callbacks``, ``set_output`` and ``aprender.distill`` (the student's
 #: provenance record). Their values are checked by their handlers (provenance is plain JSON).
 USER_SET = frozenset(["_metadata_request", "_skl_callbacks", "_sklearn_output_config",
                       "provenance_"])  # aprender.distill's record on the student it fits
+
+
+#: Fitted attributes scikit-learn's input validation (``validate_data(reset=False)``) compares the
+#: caller's data with, and skips the comparison without: a k-neighbors model whose file leaves out
+#: ``n_features_in_`` hands a query of any width to the pairwise-distance reductions, which read
+#: ``_fit_X`` rows as that wide (a SIGSEGV on a 200,000-column query).
+INPUT_GATES = ("n_features_in_",)
+
+#: A fit that legitimately leaves no gate, and why the width is checked all the same: a neighbors
+#: model fitted on a prebuilt KDTree/BallTree (scikit-learn sets the width from arrays only) queries
+#: that tree, which compares the query's width with its own data.
+_GATE_CHECKED_BY_TREE = ("kd_tree", "ball_tree")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -72,3 +84,22 @@ def check_fitted_flags(cls: type, attrs: Mapping[str, Any], path: str) -> None:
         if name in attrs and (type(attrs[name]) is not bool or attrs[name] not in allowed):
             raise fail(path, f"'{name}' is {preview(attrs[name])}; fits of {cls.__name__} leave it "
                              f"{' or '.join(map(str, allowed))}")
+
+
+def check_input_gates(cls: type, attrs: Mapping[str, Any], path: str) -> None:
+    """A fitted estimator whose state reaches compiled code holds every :data:`INPUT_GATES` name its fits leave.
+
+    The classes are those of the compiled-code audit (``schemas/_compiled.py``: ``COMPILED``
+    and ``NESTED``); elsewhere an unchecked width reaches NumPy, which raises.
+    """
+    from aprender.codec.schemas._compiled import COMPILED, NESTED
+
+    key = fitted_key(cls)
+    known, _ = _fitted_table(cls)
+    audited = key in COMPILED or key in NESTED
+    if known is None or not audited or attrs.get("_fit_method") in _GATE_CHECKED_BY_TREE:
+        return
+    missing = [name for name in INPUT_GATES if name in known and name not in attrs]
+    if missing:
+        raise fail(path, f"fitted attribute '{missing[0]}' is missing: fits of {cls.__name__} leave it, and without "
+                         "it scikit-learn does not check the width of the data given to compiled code")
