@@ -4,6 +4,7 @@ server answers the next request. Raw sockets where an HTTP client is too polite 
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import re
@@ -174,7 +175,7 @@ PROBES: dict[str, tuple[Callable[[str], tuple[int, dict]], str]] = {
     "max_connections": (_connections, "(max_connections)"),
     "tensor rank": (_rank, "71 dimensions; at most 8"),
     "tensor elements": (_elements, "holds more elements than"),
-    "length header digits": (_length_digits, "1 to 19 ASCII digits"),
+    "decimal digits": (_length_digits, "1 to 19 ASCII digits"),
     "JSON nesting": (_nesting, "depth limit exceeded"),
     "JSON numbers": (_numbers, "not valid JSON"),
 }
@@ -204,3 +205,37 @@ def test_a_request_past_a_limit_gets_its_status_and_the_server_goes_on(server, l
     assert message in body["error"], body
     time.sleep(0.1 if limit.name != "max_connections" else SMALL["head_timeout"] + 0.5)
     assert httpx.post(server + INFER, json=GOOD, timeout=SLACK).status_code == 200
+
+
+def test_no_module_of_the_server_reads_a_number_from_text_but_decimal():
+    """The rule behind the 'decimal digits' row: str.isdigit() and its kin appear in _numbers.py only."""
+    for path in sorted((ROOT / "aprender" / "serve").glob("*.py")):
+        if path.name == "_numbers.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("isdigit", "isdecimal", "isnumeric"):
+                pytest.fail(f"{path.name}:{node.lineno} reads a number with str.{node.attr}(); use _numbers.decimal")
+
+
+@pytest.mark.parametrize("version", ["²", "\u0661", "0" * 3000, "-1", "1e3"],
+                         ids=["superscript", "arabic-indic", "3000-digits", "negative", "exponent"])
+def test_a_version_that_is_not_a_decimal_is_not_found(server, version):
+    for path in (f"/v2/models/line/versions/{version}/infer", f"/v2/models/line/versions/{version}"):
+        response = httpx.request("POST" if path.endswith("infer") else "GET", server + path, json=GOOD, timeout=SLACK)
+        assert response.status_code == 404, response.text
+    response = httpx.post(server + "/predict", json={"model_id": f"line:{version}", "features": [1.0, 2.0]},
+                          timeout=SLACK)
+    assert response.status_code == 404, response.text
+
+
+def test_a_version_folder_named_with_other_digits_is_not_a_version(repository, tmp_path):
+    """A folder '²' beside '1' (str.isdigit() says yes, int() refuses it) no longer stops the scan."""
+    import shutil
+
+    from aprender.serve import Policy, scan
+
+    root = tmp_path / "repo"
+    shutil.copytree(repository, root)
+    for name in ("²", "\u0661\u0662", "9" * 200):
+        shutil.copytree(root / "line" / "1", root / "line" / name)
+    assert list(scan([str(root)], Policy())["line"]) == [1]

@@ -34,6 +34,7 @@ from aprender.serve._errors import HTTPError
 from aprender.serve._fast import fast_method
 from aprender.serve._inputs import Frame, Inputs, describe_inputs, known_strings, rows_of
 from aprender.serve._metrics import Metrics, ModelMetrics
+from aprender.serve._numbers import decimal
 from aprender.serve._repository import (
     OUTPUTS,
     Policy,
@@ -253,11 +254,11 @@ class Registry:
                             "E_NO_MODEL")
         if version is None or version in ("", "latest"):
             return versions[max(versions)]
-        number = str(version)
-        if not number.isdigit() or int(number) not in versions:
-            raise HTTPError(404, f"model '{name}' has no version '{version}'; versions: "
+        number = decimal(str(version))
+        if number is None or number not in versions:
+            raise HTTPError(404, f"model '{name}' has no version '{str(version)[:40]}'; versions: "
                                  f"{', '.join(map(str, versions))}", "E_NO_MODEL")
-        return versions[int(number)]
+        return versions[number]
 
     def resolve_id(self, model_id: Any) -> Version:
         """``name`` or ``name:version`` (realizar's model_id, Ollama's model); the only model if None."""

@@ -17,9 +17,10 @@ from starlette.requests import ClientDisconnect
 from starlette.types import Receive
 
 from aprender.serve._errors import HTTPError
+from aprender.serve._numbers import MAX_DIGITS, decimal
 from aprender.serve._tensors import MAX_DEPTH, MAX_RANK
 
-__all__ = ["LIMITS", "MAX_LENGTH_DIGITS", "Bodies", "Limit", "default", "length"]
+__all__ = ["LIMITS", "Bodies", "Limit", "default", "length"]
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,6 @@ class Limit:
     field: bool = True
 
 
-#: Digits of a length header (``Content-Length``, ``Inference-Header-Content-Length``): 19 digits hold
-#: every length below 2**63, and Python refuses to convert more than 4,300 digits.
-MAX_LENGTH_DIGITS = 19
 
 LIMITS: tuple[Limit, ...] = (
     Limit("max_body_size", 64 << 20, "bytes", 413,
@@ -81,9 +79,10 @@ LIMITS: tuple[Limit, ...] = (
           "no encoding of a tensor takes less than a byte per element (JSON two, binary BOOL one), so a "
           "shape whose non-zero dimensions multiply past the body's bytes lies (numpy fails on [0, 2**63-1])",
           field=False),
-    Limit("length header digits", MAX_LENGTH_DIGITS, "ASCII digits", 400,
-          "Content-Length and Inference-Header-Content-Length: str.isdigit() also accepts '²' and other "
-          "Unicode digits that int() refuses, and int() refuses over 4,300 digits",
+    Limit("decimal digits", MAX_DIGITS, "ASCII digits", 400,
+          "a number read from text (Content-Length, Inference-Header-Content-Length; a version in a URL or "
+          "model id is a 404, a version folder named otherwise is not a version): str.isdigit() also accepts "
+          "'²' and other Unicode digits that int() refuses, and int() refuses over 4,300 digits",
           field=False),
     Limit("JSON nesting", 1024, "levels", 400,
           f"orjson's own limit; tensor data itself may nest {MAX_DEPTH} levels", field=False),
@@ -108,16 +107,17 @@ def default(name: str) -> float | int:
 
 
 def length(value: str, what: str) -> int:
-    """A length header's value: 1 to :data:`MAX_LENGTH_DIGITS` ASCII digits (400 otherwise).
+    """A length header's value (400 unless :func:`~aprender.serve._numbers.decimal` reads it).
 
     Examples
     --------
     >>> length("42", "Content-Length")
     42
     """
-    if not (0 < len(value) <= MAX_LENGTH_DIGITS and value.isascii() and value.isdigit()):
-        raise HTTPError(400, f"{what} {value[:40]!r} is not a length (1 to {MAX_LENGTH_DIGITS} ASCII digits)")
-    return int(value)
+    number = decimal(value)
+    if number is None:
+        raise HTTPError(400, f"{what} {value[:40]!r} is not a length (1 to {MAX_DIGITS} ASCII digits)")
+    return number
 
 
 class Bodies:

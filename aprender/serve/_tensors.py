@@ -111,7 +111,7 @@ def _tensor(tensor: Any, binary: memoryview, offset: int, body_size: int) -> tup
     name = tensor.get("name", "input-0")
     name = name if isinstance(name, str) else str(name)[:40]
     kind, shape = tensor.get("datatype"), tensor.get("shape")
-    if kind not in DTYPES and kind != "BYTES":
+    if not isinstance(kind, str) or (kind not in DTYPES and kind != "BYTES"):
         raise HTTPError(400, f"input '{name}': datatype {kind!r} is not a v2 datatype (BYTES, {', '.join(DTYPES)})")
     if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
                                               for d in shape):

@@ -171,8 +171,10 @@ def _requested(request_json: dict[str, Any], model: LoadedModel) -> list[tuple[s
         raise HTTPError(400, "'outputs' must be a list of {\"name\": ...}")
     result = []
     for output in outputs:
-        p = output.get("parameters") or {}
-        result.append((output["name"], bool(p.get("binary_data", binary_default))))
+        p = output.get("parameters")
+        if p is not None and not isinstance(p, dict):
+            raise HTTPError(400, f"output '{output['name']}': 'parameters' must be an object")
+        result.append((output["name"], bool((p or {}).get("binary_data", binary_default))))
     names = [n for n, _ in result]
     if len(set(names)) != len(names):
         raise HTTPError(400, f"an output is requested twice: {names}")
