@@ -28,7 +28,7 @@ from aprender.format._api import PICKLE_SUFFIXES, pickle_refusal
 from aprender.format._formats import FORMATS, by_suffix, having
 from aprender.format._io import sha256_file
 from aprender.serve._numbers import decimal
-from aprender.serve._snapshot import OutsideRepository, snapshot
+from aprender.serve._snapshot import NotAFile, OutsideRepository, snapshot
 
 __all__ = [
     "OUTPUTS",
@@ -243,7 +243,7 @@ def open_copy(path: Path, root: Path | None, policy: Policy) -> Iterator[Path]:
     try:
         with snapshot(path, None if policy.allow_outside_links else root) as copy:
             yield copy
-    except (OutsideRepository, OSError) as exc:
+    except (OutsideRepository, NotAFile, OSError) as exc:
         raise RepositoryError(f"'{path}': {exc}" if isinstance(exc, OSError) else str(exc)) from None
 
 
