@@ -154,11 +154,13 @@ class _Front:
     labelled by route template, and the inference routes answered without Starlette (see
     :mod:`aprender.serve._http`). Everything else goes on to Starlette's routing."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics, registry: Registry, bodies: Bodies) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics, registry: Registry, bodies: Bodies,
+                 api_key: str | None) -> None:
         self.app = app
         self.metrics = metrics
         self.registry = registry
         self.bodies = bodies
+        self.api_key = api_key
         self._exact: dict[str, tuple[str, CallHandler]] = {}
         self._patterns: list[tuple[re.Pattern[str], str, CallHandler]] = []
         for template, handler in {**_realizar.calls, **_v2.calls, **_ollama.calls}.items():
@@ -203,7 +205,8 @@ class _Front:
             reply = error_reply(_status_error(405, "Method Not Allowed", method, path, {"Allow": "POST"}))
         else:
             try:
-                reply = await handler(Call(self.registry, scope["headers"], receive, self.bodies, params))
+                reply = await handler(Call(self.registry, scope["headers"], receive, self.bodies, params,
+                                             self.api_key))
             except HTTPError as exc:
                 reply = error_reply(exc)
             except ClientDisconnect:
@@ -317,7 +320,8 @@ def create_app(config: ServeConfig, *, freeze_gc: bool = False) -> Starlette:
               Route("/metrics", _metrics_text, methods=["GET"]),
               Route("/v1/metrics", _metrics_json, methods=["GET"])]
     app = Starlette(routes=routes, lifespan=lifespan,
-                    middleware=[Middleware(_Front, metrics=metrics, registry=registry, bodies=bodies)],
+                    middleware=[Middleware(_Front, metrics=metrics, registry=registry, bodies=bodies,
+                                           api_key=config.api_key)],
                     exception_handlers={HTTPError: _http_error, StarletteHTTPException: _starlette_error,
                                         Exception: _internal_error})
     app.state.config = config

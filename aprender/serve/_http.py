@@ -109,10 +109,13 @@ def registry_of(request: Request) -> Registry:
 
 def require_api_key(request: Request) -> None:
     """401 unless the request carries ``Authorization: Bearer <--api-key>`` (when one is set)."""
-    key = request.app.state.config.api_key
+    _check_key(request.app.state.config.api_key, request.headers.get("authorization"))
+
+
+def _check_key(key: str | None, authorization: str | None) -> None:
     if key is None:
         return
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
         raise HTTPError(401, "this route needs 'Authorization: Bearer <api key>' (--api-key)",
                         headers={"WWW-Authenticate": "Bearer"})
@@ -134,6 +137,8 @@ class Call:
         The limits request bodies are read under (size, time, memory).
     params : dict
         The route's path parameters (``model``, ``version``).
+    api_key : str, optional
+        The key that changing which models are loaded needs (``--api-key``).
     """
 
     registry: Registry
@@ -141,6 +146,11 @@ class Call:
     receive: Receive
     bodies: Bodies
     params: dict[str, str] = field(default_factory=dict)
+    api_key: str | None = None
+
+    def require_api_key(self) -> None:
+        """401 unless the request carries ``Authorization: Bearer <api_key>`` (when one is set)."""
+        _check_key(self.api_key, self.header(b"authorization"))
 
     def header(self, name: bytes) -> str | None:
         """The value of header ``name`` (lower case)."""
