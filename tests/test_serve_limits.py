@@ -31,7 +31,7 @@ from gen_serve_limits import PAGE, render  # noqa: E402 - the script that writes
 
 #: Small bounds, so that each row is met in a fraction of a second.
 SMALL = {"max_body_size": 64 << 10, "max_body_memory": 96 << 10, "body_timeout": 1.0, "head_timeout": 1.0,
-         "max_head_size": 4 << 10, "max_connections": 8}
+         "max_head_size": 4 << 10, "max_connections": 8, "max_output_bytes": 8 << 10}
 #: A guard against a hang, not a timing assertion (the machine is shared).
 SLACK = 20.0
 GOOD = {"inputs": [{"name": "input-0", "shape": [1, 2], "datatype": "FP64", "data": [1.0, 2.0]}]}
@@ -145,6 +145,11 @@ def _connections(url: str) -> tuple[int, dict]:
             sock.close()
 
 
+def _output(url: str) -> tuple[int, dict]:
+    rows = SMALL["max_output_bytes"] // 8 + 1  # one float64 per row
+    return _post(url, _v2([rows, 2], [0.5] * (2 * rows)))
+
+
 def _rank(url: str) -> tuple[int, dict]:
     return _post(url, _v2([1] * 70 + [2], [1.0, 2.0]))
 
@@ -173,6 +178,7 @@ PROBES: dict[str, tuple[Callable[[str], tuple[int, dict]], str]] = {
     "head_timeout": (_head_timeout, "head_timeout"),
     "max_head_size": (_head_size, "max_head_size"),
     "max_connections": (_connections, "(max_connections)"),
+    "max_output_bytes": (_output, "(max_output_bytes)"),
     "tensor rank": (_rank, "71 dimensions; at most 8"),
     "tensor elements": (_elements, "holds more elements than"),
     "decimal digits": (_length_digits, "1 to 19 ASCII digits"),

@@ -95,8 +95,11 @@ class ServeConfig:
         Bytes of a request's line and headers (431 above; None: no bound).
     max_connections : int, optional
         Open connections and requests in flight (503 above; None: no bound).
+    max_output_bytes : int, optional
+        Bytes of the arrays one request's answer holds, checked before the model runs (413 above; None:
+        no bound).
 
-    The defaults of the last five, and of ``max_body_size``, are the rows of
+    The defaults of the last six, and of ``max_body_size``, are the rows of
     :data:`aprender.serve._request_limits.LIMITS`, which give each one's reason.
 
     Examples
@@ -125,6 +128,7 @@ class ServeConfig:
     head_timeout: float | None = default("head_timeout")
     max_head_size: int | None = int(default("max_head_size"))
     max_connections: int | None = int(default("max_connections"))
+    max_output_bytes: int | None = int(default("max_output_bytes"))
 
     @property
     def policy(self) -> Policy:
@@ -296,7 +300,7 @@ def create_app(config: ServeConfig, *, freeze_gc: bool = False) -> Starlette:
     metrics = Metrics()
     limits = Limits(config.max_loaded_models, config.max_model_memory, config.max_batch_size,
                     config.max_batch_time, config.max_queue, config.warmup_timeout, config.infer_timeout,
-                    config.warmup_memory)
+                    config.warmup_memory, config.max_output_bytes)
     registry = Registry(config.paths, config.policy, limits, metrics)
     bodies = Bodies(config.max_body_size, config.max_body_memory, config.body_timeout)
 

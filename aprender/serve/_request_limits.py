@@ -71,6 +71,10 @@ LIMITS: tuple[Limit, ...] = (
     Limit("max_connections", 1024, "connections", 503,
           "open connections, and requests in flight: each costs a file descriptor and buffers, and the "
           "process's descriptors are shared with model loads (uvicorn's limit_concurrency, answered in JSON)"),
+    Limit("max_output_bytes", 512 << 20, "bytes", 413,
+          "the arrays of one request's answer (its JSON text takes about three times more), checked before "
+          "the model runs: the bytes per row are the model's (a predict_proba of 5,000 classes is 40 kB a "
+          "row), the rows the client's, so a 2 MB request could have the model allocate 4 GB"),
     Limit("tensor rank", MAX_RANK, "dimensions", 400,
           "a v2 input is [rows, features] or [rows]; past 64 dimensions numpy fails with an error that "
           "is not the client's",
