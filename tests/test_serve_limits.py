@@ -31,7 +31,8 @@ from gen_serve_limits import PAGE, render  # noqa: E402 - the script that writes
 
 #: Small bounds, so that each row is met in a fraction of a second.
 SMALL = {"max_body_size": 64 << 10, "max_body_memory": 96 << 10, "body_timeout": 1.0, "head_timeout": 1.0,
-         "max_head_size": 4 << 10, "max_connections": 8, "max_output_bytes": 8 << 10}
+         "max_head_size": 4 << 10, "max_connections": 8, "max_output_bytes": 8 << 10,
+         "max_loop_body_size": 32 << 10}
 #: A guard against a hang, not a timing assertion (the machine is shared).
 SLACK = 20.0
 GOOD = {"inputs": [{"name": "input-0", "shape": [1, 2], "datatype": "FP64", "data": [1.0, 2.0]}]}
@@ -106,6 +107,12 @@ def _body_size(url: str) -> tuple[int, dict]:
     return _post(url, b" " * (SMALL["max_body_size"] + 1))
 
 
+def _loop_body(url: str) -> tuple[int, dict]:
+    rows = [[0.5, 0.5]] * (SMALL["max_loop_body_size"] // 8)  # 10 bytes a row: under max_body_size
+    response = httpx.post(url + "/predict", json={"model_id": "line", "features": rows}, timeout=SLACK)
+    return response.status_code, response.json()
+
+
 def _body_memory(url: str) -> tuple[int, dict]:
     # two clients each send most of a body and stop: the second passes the bodies' budget
     piece = b"[" * (SMALL["max_body_memory"] * 6 // 10)
@@ -173,6 +180,7 @@ def _numbers(url: str) -> tuple[int, dict]:
 
 PROBES: dict[str, tuple[Callable[[str], tuple[int, dict]], str]] = {
     "max_body_size": (_body_size, "max_body_size"),
+    "max_loop_body_size": (_loop_body, "/v2/models/NAME/infer"),
     "max_body_memory": (_body_memory, "max_body_memory"),
     "body_timeout": (_body_timeout, "body_timeout"),
     "head_timeout": (_head_timeout, "head_timeout"),

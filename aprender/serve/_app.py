@@ -98,8 +98,11 @@ class ServeConfig:
     max_output_bytes : int, optional
         Bytes of the arrays one request's answer holds, checked before the model runs (413 above; None:
         no bound).
+    max_loop_body_size : int, optional
+        Bytes of a body that the event loop parses itself: every route but v2 inference (413 above;
+        None: only ``max_body_size``).
 
-    The defaults of the last six, and of ``max_body_size``, are the rows of
+    The defaults of the last seven, and of ``max_body_size``, are the rows of
     :data:`aprender.serve._request_limits.LIMITS`, which give each one's reason.
 
     Examples
@@ -129,6 +132,7 @@ class ServeConfig:
     max_head_size: int | None = int(default("max_head_size"))
     max_connections: int | None = int(default("max_connections"))
     max_output_bytes: int | None = int(default("max_output_bytes"))
+    max_loop_body_size: int | None = int(default("max_loop_body_size"))
 
     @property
     def policy(self) -> Policy:
@@ -302,7 +306,7 @@ def create_app(config: ServeConfig, *, freeze_gc: bool = False) -> Starlette:
                     config.max_batch_time, config.max_queue, config.warmup_timeout, config.infer_timeout,
                     config.warmup_memory, config.max_output_bytes)
     registry = Registry(config.paths, config.policy, limits, metrics)
-    bodies = Bodies(config.max_body_size, config.max_body_memory, config.body_timeout)
+    bodies = Bodies(config.max_body_size, config.max_body_memory, config.body_timeout, config.max_loop_body_size)
 
     async def warm() -> None:
         await registry.warm_all()

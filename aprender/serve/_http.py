@@ -68,17 +68,18 @@ def header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
 
 
 async def receive_body(headers: list[tuple[bytes, bytes]], receive: Receive, bodies: Bodies) -> bytes:
-    """The request body, read under the limits of ``bodies`` (size, time, memory of all bodies at once).
+    """A request body that the event loop parses itself, read under the limits of ``bodies`` (size, size
+    parsed on the event loop, time, memory of all bodies at once).
 
     Raises :class:`starlette.requests.ClientDisconnect` if the client goes away first.
     """
-    chunks = await receive_chunks(headers, receive, bodies)
+    chunks = await bodies.receive(header(headers, b"content-length"), receive, on_loop=True)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 async def receive_chunks(headers: list[tuple[bytes, bytes]], receive: Receive, bodies: Bodies) -> list[bytes]:
-    """The request body as the chunks it arrived in (see :func:`receive_body`): a large body is never
-    copied into one object on the event loop."""
+    """The request body as the chunks it arrived in, for a route that parses a large body away from the
+    event loop (see :func:`receive_body`): a large body is never copied into one object on the event loop."""
     return await bodies.receive(header(headers, b"content-length"), receive)
 
 

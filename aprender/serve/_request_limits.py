@@ -56,6 +56,10 @@ LIMITS: tuple[Limit, ...] = (
     Limit("max_body_size", 64 << 20, "bytes", 413,
           "one request's body is held in memory while it is parsed; refused by Content-Length before it is "
           "read, or as soon as a chunked body passes it"),
+    Limit("max_loop_body_size", 4 << 20, "bytes", 413,
+          "a body that the event loop parses and converts itself (realizar, MLflow, Ollama and repository "
+          "routes; v2 inference parses large bodies in its parser process): every other request waits "
+          "meanwhile, and a 66 MB /predict body held them for over 5 s"),
     Limit("max_body_memory", 512 << 20, "bytes", 503,
           "the bodies of all requests being received at once: without it, N slow clients each sending "
           "just under max_body_size hold N times it (30 clients held 1.7 GB)"),
@@ -126,7 +130,8 @@ def length(value: str, what: str) -> int:
 
 class Bodies:
     """Request bodies being received: each within ``max_size`` bytes and ``seconds``, all of them within
-    ``memory`` bytes at once (None: no bound).
+    ``memory`` bytes at once, and a body the event loop parses itself within ``loop_size`` bytes (None:
+    no bound).
 
     Examples
     --------
@@ -134,26 +139,33 @@ class Bodies:
     0
     """
 
-    def __init__(self, max_size: int, memory: int | None, seconds: float | None) -> None:
+    def __init__(self, max_size: int, memory: int | None, seconds: float | None,
+                 loop_size: int | None = None) -> None:
         self.max_size = max_size
         self.memory = memory
         self.seconds = seconds
+        self.loop_size = loop_size
         #: Bytes of the bodies being received now.
         self.held = 0
 
-    async def receive(self, declared: str | None, receive: Receive) -> list[bytes]:
-        """The body of a request whose ``Content-Length`` header is ``declared``, as the chunks it arrived in.
+    async def receive(self, declared: str | None, receive: Receive, *, on_loop: bool = False) -> list[bytes]:
+        """The body of a request whose ``Content-Length`` header is ``declared``, as the chunks it arrived in;
+        ``on_loop`` for a body the event loop will parse itself.
 
         Raises
         ------
         HTTPError
-            413 past ``max_size``, 503 past ``memory``, 408 past ``seconds``, 400 for a malformed length.
+            413 past ``max_size`` (or ``loop_size``), 503 past ``memory``, 408 past ``seconds``, 400 for a
+            malformed length.
         starlette.requests.ClientDisconnect
             The client went away first.
         """
-        if declared is not None and length(declared, "Content-Length") > self.max_size:
-            raise HTTPError(413, f"request body of {int(declared)} bytes exceeds the limit of {self.max_size} "
-                                 "bytes (max_body_size, --max-body-size)")
+        limit, name = self.max_size, "max_body_size, --max-body-size"
+        if on_loop and self.loop_size is not None and self.loop_size < limit:
+            limit, name = self.loop_size, ("max_loop_body_size: this route parses its body on the server's event "
+                                           "loop; send large batches to /v2/models/NAME/infer")
+        if declared is not None and length(declared, "Content-Length") > limit:
+            raise HTTPError(413, f"request body of {int(declared)} bytes exceeds the limit of {limit} bytes ({name})")
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         expired = False
@@ -176,9 +188,8 @@ class Bodies:
                     raise ClientDisconnect()
                 chunk = message.get("body", b"")
                 size += len(chunk)
-                if size > self.max_size:
-                    raise HTTPError(413, f"request body exceeds the limit of {self.max_size} bytes "
-                                         "(max_body_size, --max-body-size)")
+                if size > limit:
+                    raise HTTPError(413, f"request body exceeds the limit of {limit} bytes ({name})")
                 self._hold(len(chunk))
                 chunks.append(chunk)
                 if not message.get("more_body", False):
