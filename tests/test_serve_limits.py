@@ -253,3 +253,19 @@ def test_a_version_folder_named_with_other_digits_is_not_a_version(repository, t
     for name in ("²", "\u0661\u0662", "9" * 200):
         shutil.copytree(root / "line" / "1", root / "line" / name)
     assert list(scan([str(root)], Policy())["line"]) == [1]
+
+
+def test_names_a_client_chooses_never_become_metric_labels(server):
+    """A metric series per model name or path a client sends would grow the server's memory without
+    bound: labels are route templates, served models and status codes only."""
+    for i in range(20):
+        httpx.post(f"{server}/v2/models/nope{i}/infer", json=GOOD, timeout=SLACK)
+        httpx.post(f"{server}/v2/models/line/versions/{i + 7}/infer", json=GOOD, timeout=SLACK)
+        httpx.post(f"{server}/predict", json={"model_id": f"nope{i}", "features": [1.0, 2.0]}, timeout=SLACK)
+        httpx.get(f"{server}/no/such/path{i}", timeout=SLACK)
+    text = httpx.get(f"{server}/metrics", timeout=SLACK).text
+    labels = set(re.findall(r'(?:model_name|model_version|path)="([^"]*)"', text))
+    versions = {str(i + 7) for i in range(20)}
+    chosen = {label for label in labels if "nope" in label or "such" in label or label in versions}
+    assert not chosen, labels
+    assert "line" in labels and "/v2/models/{model}/infer" in labels
