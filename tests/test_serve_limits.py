@@ -31,8 +31,8 @@ from gen_serve_limits import PAGE, render  # noqa: E402 - the script that writes
 
 #: Small bounds, so that each row is met in a fraction of a second.
 SMALL = {"max_body_size": 64 << 10, "max_body_memory": 96 << 10, "body_timeout": 1.0, "head_timeout": 1.0,
-         "max_head_size": 4 << 10, "max_connections": 8, "max_output_bytes": 8 << 10,
-         "max_loop_body_size": 32 << 10}
+         "max_head_size": 4 << 10, "max_connections": 16, "max_output_bytes": 8 << 10,
+         "max_loop_body_size": 32 << 10, "max_client_connections": 8}
 #: A guard against a hang, not a timing assertion (the machine is shared).
 SLACK = 20.0
 GOOD = {"inputs": [{"name": "input-0", "shape": [1, 2], "datatype": "FP64", "data": [1.0, 2.0]}]}
@@ -157,6 +157,21 @@ def _output(url: str) -> tuple[int, dict]:
     return _post(url, _v2([rows, 2], [0.5] * (2 * rows)))
 
 
+def _client_connections(url: str) -> tuple[int, dict]:
+    # one client's silent connections take its share; another address is still served meanwhile
+    socks = [socket.create_connection(_address(url), timeout=SLACK) for _ in range(SMALL["max_client_connections"])]
+    try:
+        time.sleep(0.1)
+        other = socket.create_connection(_address(url), timeout=SLACK, source_address=("127.0.0.2", 0))
+        with other:
+            other.sendall(_head(len(orjson.dumps(GOOD))) + orjson.dumps(GOOD))
+            assert _answer(other)[0] == 200
+        return _post(url, orjson.dumps(GOOD))
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 def _rank(url: str) -> tuple[int, dict]:
     return _post(url, _v2([1] * 70 + [2], [1.0, 2.0]))
 
@@ -186,6 +201,7 @@ PROBES: dict[str, tuple[Callable[[str], tuple[int, dict]], str]] = {
     "head_timeout": (_head_timeout, "head_timeout"),
     "max_head_size": (_head_size, "max_head_size"),
     "max_connections": (_connections, "(max_connections)"),
+    "max_client_connections": (_client_connections, "(max_client_connections)"),
     "max_output_bytes": (_output, "(max_output_bytes)"),
     "tensor rank": (_rank, "71 dimensions; at most 8"),
     "tensor elements": (_elements, "holds more elements than"),
@@ -217,7 +233,7 @@ def test_a_request_past_a_limit_gets_its_status_and_the_server_goes_on(server, l
     assert time.monotonic() - start < SLACK
     assert status == limit.status, body
     assert message in body["error"], body
-    time.sleep(0.1 if limit.name != "max_connections" else SMALL["head_timeout"] + 0.5)
+    time.sleep(0.1 if "connections" not in limit.name else SMALL["head_timeout"] + 0.5)
     assert httpx.post(server + INFER, json=GOOD, timeout=SLACK).status_code == 200
 
 

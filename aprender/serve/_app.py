@@ -101,8 +101,10 @@ class ServeConfig:
     max_loop_body_size : int, optional
         Bytes of a body that the event loop parses itself: every route but v2 inference (413 above;
         None: only ``max_body_size``).
+    max_client_connections : int, optional
+        Open connections of one client address (503 above; None: no bound).
 
-    The defaults of the last seven, and of ``max_body_size``, are the rows of
+    The defaults of the last eight, and of ``max_body_size``, are the rows of
     :data:`aprender.serve._request_limits.LIMITS`, which give each one's reason.
 
     Examples
@@ -133,6 +135,7 @@ class ServeConfig:
     max_connections: int | None = int(default("max_connections"))
     max_output_bytes: int | None = int(default("max_output_bytes"))
     max_loop_body_size: int | None = int(default("max_loop_body_size"))
+    max_client_connections: int | None = int(default("max_client_connections"))
 
     @property
     def policy(self) -> Policy:
@@ -350,7 +353,8 @@ def server_options(config: ServeConfig) -> dict[str, Any]:
     """
     # a partial, not a subclass made here: uvicorn's spawned workers (no fork) receive it pickled
     return {"http": functools.partial(BoundedHead, head_timeout=config.head_timeout,
-                                      max_head_size=config.max_head_size, max_connections=config.max_connections)}
+                                      max_head_size=config.max_head_size, max_connections=config.max_connections,
+                                      max_client_connections=config.max_client_connections, clients={})}
 
 
 def _app_from_env() -> Starlette:

@@ -26,7 +26,8 @@ class BoundedHead(HttpToolsProtocol):
     """uvicorn's httptools protocol, with each request's line and headers bounded in bytes
     (``max_head_size``, 431) and in time (``head_timeout``, 408, also for a connection that sends nothing),
     and the connections and requests in flight bounded (``max_connections``, 503: uvicorn's own
-    ``limit_concurrency`` answers in plain text, every other error of the server is JSON).
+    ``limit_concurrency`` answers in plain text, every other error of the server is JSON), in all and
+    per client address (``max_client_connections``, 503).
 
     Parameters
     ----------
@@ -38,17 +39,26 @@ class BoundedHead(HttpToolsProtocol):
         Bytes they may take (None: no bound).
     max_connections : int, optional
         Open connections, and requests in flight, past which a request is refused (None: no bound).
+    max_client_connections : int, optional
+        Open connections of one client address past which its requests are refused (None: no bound).
+    clients : dict, optional
+        Open connections per client address, shared by every connection of the server.
     """
 
     def __init__(self, *args: Any, head_timeout: float | None = None, max_head_size: int | None = None,
-                 max_connections: int | None = None, **kwargs: Any) -> None:
+                 max_connections: int | None = None, max_client_connections: int | None = None,
+                 clients: dict[str, int] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.head_timeout = head_timeout
         self.max_head_size = max_head_size
         self.max_connections = max_connections
+        self.max_client_connections = max_client_connections
+        self.clients = {} if clients is None else clients
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._address = self.client[0] if self.client else ""
+        self.clients[self._address] = self.clients.get(self._address, 0) + 1
         self._refused = False
         self._head_timer: asyncio.TimerHandle | None = None
         self._begin_head()
@@ -115,6 +125,11 @@ class BoundedHead(HttpToolsProtocol):
             self._refuse(503, f"the server has {len(self.connections)} connections open, over its limit of "
                               f"{limit} (max_connections); retry")
             return
+        mine, limit = self.clients.get(self._address, 0), self.max_client_connections
+        if limit is not None and mine > limit:
+            self._refuse(503, f"this client has {mine} connections open, over the limit of {limit} per client "
+                              "(max_client_connections); retry")
+            return
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:
@@ -127,5 +142,10 @@ class BoundedHead(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._end_head()
+        left = self.clients.get(self._address, 1) - 1
+        if left > 0:
+            self.clients[self._address] = left
+        else:
+            self.clients.pop(self._address, None)
         super().connection_lost(exc)
 

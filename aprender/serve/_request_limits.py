@@ -75,6 +75,9 @@ LIMITS: tuple[Limit, ...] = (
     Limit("max_connections", 1024, "connections", 503,
           "open connections, and requests in flight: each costs a file descriptor and buffers, and the "
           "process's descriptors are shared with model loads (uvicorn's limit_concurrency, answered in JSON)"),
+    Limit("max_client_connections", 256, "connections", 503,
+          "open connections of one client address, so that one client cannot take every connection "
+          "(max_connections) from the others; behind a proxy every client has the proxy's address"),
     Limit("max_output_bytes", 512 << 20, "bytes", 413,
           "the arrays of one request's answer (its JSON text takes about three times more), checked before "
           "the model runs: the bytes per row are the model's (a predict_proba of 5,000 classes is 40 kB a "
