@@ -113,3 +113,32 @@ def test_a_link_out_added_later_is_refused_by_the_load_route(tmp_path, serve_rep
         assert reply.status_code == 200, reply.text
         answer = httpx.post(f"{url}/predict", json={"model_id": "y", "features": X[:2, :2].tolist()})
         assert same(answer.json()["prediction"], fitted["line:1"].predict(X[:2, :2]))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_path_that_is_no_regular_file_when_opened_is_refused_at_once(tmp_path, kind):
+    """The scan sees a regular file, but the path may be swapped before the load opens it: a FIFO would
+    block the open for ever (in a thread no one can stop), a device would read without end."""
+    import threading
+
+    from aprender.serve._snapshot import NotAFile, snapshot
+
+    path = tmp_path / "model.apr"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        os.symlink("/dev/zero", path)
+    outcome: list[BaseException | None] = []
+
+    def load() -> None:
+        try:
+            with snapshot(path):
+                outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert outcome and isinstance(outcome[0], NotAFile), outcome
+    assert "is not a regular file" in str(outcome[0])

@@ -123,3 +123,19 @@ def test_outputs_match_predictions_in_bulk(client, models):
     forest = models[1]["forest:1"]
     reply = client.generate(model="forest", prompt=json.dumps(X.tolist()), stream=False)
     assert same(np.array(json.loads(reply.response)), forest.predict(X))
+
+
+def test_unloading_with_keep_alive_zero_needs_the_api_key(models):
+    """An unload by keep_alive 0 changes what every client's next request costs (a whole load), so under
+    --api-key it needs the key, as the repository's unload route does; loading by an empty prompt stays
+    open (a request loads its model anyway)."""
+    with serving(ServeConfig((str(models[0]),), api_key="k")) as url:
+        body = {"model": "forest", "prompt": "", "keep_alive": 0, "stream": False}
+        for route, payload in (("/api/generate", body),
+                               ("/api/chat", {**body, "messages": [{"role": "user", "content": "[1, 2, 3, 4]"}]})):
+            reply = httpx.post(url + route, json=payload)
+            assert reply.status_code == 401, reply.text
+            assert "forest:1" in {m["model"] for m in httpx.get(url + "/api/ps").json()["models"]}
+        reply = httpx.post(url + "/api/generate", json=body, headers={"Authorization": "Bearer k"})
+        assert reply.status_code == 200 and reply.json()["done_reason"] == "unload"
+        assert httpx.post(url + "/api/generate", json={**body, "keep_alive": None}).json()["done_reason"] == "load"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import gc
 import logging
 import os
@@ -30,9 +31,11 @@ from aprender.serve import _mlflow, _ollama, _realizar, _v2
 from aprender.serve._http import Call, CallHandler, HTTPError, error_reply, json_response, send_reply
 from aprender.serve._metrics import Metrics
 from aprender.serve._models import Limits, Registry
+from aprender.serve._protocol import BoundedHead
 from aprender.serve._repository import Policy
+from aprender.serve._request_limits import Bodies, default
 
-__all__ = ["ServeConfig", "create_app", "run"]
+__all__ = ["ServeConfig", "create_app", "run", "server_options"]
 
 _log = logging.getLogger("aprender.serve")
 #: Environment variable carrying the configuration to ``--workers`` processes.
@@ -81,6 +84,28 @@ class ServeConfig:
     warmup_memory : int, optional
         Bytes the process may grow by while one model loads and warms up, beyond three times its
         file's size, before the model is marked failed (None: no bound; needs ``/proc``).
+    max_body_memory : int, optional
+        Bytes of all the request bodies being received at once (503 above; None: no bound).
+    body_timeout : float, optional
+        Seconds a request's body may take to arrive (408 after; None: no bound).
+    head_timeout : float, optional
+        Seconds a request's line and headers may take to arrive, and a new connection may stay silent
+        (408 after; None: no bound).
+    max_head_size : int, optional
+        Bytes of a request's line and headers (431 above; None: no bound).
+    max_connections : int, optional
+        Open connections and requests in flight (503 above; None: no bound).
+    max_output_bytes : int, optional
+        Bytes of the arrays one request's answer holds, checked before the model runs (413 above; None:
+        no bound).
+    max_loop_body_size : int, optional
+        Bytes of a body that the event loop parses itself: every route but v2 inference (413 above;
+        None: only ``max_body_size``).
+    max_client_connections : int, optional
+        Open connections of one client address (503 above; None: no bound).
+
+    The defaults of the last eight, and of ``max_body_size``, are the rows of
+    :data:`aprender.serve._request_limits.LIMITS`, which give each one's reason.
 
     Examples
     --------
@@ -94,7 +119,7 @@ class ServeConfig:
     max_batch_size: int | None = None
     max_batch_time: float = 0.0
     max_queue: int = 1024
-    max_body_size: int = 64 << 20
+    max_body_size: int = int(default("max_body_size"))
     api_key: str | None = None
     require_signature: bool = False
     trusted_keys: tuple[bytes, ...] = ()
@@ -103,6 +128,14 @@ class ServeConfig:
     warmup_timeout: float | None = 30.0
     infer_timeout: float | None = 60.0
     warmup_memory: int | None = 4096 << 20
+    max_body_memory: int | None = int(default("max_body_memory"))
+    body_timeout: float | None = default("body_timeout")
+    head_timeout: float | None = default("head_timeout")
+    max_head_size: int | None = int(default("max_head_size"))
+    max_connections: int | None = int(default("max_connections"))
+    max_output_bytes: int | None = int(default("max_output_bytes"))
+    max_loop_body_size: int | None = int(default("max_loop_body_size"))
+    max_client_connections: int | None = int(default("max_client_connections"))
 
     @property
     def policy(self) -> Policy:
@@ -132,11 +165,13 @@ class _Front:
     labelled by route template, and the inference routes answered without Starlette (see
     :mod:`aprender.serve._http`). Everything else goes on to Starlette's routing."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics, registry: Registry, max_body_size: int) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics, registry: Registry, bodies: Bodies,
+                 api_key: str | None) -> None:
         self.app = app
         self.metrics = metrics
         self.registry = registry
-        self.max_body_size = max_body_size
+        self.bodies = bodies
+        self.api_key = api_key
         self._exact: dict[str, tuple[str, CallHandler]] = {}
         self._patterns: list[tuple[re.Pattern[str], str, CallHandler]] = []
         for template, handler in {**_realizar.calls, **_v2.calls, **_ollama.calls}.items():
@@ -181,7 +216,8 @@ class _Front:
             reply = error_reply(_status_error(405, "Method Not Allowed", method, path, {"Allow": "POST"}))
         else:
             try:
-                reply = await handler(Call(self.registry, scope["headers"], receive, self.max_body_size, params))
+                reply = await handler(Call(self.registry, scope["headers"], receive, self.bodies, params,
+                                             self.api_key))
             except HTTPError as exc:
                 reply = error_reply(exc)
             except ClientDisconnect:
@@ -271,8 +307,9 @@ def create_app(config: ServeConfig, *, freeze_gc: bool = False) -> Starlette:
     metrics = Metrics()
     limits = Limits(config.max_loaded_models, config.max_model_memory, config.max_batch_size,
                     config.max_batch_time, config.max_queue, config.warmup_timeout, config.infer_timeout,
-                    config.warmup_memory)
+                    config.warmup_memory, config.max_output_bytes)
     registry = Registry(config.paths, config.policy, limits, metrics)
+    bodies = Bodies(config.max_body_size, config.max_body_memory, config.body_timeout, config.max_loop_body_size)
 
     async def warm() -> None:
         await registry.warm_all()
@@ -294,14 +331,30 @@ def create_app(config: ServeConfig, *, freeze_gc: bool = False) -> Starlette:
               Route("/metrics", _metrics_text, methods=["GET"]),
               Route("/v1/metrics", _metrics_json, methods=["GET"])]
     app = Starlette(routes=routes, lifespan=lifespan,
-                    middleware=[Middleware(_Front, metrics=metrics, registry=registry,
-                                           max_body_size=config.max_body_size)],
+                    middleware=[Middleware(_Front, metrics=metrics, registry=registry, bodies=bodies,
+                                           api_key=config.api_key)],
                     exception_handlers={HTTPError: _http_error, StarletteHTTPException: _starlette_error,
                                         Exception: _internal_error})
     app.state.config = config
     app.state.registry = registry
     app.state.metrics = metrics
+    app.state.bodies = bodies
     return app
+
+
+def server_options(config: ServeConfig) -> dict[str, Any]:
+    """uvicorn's options for serving under ``config``'s limits: the protocol that bounds each request's
+    head and the connections (:class:`~aprender.serve._protocol.BoundedHead`).
+
+    Examples
+    --------
+    >>> server_options(ServeConfig(("m.apr",)))["http"].keywords["max_connections"]
+    1024
+    """
+    # a partial, not a subclass made here: uvicorn's spawned workers (no fork) receive it pickled
+    return {"http": functools.partial(BoundedHead, head_timeout=config.head_timeout,
+                                      max_head_size=config.max_head_size, max_connections=config.max_connections,
+                                      max_client_connections=config.max_client_connections, clients={})}
 
 
 def _app_from_env() -> Starlette:
@@ -327,18 +380,19 @@ def run(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, workers:
         # with status 143: a drained shutdown is a clean one, so the re-raised signal exits with 0.
         signal.signal(signal.SIGTERM, _exit_cleanly)
         uvicorn.run(create_app(config, freeze_gc=True), host=host, port=port, log_level=log_level,
-                    access_log=False, ws="none")
+                    access_log=False, ws="none", **server_options(config))
         return
     if hasattr(os, "fork"):
         from aprender.serve._workers import serve_forked
 
-        serve_forked(lambda: create_app(config, freeze_gc=True), host, port, workers, log_level)
+        serve_forked(lambda: create_app(config, freeze_gc=True), host, port, workers, log_level,
+                     server_options(config))
         return
     folder = tempfile.mkdtemp(prefix="aprender-serve-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
     os.environ[_CONFIG_ENV] = config.to_json()
     try:
         uvicorn.run("aprender.serve._app:_app_from_env", factory=True, host=host, port=port, workers=workers,
-                    log_level=log_level, access_log=False, ws="none")
+                    log_level=log_level, access_log=False, ws="none", **server_options(config))
     finally:
         shutil.rmtree(folder, ignore_errors=True)

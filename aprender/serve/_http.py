@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Send
 
 from aprender._display import json_printable
 from aprender.serve._errors import HTTPError, parse_json
+from aprender.serve._request_limits import Bodies
 
 if TYPE_CHECKING:
     from aprender.serve._models import Registry
@@ -66,40 +67,25 @@ def header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
     return None
 
 
-async def receive_body(headers: list[tuple[bytes, bytes]], receive: Receive, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it exceeds ``limit`` bytes (``--max-body-size``).
+async def receive_body(headers: list[tuple[bytes, bytes]], receive: Receive, bodies: Bodies) -> bytes:
+    """A request body that the event loop parses itself, read under the limits of ``bodies`` (size, size
+    parsed on the event loop, time, memory of all bodies at once).
 
     Raises :class:`starlette.requests.ClientDisconnect` if the client goes away first.
     """
-    chunks = await receive_chunks(headers, receive, limit)
+    chunks = await bodies.receive(header(headers, b"content-length"), receive, on_loop=True)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-async def receive_chunks(headers: list[tuple[bytes, bytes]], receive: Receive, limit: int) -> list[bytes]:
-    """The request body as the chunks it arrived in (see :func:`receive_body`): a large body is never
-    copied into one object on the event loop."""
-    declared = header(headers, b"content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise HTTPError(413, f"request body of {int(declared)} bytes exceeds the limit of {limit} bytes "
-                             "(--max-body-size)")
-    chunks = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            raise ClientDisconnect()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise HTTPError(413, f"request body exceeds the limit of {limit} bytes (--max-body-size)")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return chunks
+async def receive_chunks(headers: list[tuple[bytes, bytes]], receive: Receive, bodies: Bodies) -> list[bytes]:
+    """The request body as the chunks it arrived in, for a route that parses a large body away from the
+    event loop (see :func:`receive_body`): a large body is never copied into one object on the event loop."""
+    return await bodies.receive(header(headers, b"content-length"), receive)
 
 
 async def read_body(request: Request) -> bytes:
     """The body of a Starlette request (see :func:`receive_body`)."""
-    return await receive_body(request.scope["headers"], request.receive, request.app.state.config.max_body_size)
+    return await receive_body(request.scope["headers"], request.receive, request.app.state.bodies)
 
 
 def json_object(body: bytes, *, allow_empty: bool = False) -> dict[str, Any]:
@@ -124,10 +110,13 @@ def registry_of(request: Request) -> Registry:
 
 def require_api_key(request: Request) -> None:
     """401 unless the request carries ``Authorization: Bearer <--api-key>`` (when one is set)."""
-    key = request.app.state.config.api_key
+    _check_key(request.app.state.config.api_key, request.headers.get("authorization"))
+
+
+def _check_key(key: str | None, authorization: str | None) -> None:
     if key is None:
         return
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
         raise HTTPError(401, "this route needs 'Authorization: Bearer <api key>' (--api-key)",
                         headers={"WWW-Authenticate": "Bearer"})
@@ -145,29 +134,36 @@ class Call:
         The ASGI scope's headers, names in lower case.
     receive : callable
         The ASGI ``receive`` of the request (see :meth:`read`).
-    max_body_size : int
-        Largest body accepted (``--max-body-size``).
+    bodies : Bodies
+        The limits request bodies are read under (size, time, memory).
     params : dict
         The route's path parameters (``model``, ``version``).
+    api_key : str, optional
+        The key that changing which models are loaded needs (``--api-key``).
     """
 
     registry: Registry
     headers: list[tuple[bytes, bytes]]
     receive: Receive
-    max_body_size: int
+    bodies: Bodies
     params: dict[str, str] = field(default_factory=dict)
+    api_key: str | None = None
+
+    def require_api_key(self) -> None:
+        """401 unless the request carries ``Authorization: Bearer <api_key>`` (when one is set)."""
+        _check_key(self.api_key, self.header(b"authorization"))
 
     def header(self, name: bytes) -> str | None:
         """The value of header ``name`` (lower case)."""
         return header(self.headers, name)
 
     async def read(self) -> bytes:
-        """The request body (413 above ``max_body_size``); read once."""
-        return await receive_body(self.headers, self.receive, self.max_body_size)
+        """The request body (see :class:`Bodies`); read once."""
+        return await receive_body(self.headers, self.receive, self.bodies)
 
     async def read_chunks(self) -> list[bytes]:
-        """The request body as the chunks it arrived in (413 above ``max_body_size``); read once."""
-        return await receive_chunks(self.headers, self.receive, self.max_body_size)
+        """The request body as the chunks it arrived in (see :class:`Bodies`); read once."""
+        return await receive_chunks(self.headers, self.receive, self.bodies)
 
     async def read_json(self) -> dict[str, Any]:
         """The request body as a JSON object (400 if it is not one)."""

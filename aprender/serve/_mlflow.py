@@ -39,8 +39,9 @@ def _from_json(body: dict[str, Any], inputs: Inputs) -> Any:
         columns, data = value.get("columns"), value["data"]
         if columns is None:
             return inputs.rows(data, key)
-        if not isinstance(columns, list) or not all(isinstance(row, list) and len(row) == len(columns)
-                                                    for row in data):
+        if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+            raise HTTPError(400, "'dataframe_split': 'columns' must be a list of column names (strings)")
+        if not all(isinstance(row, list) and len(row) == len(columns) for row in data):
             raise HTTPError(400, "'dataframe_split': every row of 'data' must have one value per column")
         return inputs.records([dict(zip(columns, row, strict=True)) for row in data], key)
     if key == "dataframe_records":
@@ -62,7 +63,11 @@ def _from_csv(body: bytes, inputs: Inputs) -> Any:
     except (ValueError, UnicodeDecodeError) as exc:
         raise HTTPError(400, f"the CSV body cannot be read: {exc}") from None
     if inputs.kind == "matrix" and not inputs.columns:
-        return inputs.rows(table.to_numpy(dtype=float, na_value=None).tolist(), "the CSV body")
+        try:
+            rows = table.to_numpy(dtype=float, na_value=None).tolist()
+        except (ValueError, TypeError) as exc:  # a cell that is not a number
+            raise HTTPError(400, f"the CSV body: {exc}") from None
+        return inputs.rows(rows, "the CSV body")
     return inputs.from_columns({str(c): table[c].tolist() for c in table.columns}, "the CSV body")
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -34,6 +35,7 @@ from aprender.serve._errors import HTTPError
 from aprender.serve._fast import fast_method
 from aprender.serve._inputs import Frame, Inputs, describe_inputs, known_strings, rows_of
 from aprender.serve._metrics import Metrics, ModelMetrics
+from aprender.serve._numbers import decimal
 from aprender.serve._repository import (
     OUTPUTS,
     Policy,
@@ -71,7 +73,8 @@ class Limits:
 
     ``warmup_timeout`` (seconds) and ``warmup_memory`` (bytes the process may grow by, plus three
     times the model file's size) bound each model's load and warm-up; ``infer_timeout`` (seconds)
-    bounds each request's wait for a model call. None: no bound.
+    bounds each request's wait for a model call; ``max_output_bytes`` bounds the arrays one request's
+    answer holds. None: no bound.
     """
 
     max_loaded_models: int | None = None
@@ -82,6 +85,7 @@ class Limits:
     warmup_timeout: float | None = 30.0
     infer_timeout: float | None = 60.0
     warmup_memory: int | None = 4096 * _MIB
+    max_output_bytes: int | None = None
 
     def memory_bound(self, version: Version) -> int | None:
         """Bytes the load and warm-up of ``version`` may grow the process by: the private copy of the
@@ -255,11 +259,11 @@ class Registry:
                             "E_NO_MODEL")
         if version is None or version in ("", "latest"):
             return versions[max(versions)]
-        number = str(version)
-        if not number.isdigit() or int(number) not in versions:
-            raise HTTPError(404, f"model '{name}' has no version '{version}'; versions: "
+        number = decimal(str(version))
+        if number is None or number not in versions:
+            raise HTTPError(404, f"model '{name}' has no version '{str(version)[:40]}'; versions: "
                                  f"{', '.join(map(str, versions))}", "E_NO_MODEL")
-        return versions[int(number)]
+        return versions[number]
 
     def resolve_id(self, model_id: Any) -> Version:
         """``name`` or ``name:version`` (realizar's model_id, Ollama's model); the only model if None."""
@@ -437,6 +441,22 @@ class Registry:
 
     # -- inference ---------------------------------------------------------------------
 
+    def _refuse_large_answer(self, model: LoadedModel, X: Any, outputs: tuple[str, ...]) -> None:
+        """413 before the call if the answer's arrays would pass ``max_output_bytes``: what an output
+        takes per row is the model's (a predict_proba of 5,000 classes is 40 kB a row), the rows are the
+        client's, and a small request of many rows would otherwise have the model allocate gigabytes."""
+        limit = self.limits.max_output_bytes
+        if limit is None:
+            return
+        per_row = 0
+        for name in outputs:
+            dtype, shape = model.signature.get(name, (np.dtype(np.float64), ()))
+            per_row += dtype.itemsize * math.prod(shape)
+        size = rows_of(X) * per_row
+        if size > limit:
+            raise HTTPError(413, f"the answer of {rows_of(X)} rows would hold {size} bytes of {', '.join(outputs)}, "
+                                 f"over the limit of {limit} bytes (max_output_bytes); send fewer rows per request")
+
     async def infer(self, version: Version, X: Any, outputs: tuple[str, ...],
                     loaded: LoadedModel | None = None) -> tuple[LoadedModel, dict[str, np.ndarray]]:
         """Run ``outputs`` of ``version`` on rows ``X``: through the model's batcher, or, with batching
@@ -449,6 +469,7 @@ class Registry:
         if bad:
             raise HTTPError(400, f"model '{version.name}' has no output '{bad[0]}'; outputs: "
                                  f"{', '.join(model.outputs)}")
+        self._refuse_large_answer(model, X, outputs)
         stats = model.metrics
         assert stats is not None  # set when the model entered the cache
         run = model.runners.get(outputs)

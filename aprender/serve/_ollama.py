@@ -31,7 +31,7 @@ from aprender.serve._http import (
     registry_of,
 )
 from aprender.serve._inputs import rows_of
-from aprender.serve._models import LoadedModel, Registry
+from aprender.serve._models import LoadedModel
 from aprender.serve._repository import OUTPUTS, Version
 
 __all__ = ["calls", "routes"]
@@ -124,8 +124,13 @@ class _Answer:
                       "eval_count": rows, "eval_duration": eval_ns}
 
 
-async def _complete(registry: Registry, body: dict[str, Any], prompt: Any, start: int) -> _Answer:
+async def _complete(call: Call, body: dict[str, Any], prompt: Any, start: int) -> _Answer:
+    registry = call.registry
     version = registry.resolve_id(_model_name(body))
+    if _keep_alive_zero(body):
+        # an unload, as the repository's unload route is: behind --api-key, or any client could have
+        # every other client's next request pay a whole load
+        call.require_api_key()
     if prompt is None or (isinstance(prompt, str) and not prompt.strip()):
         if _keep_alive_zero(body):  # Ollama's way to unload a model
             registry.evict(version)
@@ -164,7 +169,7 @@ def _respond(body: dict[str, Any], answer: _Answer, chunk: Any) -> Reply:
 async def generate(call: Call) -> Reply:
     start = time.perf_counter_ns()
     body = await call.read_json()
-    answer = await _complete(call.registry, body, body.get("prompt"), start)
+    answer = await _complete(call, body, body.get("prompt"), start)
     return _respond(body, answer, lambda text: {"response": text})
 
 
@@ -175,7 +180,7 @@ async def chat(call: Call) -> Reply:
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         raise HTTPError(400, "'messages' must be a list of {\"role\", \"content\"}")
     users = [m.get("content") for m in messages if m.get("role") == "user"]
-    answer = await _complete(call.registry, body, users[-1] if users else None, start)
+    answer = await _complete(call, body, users[-1] if users else None, start)
     return _respond(body, answer, lambda text: {"message": {"role": "assistant", "content": text}})
 
 

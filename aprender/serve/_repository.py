@@ -27,7 +27,8 @@ from aprender.format import apr
 from aprender.format._api import PICKLE_SUFFIXES, pickle_refusal
 from aprender.format._formats import FORMATS, by_suffix, having
 from aprender.format._io import sha256_file
-from aprender.serve._snapshot import OutsideRepository, snapshot
+from aprender.serve._numbers import decimal
+from aprender.serve._snapshot import NotAFile, OutsideRepository, snapshot
 
 __all__ = [
     "OUTPUTS",
@@ -242,7 +243,7 @@ def open_copy(path: Path, root: Path | None, policy: Policy) -> Iterator[Path]:
     try:
         with snapshot(path, None if policy.allow_outside_links else root) as copy:
             yield copy
-    except (OutsideRepository, OSError) as exc:
+    except (OutsideRepository, NotAFile, OSError) as exc:
         raise RepositoryError(f"'{path}': {exc}" if isinstance(exc, OSError) else str(exc)) from None
 
 
@@ -299,8 +300,9 @@ def scan_model(folder: Path, policy: Policy, root: Path | None = None) -> tuple[
         raise RepositoryError(f"'{folder}': model name {name!r} may not contain '/' or ':'")
     versions = {}
     for sub in folder.iterdir():
-        if sub.is_dir() and sub.name.isdigit():
-            versions[int(sub.name)] = describe(_model_file(sub), name, int(sub.name), settings, policy, root)
+        number = decimal(sub.name)
+        if sub.is_dir() and number is not None:
+            versions[number] = describe(_model_file(sub), name, number, settings, policy, root)
     if not versions:
         raise RepositoryError(f"'{folder}': no version folders; expected {folder}/1/model.apr")
     return name, dict(sorted(versions.items()))
@@ -309,7 +311,7 @@ def scan_model(folder: Path, policy: Policy, root: Path | None = None) -> tuple[
 def model_folders(root: Path) -> list[Path]:
     """The model folders of a repository: sub-folders holding numbered version folders."""
     return sorted(p for p in root.iterdir()
-                  if p.is_dir() and any(v.is_dir() and v.name.isdigit() for v in p.iterdir()))
+                  if p.is_dir() and any(v.is_dir() and decimal(v.name) is not None for v in p.iterdir()))
 
 
 def scan(paths: Iterable[str | os.PathLike], policy: Policy) -> dict[str, dict[int, Version]]:
@@ -337,7 +339,7 @@ def scan(paths: Iterable[str | os.PathLike], policy: Policy) -> dict[str, dict[i
         path = Path(raw)
         if path.is_file():
             add(path.stem, {1: describe(path, path.stem, 1, Settings(), policy)}, path)
-        elif path.is_dir() and any(v.is_dir() and v.name.isdigit() for v in path.iterdir()):
+        elif path.is_dir() and any(v.is_dir() and decimal(v.name) is not None for v in path.iterdir()):
             add(*scan_model(path, policy), path)  # one model's folder
         elif path.is_dir():
             folders = model_folders(path)

@@ -20,13 +20,14 @@ import contextlib
 import fcntl
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from aprender.exceptions import AprenderError
 
-__all__ = ["OutsideRepository", "inside", "snapshot"]
+__all__ = ["NotAFile", "OutsideRepository", "inside", "snapshot"]
 
 _CHUNK = 1 << 20
 _SEALS = getattr(fcntl, "F_SEAL_SEAL", 0) | getattr(fcntl, "F_SEAL_SHRINK", 0) | getattr(fcntl, "F_SEAL_GROW", 0) \
@@ -35,6 +36,10 @@ _SEALS = getattr(fcntl, "F_SEAL_SEAL", 0) | getattr(fcntl, "F_SEAL_SHRINK", 0) |
 
 class OutsideRepository(AprenderError):
     """A model path that resolves (through a symbolic link) outside the folder it is served from."""
+
+
+class NotAFile(AprenderError):
+    """A model path that is not a regular file when it is opened (a FIFO, a device, a socket)."""
 
 
 def inside(real: str, root: Path | None) -> bool:
@@ -87,6 +92,8 @@ def snapshot(path: Path, root: Path | None = None) -> Iterator[Path]:
     ------
     OutsideRepository
         ``path`` resolves outside ``root``.
+    NotAFile
+        ``path`` is not a regular file (a FIFO, a device, a socket).
 
     Examples
     --------
@@ -101,8 +108,12 @@ def snapshot(path: Path, root: Path | None = None) -> Iterator[Path]:
     7
     b'weights'
     """
-    source = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    # non-blocking: opening a FIFO waits for a writer, for ever, in a thread no one can stop; the
+    # repository scan saw a regular file, but the path can be swapped before this open
+    source = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
     try:
+        if not stat.S_ISREG(os.fstat(source).st_mode):  # a device reads without end; a FIFO has no size
+            raise NotAFile(f"'{path}' is not a regular file; a model file must be one")
         real = os.path.realpath(f"/proc/self/fd/{source}") if os.path.isdir("/proc/self/fd") \
             else os.path.realpath(path)
         if not inside(real, root):

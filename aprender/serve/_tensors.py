@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import struct
 import sys
 from typing import Any
@@ -41,6 +40,11 @@ _FRAME = struct.Struct("<Q")
 #: v2 datatype -> numpy dtype (little-endian, as the binary extension sends them).
 DTYPES = {"BOOL": "?", "UINT8": "<u1", "UINT16": "<u2", "UINT32": "<u4", "UINT64": "<u8", "INT8": "<i1",
            "INT16": "<i2", "INT32": "<i4", "INT64": "<i8", "FP16": "<f2", "FP32": "<f4", "FP64": "<f8"}
+#: Longest tensor shape an input may have: a model takes rows ``[rows, features]`` or a column ``[rows]``
+#: (``[rows, 1]``); numpy's own bound is 64 dimensions (see aprender.serve._request_limits).
+MAX_RANK = 8
+#: Deepest nesting of an input's JSON ``data``.
+MAX_DEPTH = 32
 #: What the server reads of a request besides its inputs.
 _REQUEST_KEYS = ("id", "parameters", "outputs")
 
@@ -54,8 +58,8 @@ def _flat(data: Any, name: str) -> list[Any]:
     while stack:  # iterative: a deeply nested list cannot exhaust the recursion limit
         for item in stack[-1]:
             if isinstance(item, list):
-                if len(stack) > 32:
-                    raise HTTPError(400, f"input '{name}': 'data' is nested deeper than 32 levels")
+                if len(stack) > MAX_DEPTH:
+                    raise HTTPError(400, f"input '{name}': 'data' is nested deeper than {MAX_DEPTH} levels")
                 stack.append(iter(item))
                 break
             out.append(item)
@@ -81,7 +85,22 @@ def _bytes_elements(blob: memoryview, count: int, name: str) -> list[str]:
     return out
 
 
-def _tensor(tensor: Any, binary: memoryview, offset: int) -> tuple[str, tuple[int, ...], Any, int]:
+def _elements(shape: list[int], body_size: int, name: str) -> int:
+    """The elements of an input of ``shape``: 400 past :data:`MAX_RANK` dimensions, or if its non-zero
+    dimensions multiply past ``body_size``, the bytes of the request (no encoding of a tensor takes less
+    than a byte per element, so such a shape lies, and numpy fails on one like ``[0, 2**63 - 1]``)."""
+    if len(shape) > MAX_RANK:
+        raise HTTPError(400, f"input '{name}': 'shape' has {len(shape)} dimensions; at most {MAX_RANK}")
+    count = 1
+    for dim in shape:
+        count *= dim or 1
+        if count > body_size:
+            raise HTTPError(400, f"input '{name}': shape {shape} holds more elements than a {body_size}-byte "
+                                 "request can carry")
+    return 0 if 0 in shape else count
+
+
+def _tensor(tensor: Any, binary: memoryview, offset: int, body_size: int) -> tuple[str, tuple[int, ...], Any, int]:
     """One input tensor: (name, shape, values, bytes of the binary part it used).
 
     Values are a numpy array for a numeric tensor (float64 with NaN where JSON had null), or a list
@@ -92,12 +111,12 @@ def _tensor(tensor: Any, binary: memoryview, offset: int) -> tuple[str, tuple[in
     name = tensor.get("name", "input-0")
     name = name if isinstance(name, str) else str(name)[:40]
     kind, shape = tensor.get("datatype"), tensor.get("shape")
-    if kind not in DTYPES and kind != "BYTES":
+    if not isinstance(kind, str) or (kind not in DTYPES and kind != "BYTES"):
         raise HTTPError(400, f"input '{name}': datatype {kind!r} is not a v2 datatype (BYTES, {', '.join(DTYPES)})")
     if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
                                               for d in shape):
         raise HTTPError(400, f"input '{name}': 'shape' must be a list of non-negative integers")
-    count = math.prod(shape)
+    count = _elements(shape, body_size, name)
     params = tensor.get("parameters") or {}
     size = params.get("binary_data_size") if isinstance(params, dict) else None
     if size is not None:
@@ -142,8 +161,9 @@ def _tensor(tensor: Any, binary: memoryview, offset: int) -> tuple[str, tuple[in
 Tensor = tuple[str, tuple[int, ...], Any]
 
 
-def read_tensors(request_json: Any, binary: memoryview) -> list[Tensor]:
-    """The input tensors of a v2 request: ``(name, shape, values)`` each (see :func:`_tensor`)."""
+def read_tensors(request_json: Any, binary: memoryview, body_size: int) -> list[Tensor]:
+    """The input tensors of a v2 request of ``body_size`` bytes: ``(name, shape, values)`` each (see
+    :func:`_tensor`)."""
     if not isinstance(request_json, dict):
         raise HTTPError(400, "the inference request must be a JSON object")
     tensors = request_json.get("inputs")
@@ -151,7 +171,7 @@ def read_tensors(request_json: Any, binary: memoryview) -> list[Tensor]:
         raise HTTPError(400, "expected 'inputs', a non-empty list of tensors")
     offset, out = 0, []
     for tensor in tensors:
-        name, shape, values, used = _tensor(tensor, binary, offset)
+        name, shape, values, used = _tensor(tensor, binary, offset, body_size)
         offset += used
         out.append((name, shape, values))
     return out
@@ -164,7 +184,7 @@ def _encode(body: bytes) -> list[bytes]:
     """What the parser answers for one JSON body: a JSON header, then each tensor's bytes."""
     try:
         request_json = parse_json(body)
-        tensors = read_tensors(request_json, memoryview(b""))
+        tensors = read_tensors(request_json, memoryview(b""), len(body))
     except HTTPError as exc:
         return [orjson.dumps({"status": exc.status, "error": exc.message})]
     described, blobs = [], []

@@ -37,6 +37,7 @@ from aprender.serve._http import (
 )
 from aprender.serve._inputs import Inputs, check_rows
 from aprender.serve._models import LoadedModel
+from aprender.serve._request_limits import length
 from aprender.serve._tensors import DTYPES, OFFLOAD_BYTES, Tensor, read_tensors
 
 __all__ = ["calls", "routes"]
@@ -107,10 +108,10 @@ async def model_ready(request: Request) -> Response:
 def _split_body(header: str | None, body: bytes) -> tuple[Any, memoryview]:
     if header is None:
         return parse_json(body), memoryview(b"")
-    if not header.isdigit() or int(header) > len(body):
+    size = length(header, "Inference-Header-Content-Length")
+    if size > len(body):
         raise HTTPError(400, f"Inference-Header-Content-Length {header!r} is not a length within the "
                              f"{len(body)}-byte body")
-    size = int(header)
     view = memoryview(body)
     return parse_json(view[:size], "the JSON header"), view[size:]
 
@@ -150,9 +151,9 @@ async def _read_request(call: Call, inputs: Inputs) -> tuple[dict[str, Any], Any
         body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         request_json, binary = _split_body(header, body)
         if len(body) > OFFLOAD_BYTES:
-            tensors = await asyncio.to_thread(read_tensors, request_json, binary)
+            tensors = await asyncio.to_thread(read_tensors, request_json, binary, len(body))
         else:
-            tensors = read_tensors(request_json, binary)
+            tensors = read_tensors(request_json, binary, len(body))
     if sum(math.prod(shape) for _, shape, _ in tensors) > _THREAD_VALUES:
         return request_json, await asyncio.to_thread(_model_input, tensors, inputs)
     return request_json, _model_input(tensors, inputs)
@@ -170,8 +171,10 @@ def _requested(request_json: dict[str, Any], model: LoadedModel) -> list[tuple[s
         raise HTTPError(400, "'outputs' must be a list of {\"name\": ...}")
     result = []
     for output in outputs:
-        p = output.get("parameters") or {}
-        result.append((output["name"], bool(p.get("binary_data", binary_default))))
+        p = output.get("parameters")
+        if p is not None and not isinstance(p, dict):
+            raise HTTPError(400, f"output '{output['name']}': 'parameters' must be an object")
+        result.append((output["name"], bool((p or {}).get("binary_data", binary_default))))
     names = [n for n, _ in result]
     if len(set(names)) != len(names):
         raise HTTPError(400, f"an output is requested twice: {names}")

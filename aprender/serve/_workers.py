@@ -32,11 +32,13 @@ _JOIN_ABANDONED = 5.0
 _log = logging.getLogger("aprender.serve")
 
 
-def serve_forked(create_app: Callable[[], Any], host: str, port: int, workers: int, log_level: str) -> None:
+def serve_forked(create_app: Callable[[], Any], host: str, port: int, workers: int, log_level: str,
+                 options: dict[str, Any]) -> None:
     """Load and warm the models, bind the port, fork ``workers`` servers; restart one that dies.
 
     ``create_app()`` builds the application (``aprender.serve.create_app`` with the configuration
-    bound), called once the metrics know they are shared between processes.
+    bound), called once the metrics know they are shared between processes; ``options`` are uvicorn's
+    (``aprender.serve._protocol.server_options``).
     """
     import uvicorn
     from prometheus_client import values
@@ -54,7 +56,7 @@ def serve_forked(create_app: Callable[[], Any], host: str, port: int, workers: i
             _log.warning("forking the workers while abandoned work still runs (a worker may find a lock it "
                          "holds taken): %s", ", ".join(running))
         server_config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
-                                       ws="none")
+                                       ws="none", **options)
         sock = server_config.bind_socket()
         sock.listen(server_config.backlog)  # connections wait in the backlog until a worker runs
         gc.collect()

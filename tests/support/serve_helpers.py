@@ -27,6 +27,7 @@ from aprender.ensemble import RandomForestClassifier
 from aprender.format import apr
 from aprender.linear_model import LinearRegression, LogisticRegression
 from aprender.serve import ServeConfig, create_app
+from aprender.serve._app import server_options
 
 X, y = load_iris(return_X_y=True)
 SIGNING_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
@@ -64,7 +65,8 @@ def serving(config: ServeConfig, wait_ready: bool = True) -> Iterator[str]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                                           **server_options(config)))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
