@@ -262,7 +262,8 @@ def test_loading_imports_only_the_schemas_a_file_names(tmp_path) -> None:
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     # sgd.py and the helpers it imports; none of the other family schemas.
-    assert out.strip() == str([f"aprender.codec.schemas.{m}" for m in ("_generic", "_model_checks", "sgd")])
+    expected = [f"aprender.codec.schemas.{m}" for m in ("_compiled", "_generic", "_model_checks", "sgd")]
+    assert out.strip() == str(expected)
 
 
 def test_registered_lists_schemas_and_optionally_generic_entries() -> None:

@@ -32,7 +32,8 @@ def test_plain_load_imports_neither_gguf_nor_other_schemas(suffix: str, tmp_path
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
     loaded = json.loads(done.stdout)
     assert "gguf" not in loaded
-    assert loaded == ["aprender.codec.schemas._model_checks", "aprender.codec.schemas.linear"]  # + shared checks
+    # the family's schema, and the shared checks and tables
+    assert loaded == [f"aprender.codec.schemas.{m}" for m in ("_compiled", "_model_checks", "linear")]
 
 
 def test_loading_a_hand_written_class_defines_no_namesakes(tmp_path) -> None:
@@ -304,5 +305,5 @@ def test_validate_imports_what_its_model_needs_and_no_other_family(cli_files) ->
     loaded = _cli_imports("validate", cli_files["apr"])
     assert "aprender.codec.schemas.linear" in loaded
     schemas = [m for m in loaded if m.startswith("aprender.codec.schemas.")]
-    assert schemas == ["aprender.codec.schemas._model_checks", "aprender.codec.schemas.linear"], schemas
+    assert schemas == [f"aprender.codec.schemas.{m}" for m in ("_compiled", "_model_checks", "linear")], schemas
     assert "aprender.codec.handlers.interpolate" not in loaded and "aprender.distillation" not in loaded

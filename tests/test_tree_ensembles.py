@@ -144,4 +144,5 @@ def test_feature_subsets_need_the_input_count(tmp_path) -> None:
     def edit(meta, tensors):
         del meta["model"]["attrs"]["n_features_in_"]
 
-    assert "needs n_features_in_" in str(hostile(model, edit, tmp_path))
+    # the decoder's input gate (every class of the compiled-code audit) answers before the schema
+    assert "fitted attribute 'n_features_in_' is missing" in str(hostile(model, edit, tmp_path))

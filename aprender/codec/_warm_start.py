@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 from sklearn import linear_model as sk
-from sklearn.ensemble._hist_gradient_boosting import gradient_boosting as hgb
 
 from aprender.exceptions import WarmStartMismatchError
 
@@ -65,11 +64,16 @@ def _categorical_layout(est: Any, X: Any) -> str | None:
     return None if fitted == new else f"categorical features {fitted}, the data's are {new}"
 
 
-#: Base class -> what else a warm-start ``fit`` must find in ``X`` as the fitted state has it
-#: (None when it does, else what differs).
-WARM_START_LAYOUT: dict[type, Callable[[Any, Any], str | None]] = {
-    hgb.BaseHistGradientBoosting: _categorical_layout,
+#: Base class (module and name, so that a load imports no family its file does not name) -> what
+#: else a warm-start ``fit`` must find in ``X`` as the fitted state has it (None when it does, else
+#: what differs).
+WARM_START_LAYOUT: dict[str, Callable[[Any, Any], str | None]] = {
+    "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.BaseHistGradientBoosting": _categorical_layout,
 }
+
+
+def _bases(est: Any) -> set[str]:
+    return {f"{c.__module__}.{c.__qualname__}" for c in type(est).__mro__}
 
 
 def _stored_attr(est: Any) -> str | None:
@@ -94,8 +98,9 @@ def _check_width(est: Any, X: Any) -> None:
         raise WarmStartMismatchError(
             f"{type(est).__name__}(warm_start=True) would continue a model fitted on {width} feature(s) with data "
             f"of {shape_x[1]} feature(s): refit with warm_start=False (set_params) or on data of the fitted width")
-    for cls, check in WARM_START_LAYOUT.items():
-        differs = check(est, X) if isinstance(est, cls) and width is not None else None
+    bases = _bases(est)
+    for base, check in WARM_START_LAYOUT.items():
+        differs = check(est, X) if base in bases and width is not None else None
         if differs:
             raise WarmStartMismatchError(
                 f"{type(est).__name__}(warm_start=True) would continue trees fitted with {differs}: refit with "
