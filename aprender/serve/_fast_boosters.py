@@ -102,12 +102,8 @@ def _xgb_binary(est: Any) -> bool | None:
     return est.objective == "binary:logistic"
 
 
-def _xgb_proba(est: Any) -> Kernel | None:
-    binary = _xgb_binary(est)
-    if binary is None:
-        return None
-    values = _xgb_values(est)
-
+def _probabilities(values: Kernel, binary: bool) -> Kernel:
+    """The wrappers' ``predict_proba`` from the booster's values: a binary model's one column as two."""
     def proba(X: np.ndarray) -> np.ndarray | None:
         p = values(X)
         if p is None or not binary:  # (a copy: the remembered values stay as the booster gave them)
@@ -115,6 +111,13 @@ def _xgb_proba(est: Any) -> Kernel | None:
         return np.vstack((1.0 - p, p)).transpose()
 
     return proba
+
+
+def _xgb_proba(est: Any) -> Kernel | None:
+    binary = _xgb_binary(est)
+    if binary is None:
+        return None
+    return _probabilities(_xgb_values(est), binary)
 
 
 def _xgb_classes(est: Any) -> Kernel | None:
@@ -157,15 +160,7 @@ def _lgbm_proba(est: Any) -> Kernel | None:
     values = _lgbm_values(est)
     if values is None:
         return None
-    binary = est.n_classes_ <= 2
-
-    def proba(X: np.ndarray) -> np.ndarray | None:
-        p = values(X)
-        if p is None or not binary:  # (a copy: the remembered values stay as the booster gave them)
-            return None if p is None else p.copy()
-        return np.vstack((1.0 - p, p)).transpose()
-
-    return proba
+    return _probabilities(values, est.n_classes_ <= 2)
 
 
 def _lgbm_classes(est: Any) -> Kernel | None:
