@@ -100,6 +100,95 @@ def _elements(shape: list[int], body_size: int, name: str) -> int:
     return 0 if 0 in shape else count
 
 
+def _name(tensor: dict[str, Any]) -> str:
+    """The input's name as error messages quote it (a non-string name cut to 40 characters)."""
+    name = tensor.get("name", "input-0")
+    return name if isinstance(name, str) else str(name)[:40]
+
+
+def _is_dimension(dim: Any) -> bool:
+    return isinstance(dim, int) and not isinstance(dim, bool) and dim >= 0
+
+
+def _kind_and_shape(tensor: dict[str, Any], name: str) -> tuple[str, list[int]]:
+    """The input's v2 datatype and shape, each checked."""
+    kind, shape = tensor.get("datatype"), tensor.get("shape")
+    if not isinstance(kind, str) or (kind not in DTYPES and kind != "BYTES"):
+        raise HTTPError(400, f"input '{name}': datatype {kind!r} is not a v2 datatype (BYTES, {', '.join(DTYPES)})")
+    if not isinstance(shape, list) or not all(_is_dimension(d) for d in shape):
+        raise HTTPError(400, f"input '{name}': 'shape' must be a list of non-negative integers")
+    return kind, shape
+
+
+def _binary_size(tensor: dict[str, Any], kind: str, shape: list[int], count: int, left: int, name: str) -> int | None:
+    """The ``binary_data_size`` the input declares (``None`` for JSON data), checked against its shape
+    and the ``left`` binary bytes."""
+    params = tensor.get("parameters") or {}
+    size = params.get("binary_data_size") if isinstance(params, dict) else None
+    if size is None:
+        return None
+    itemsize = np.dtype(DTYPES[kind]).itemsize if kind != "BYTES" else None
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0 or size > left \
+            or (itemsize is not None and size != count * itemsize):
+        raise HTTPError(400, f"input '{name}': binary_data_size {size!r} does not match shape {shape} of {kind} "
+                             f"within the {left} binary bytes left")
+    return size
+
+
+def _binary_values(blob: memoryview, kind: str, count: int, name: str) -> Any:
+    """The values of a binary input."""
+    if kind == "BYTES":
+        return _bytes_elements(blob, count, name)
+    return np.frombuffer(blob, dtype=DTYPES[kind])
+
+
+def _array_values(data: Any, kind: str, shape: list[int], count: int, name: str) -> np.ndarray | None:
+    """The usual request, a (nested) list of numbers, converted in C; ``None`` if ``data`` is
+    something else (ragged, strings, nulls among the numbers)."""
+    try:
+        raw = np.asarray(data)
+    except ValueError:  # ragged
+        return None
+    if raw.dtype.kind not in "biuf":
+        return None
+    if (raw.dtype.kind == "b") != (kind == "BOOL"):
+        raise HTTPError(400, f"input '{name}': 'data' does not hold {kind} values")
+    if raw.size != count:
+        raise HTTPError(400, f"input '{name}': {raw.size} values do not fill shape {shape}")
+    return raw.astype(DTYPES[kind]).ravel()
+
+
+def _is_bool(value: Any) -> bool:
+    return value is None or isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def _listed_values(data: Any, kind: str, shape: list[int], count: int, name: str) -> Any:
+    """JSON data element by element: strings, or numbers with null (a missing value) among them."""
+    values = _flat(data, name)
+    if len(values) != count:
+        raise HTTPError(400, f"input '{name}': {len(values)} values do not fill shape {shape}")
+    if kind == "BYTES":
+        if not all(v is None or isinstance(v, str) for v in values):
+            raise HTTPError(400, f"input '{name}': BYTES 'data' must hold strings (or null)")
+        return values
+    if not all(map(_is_bool if kind == "BOOL" else _is_number, values)):
+        raise HTTPError(400, f"input '{name}': 'data' does not hold {kind} values (or null)")
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def _json_values(tensor: dict[str, Any], kind: str, shape: list[int], count: int, name: str) -> Any:
+    """The values of an input sent as JSON ``data``."""
+    if "data" not in tensor:
+        raise HTTPError(400, f"input '{name}': no 'data' and no binary_data_size")
+    data = tensor["data"]
+    raw = _array_values(data, kind, shape, count, name) if kind != "BYTES" else None
+    return raw if raw is not None else _listed_values(data, kind, shape, count, name)
+
+
 def _tensor(tensor: Any, binary: memoryview, offset: int, body_size: int) -> tuple[str, tuple[int, ...], Any, int]:
     """One input tensor: (name, shape, values, bytes of the binary part it used).
 
@@ -108,54 +197,13 @@ def _tensor(tensor: Any, binary: memoryview, offset: int, body_size: int) -> tup
     """
     if not isinstance(tensor, dict):
         raise HTTPError(400, "every input must be a JSON object")
-    name = tensor.get("name", "input-0")
-    name = name if isinstance(name, str) else str(name)[:40]
-    kind, shape = tensor.get("datatype"), tensor.get("shape")
-    if not isinstance(kind, str) or (kind not in DTYPES and kind != "BYTES"):
-        raise HTTPError(400, f"input '{name}': datatype {kind!r} is not a v2 datatype (BYTES, {', '.join(DTYPES)})")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                                              for d in shape):
-        raise HTTPError(400, f"input '{name}': 'shape' must be a list of non-negative integers")
+    name = _name(tensor)
+    kind, shape = _kind_and_shape(tensor, name)
     count = _elements(shape, body_size, name)
-    params = tensor.get("parameters") or {}
-    size = params.get("binary_data_size") if isinstance(params, dict) else None
+    size = _binary_size(tensor, kind, shape, count, len(binary) - offset, name)
     if size is not None:
-        left = len(binary) - offset
-        itemsize = np.dtype(DTYPES[kind]).itemsize if kind != "BYTES" else None
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0 or size > left \
-                or (itemsize is not None and size != count * itemsize):
-            raise HTTPError(400, f"input '{name}': binary_data_size {size!r} does not match shape {shape} of {kind} "
-                                 f"within the {left} binary bytes left")
-        blob = binary[offset:offset + size]
-        if kind == "BYTES":
-            return name, tuple(shape), _bytes_elements(blob, count, name), size
-        return name, tuple(shape), np.frombuffer(blob, dtype=DTYPES[kind]), size
-    if "data" not in tensor:
-        raise HTTPError(400, f"input '{name}': no 'data' and no binary_data_size")
-    data = tensor["data"]
-    if kind != "BYTES":
-        try:  # the usual request: a (nested) list of numbers, converted in C
-            raw = np.asarray(data)
-        except ValueError:  # ragged
-            raw = None
-        if raw is not None and raw.dtype.kind in "biuf":
-            if (raw.dtype.kind == "b") != (kind == "BOOL"):
-                raise HTTPError(400, f"input '{name}': 'data' does not hold {kind} values")
-            if raw.size != count:
-                raise HTTPError(400, f"input '{name}': {raw.size} values do not fill shape {shape}")
-            return name, tuple(shape), raw.astype(DTYPES[kind]).ravel(), 0
-    values = _flat(data, name)  # strings, or numbers with null (a missing value) among them
-    if len(values) != count:
-        raise HTTPError(400, f"input '{name}': {len(values)} values do not fill shape {shape}")
-    if kind == "BYTES":
-        if not all(v is None or isinstance(v, str) for v in values):
-            raise HTTPError(400, f"input '{name}': BYTES 'data' must hold strings (or null)")
-        return name, tuple(shape), values, 0
-    boolean = kind == "BOOL"
-    if not all(v is None or (isinstance(v, bool) if boolean else isinstance(v, (int, float)) and not
-                             isinstance(v, bool)) for v in values):
-        raise HTTPError(400, f"input '{name}': 'data' does not hold {kind} values (or null)")
-    return name, tuple(shape), np.array([np.nan if v is None else v for v in values], dtype=np.float64), 0
+        return name, tuple(shape), _binary_values(binary[offset:offset + size], kind, count, name), size
+    return name, tuple(shape), _json_values(tensor, kind, shape, count, name), 0
 
 
 Tensor = tuple[str, tuple[int, ...], Any]
