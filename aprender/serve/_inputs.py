@@ -241,33 +241,48 @@ class Inputs:
         return Frame(frame.columns, frame.names, bounds, frame.categories)
 
 
+def _as_sent(raw: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """A column the model drops: kept as sent, never converted (null as NaN)."""
+    values = raw.ravel().tolist() if isinstance(raw, np.ndarray) else raw
+    out = np.empty(len(values), dtype=object)
+    out[:] = [np.nan if v is None else v for v in values]
+    return out
+
+
+def _string(value: Any, column: Column, what: str) -> Any:
+    """One value of a string column: a string (bytes decoded), or NaN for null."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return np.nan
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    raise HTTPError(400, f"{what}: column {column.name!r} holds strings (or null), got {value!r}")
+
+
+def _strings(values: Sequence[Any], column: Column, what: str) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = _string(v, column, what)
+    return out
+
+
+def _numbers(values: Sequence[Any], column: Column, what: str) -> np.ndarray:
+    if not all(_is_number(v) for v in values):
+        bad = next(v for v in values if not _is_number(v))
+        raise HTTPError(400, f"{what}: column {column.name!r} holds numbers (or null), got {str(bad)[:40]!r}")
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
 def _column(raw: Sequence[Any] | np.ndarray, column: Column, what: str) -> np.ndarray:
-    if not column.read:  # dropped by the model: kept as sent, never converted
-        values = raw.ravel().tolist() if isinstance(raw, np.ndarray) else raw
-        out = np.empty(len(values), dtype=object)
-        out[:] = [np.nan if v is None else v for v in values]
-        return out
+    if not column.read:
+        return _as_sent(raw)
     if isinstance(raw, np.ndarray) and raw.dtype.kind in "biuf":
         if column.datatype == BYTES:
             raise HTTPError(400, f"{what}: column {column.name!r} holds strings, got {raw.dtype} numbers")
         return raw.astype(np.float64).ravel()
     values = list(raw.ravel()) if isinstance(raw, np.ndarray) else raw
-    if column.datatype == BYTES:
-        out = np.empty(len(values), dtype=object)
-        for i, v in enumerate(values):
-            if v is None or (isinstance(v, float) and math.isnan(v)):
-                out[i] = np.nan
-            elif isinstance(v, str):
-                out[i] = v
-            elif isinstance(v, bytes):
-                out[i] = v.decode("utf-8", "replace")
-            else:
-                raise HTTPError(400, f"{what}: column {column.name!r} holds strings (or null), got {v!r}")
-        return out
-    if not all(_is_number(v) for v in values):
-        bad = next(v for v in values if not _is_number(v))
-        raise HTTPError(400, f"{what}: column {column.name!r} holds numbers (or null), got {str(bad)[:40]!r}")
-    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    return (_strings if column.datatype == BYTES else _numbers)(values, column, what)
 
 
 def matrix(value: Any, n_features: int, what: str = "features") -> np.ndarray:
@@ -394,6 +409,57 @@ def _column_transformer(estimator: Any) -> Any:
     return None
 
 
+def _feature_names(estimator: Any, first: Any, alone: bool, catboost: set[str], n: int) -> Any:
+    """The string names of the ``n`` features the estimator was fitted on, or None."""
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None and alone and catboost:  # CatBoost names its features feature_names_
+        names = first.feature_names_
+    if names is None or len(names) != n or not all(isinstance(s, str) for s in names):
+        return None
+    return names
+
+
+def _names_columns(columns: Any) -> bool:
+    """Whether a ColumnTransformer's column selection picks columns by name."""
+    return bool(isinstance(columns, str) or callable(columns)
+                or (isinstance(columns, list) and columns and isinstance(columns[0], str)))
+
+
+def _is_passthrough(part: Any) -> bool:
+    # scikit-learn fits "passthrough" as an identity FunctionTransformer.
+    return part == "passthrough" or (type(part).__name__ == "FunctionTransformer" and part.func is None)
+
+
+def _read_part(part: Any, prefix: str, indices: Any, names: Any, catboost: set[str], strings: list[bool]) -> None:
+    """Mark in ``strings`` which of the columns at ``indices`` the fitted transformer ``part`` reads as strings."""
+    if _is_passthrough(part):  # a column passed on keeps its name, or takes the transformer's prefix
+        for i in indices:
+            strings[int(i)] = bool({str(names[i]), f"{prefix}__{names[i]}"} & catboost)
+        return
+    if part is None or isinstance(part, str) or not len(indices):
+        return
+    for i, is_string in zip(indices, _string_columns(part, len(indices)), strict=True):
+        strings[int(i)] = is_string
+
+
+def _read_transformer(transformer: Any, names: Any, catboost: set[str], strings: list[bool]) -> set[int]:
+    """Mark the string columns of a ColumnTransformer's parts in ``strings``; the columns it drops."""
+    fitted = dict((name, t) for name, t, _ in transformer.transformers_)
+    dropped: set[int] = set()
+    for name, indices in transformer._transformer_to_input_indices.items():
+        part = fitted.get(name)
+        if isinstance(part, str) and part == "drop":
+            dropped.update(int(i) for i in indices)
+        _read_part(part, name, indices, names, catboost, strings)
+    return dropped
+
+
+def _columns(names: Any, strings: list[bool], dropped: set[int], native: dict[int, list[Any]]) -> tuple[Column, ...]:
+    return tuple(Column(str(s), BYTES, read=False) if i in dropped else
+                 Column(str(s), BYTES if strings[i] else FP64, categories=tuple(native[i]) if i in native else None)
+                 for i, s in enumerate(names))
+
+
 def describe_inputs(estimator: Any) -> Inputs | None:
     """The :class:`Inputs` of a fitted estimator, or None when it takes none of them.
 
@@ -409,12 +475,10 @@ def describe_inputs(estimator: Any) -> Inputs | None:
     n = getattr(estimator, "n_features_in_", None)
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
         return None
-    names = getattr(estimator, "feature_names_in_", None)
     catboost = _catboost_categorical(estimator)
     alone = first is _last_step(estimator)
-    if names is None and alone and catboost:  # CatBoost names its features feature_names_
-        names = first.feature_names_
-    if names is None or len(names) != n or not all(isinstance(s, str) for s in names):
+    names = _feature_names(estimator, first, alone, catboost, n)
+    if names is None:
         return Inputs("matrix", int(n))
     # CatBoost reading the request's columns itself reads its categorical features as strings.
     strings = [alone and str(s) in catboost for s in names]
@@ -422,27 +486,10 @@ def describe_inputs(estimator: Any) -> Inputs | None:
     by_name = False
     transformer = _column_transformer(estimator)
     if transformer is not None:
-        by_name = any(isinstance(c, str) or callable(c) or (isinstance(c, list) and c and isinstance(c[0], str))
-                      for _, _, c in getattr(transformer, "transformers", ()))
-        fitted = dict((name, t) for name, t, _ in transformer.transformers_)
-        for name, indices in transformer._transformer_to_input_indices.items():
-            part = fitted.get(name)
-            if isinstance(part, str) and part == "drop":
-                dropped.update(int(i) for i in indices)
-            # scikit-learn fits "passthrough" as an identity FunctionTransformer; a column it passes on keeps its
-            # name, or takes the transformer's prefix.
-            if part == "passthrough" or (type(part).__name__ == "FunctionTransformer" and part.func is None):
-                for i in indices:
-                    strings[int(i)] = bool({str(names[i]), f"{name}__{names[i]}"} & catboost)
-                continue
-            if part is None or isinstance(part, str) or not len(indices):
-                continue
-            for i, is_string in zip(indices, _string_columns(part, len(indices)), strict=True):
-                strings[int(i)] = is_string
+        by_name = any(_names_columns(c) for _, _, c in getattr(transformer, "transformers", ()))
+        dropped = _read_transformer(transformer, names, catboost, strings)
     native = pandas_categories(estimator)
     for i, categories in native.items():
         strings[i] = any(isinstance(c, str) for c in categories)
-    columns = tuple(Column(str(s), BYTES, read=False) if i in dropped else
-                    Column(str(s), BYTES if strings[i] else FP64, categories=tuple(native[i]) if i in native else None)
-                    for i, s in enumerate(names))
-    return Inputs("frame" if any(strings) or by_name or native else "matrix", int(n), columns)
+    return Inputs("frame" if any(strings) or by_name or native else "matrix", int(n),
+                  _columns(names, strings, dropped, native))
