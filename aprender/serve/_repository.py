@@ -61,6 +61,40 @@ class RepositoryError(AprenderError):
     """A model file or repository entry that cannot be served, and why."""
 
 
+def _setting_name(name: Any, where: str) -> str:
+    if not isinstance(name, str) or not _valid_name(name):
+        raise RepositoryError(f"{where}: 'name' must be a non-empty name without '/' or ':', got {name!r}")
+    return name
+
+
+def _setting_batch_size(size: Any, where: str) -> int:
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise RepositoryError(f"{where}: 'max_batch_size' must be a non-negative integer, got {size!r}")
+    return size
+
+
+def _setting_batch_time(wait: Any, where: str) -> float:
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0:
+        raise RepositoryError(f"{where}: 'max_batch_time' must be a non-negative number, got {wait!r}")
+    return float(wait)
+
+
+def _setting_outputs(outputs: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(outputs, list):
+        raise RepositoryError(f"{where}: 'outputs' must be a list")
+    names = tuple(o.get("name") if isinstance(o, dict) else o for o in outputs)
+    bad = [n for n in names if n not in OUTPUTS]
+    if bad:
+        raise RepositoryError(f"{where}: unknown output {bad[0]!r}; outputs are {', '.join(OUTPUTS)}")
+    return names
+
+
+#: The keys of ``model-settings.json`` read, each with the check (and conversion) of a value given;
+#: checked in this order, so the first bad key is the one reported.
+_SETTING_CHECKS = {"name": _setting_name, "max_batch_size": _setting_batch_size,
+                   "max_batch_time": _setting_batch_time, "outputs": _setting_outputs}
+
+
 @dataclass(frozen=True)
 class Settings:
     """The MLServer-compatible subset of a ``model-settings.json`` file.
@@ -95,28 +129,11 @@ class Settings:
         """Validate a parsed settings document; unknown keys (MLServer's others) are ignored."""
         if not isinstance(data, dict):
             raise RepositoryError(f"{where}: expected a JSON object")
-        name = data.get("name")
-        if name is not None and (not isinstance(name, str) or not _valid_name(name)):
-            raise RepositoryError(f"{where}: 'name' must be a non-empty name without '/' or ':', got {name!r}")
-        size = data.get("max_batch_size")
-        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
-            raise RepositoryError(f"{where}: 'max_batch_size' must be a non-negative integer, got {size!r}")
-        wait = data.get("max_batch_time")
-        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0):
-            raise RepositoryError(f"{where}: 'max_batch_time' must be a non-negative number, got {wait!r}")
-        outputs = data.get("outputs")
-        if outputs is not None:
-            if not isinstance(outputs, list):
-                raise RepositoryError(f"{where}: 'outputs' must be a list")
-            names = tuple(o.get("name") if isinstance(o, dict) else o for o in outputs)
-            bad = [n for n in names if n not in OUTPUTS]
-            if bad:
-                raise RepositoryError(f"{where}: unknown output {bad[0]!r}; outputs are {', '.join(OUTPUTS)}")
-            outputs = names
+        checked: dict[str, Any] = {key: None if data.get(key) is None else check(data.get(key), where)
+                                   for key, check in _SETTING_CHECKS.items()}
         params = data.get("parameters") or {}
         label = params.get("version") if isinstance(params, dict) else None
-        return cls(name, size, None if wait is None else float(wait), outputs,
-                   None if label is None else str(label))
+        return cls(**checked, version=None if label is None else str(label))
 
 
 @dataclass(frozen=True)
