@@ -23,7 +23,40 @@ from aprender.serve._inputs import Inputs
 
 __all__ = ["routes"]
 
-_KEYS = ("dataframe_split", "dataframe_records", "instances", "inputs")
+def _dataframe_split(value: Any, key: str, inputs: Inputs) -> Any:
+    """``{"columns": [...], "data": [[...], ...]}``; rows by position when ``columns`` is missing."""
+    if not isinstance(value, dict) or not isinstance(value.get("data"), list):
+        raise HTTPError(400, "'dataframe_split' must be {\"columns\": [...], \"data\": [[...], ...]}")
+    columns, data = value.get("columns"), value["data"]
+    if columns is None:
+        return inputs.rows(data, key)
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        raise HTTPError(400, "'dataframe_split': 'columns' must be a list of column names (strings)")
+    if not all(isinstance(row, list) and len(row) == len(columns) for row in data):
+        raise HTTPError(400, "'dataframe_split': every row of 'data' must have one value per column")
+    return inputs.records([dict(zip(columns, row, strict=True)) for row in data], key)
+
+
+def _dataframe_records(value: Any, key: str, inputs: Inputs) -> Any:
+    """``[{"column": value}, ...]``."""
+    if not isinstance(value, list):
+        raise HTTPError(400, "'dataframe_records' must be a list of objects")
+    return inputs.records(value, key)
+
+
+def _rows_or_columns(value: Any, key: str, inputs: Inputs) -> Any:
+    """Rows, or ``{"column": [values...]}``."""
+    if isinstance(value, dict):
+        if not all(isinstance(v, list) for v in value.values()):
+            raise HTTPError(400, f"'{key}' as an object must map each column to a list of values")
+        return inputs.from_columns(value, key)
+    return inputs.rows(value, key)
+
+
+#: The keys of which a JSON body holds exactly one, each with the reader of its value.
+_READERS = {"dataframe_split": _dataframe_split, "dataframe_records": _dataframe_records,
+            "instances": _rows_or_columns, "inputs": _rows_or_columns}
+_KEYS = tuple(_READERS)
 
 
 def _from_json(body: dict[str, Any], inputs: Inputs) -> Any:
@@ -32,27 +65,7 @@ def _from_json(body: dict[str, Any], inputs: Inputs) -> Any:
         raise HTTPError(400, f"the body must hold exactly one of {', '.join(_KEYS)}; found "
                              f"{', '.join(given) or 'none'}")
     key = given[0]
-    value = body[key]
-    if key == "dataframe_split":
-        if not isinstance(value, dict) or not isinstance(value.get("data"), list):
-            raise HTTPError(400, "'dataframe_split' must be {\"columns\": [...], \"data\": [[...], ...]}")
-        columns, data = value.get("columns"), value["data"]
-        if columns is None:
-            return inputs.rows(data, key)
-        if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
-            raise HTTPError(400, "'dataframe_split': 'columns' must be a list of column names (strings)")
-        if not all(isinstance(row, list) and len(row) == len(columns) for row in data):
-            raise HTTPError(400, "'dataframe_split': every row of 'data' must have one value per column")
-        return inputs.records([dict(zip(columns, row, strict=True)) for row in data], key)
-    if key == "dataframe_records":
-        if not isinstance(value, list):
-            raise HTTPError(400, "'dataframe_records' must be a list of objects")
-        return inputs.records(value, key)
-    if isinstance(value, dict):  # {"column": [values...]}
-        if not all(isinstance(v, list) for v in value.values()):
-            raise HTTPError(400, f"'{key}' as an object must map each column to a list of values")
-        return inputs.from_columns(value, key)
-    return inputs.rows(value, key)
+    return _READERS[key](body[key], key, inputs)
 
 
 def _from_csv(body: bytes, inputs: Inputs) -> Any:
