@@ -325,6 +325,124 @@ def _array(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What every output of one verification is compared with."""
+
+    model: Any
+    onx: onnx.ModelProto
+    seen: Any  # the probe rows as the graph sees them
+    dense: np.ndarray | None
+    explained: np.ndarray
+    tol: dict[str, float]
+    given: dict[str, float] | None
+    float32: bool
+    raw_scores: bool
+
+
+_Comparison = tuple[dict[str, Any], float]
+
+
+def _compare_labels(run: _Run, expected: np.ndarray, actual: np.ndarray) -> _Comparison:
+    got = _labels(expected, actual, run.explained | _ties(run.model, run.seen, run.tol, run.raw_scores))
+    return got, (run.given or {}).get("labels", 0.0) * len(expected)
+
+
+def _compare_distances(run: _Run, expected: np.ndarray, actual: np.ndarray) -> _Comparison:
+    assert run.dense is not None  # chosen only for dense rows (_comparison)
+    return _distances(expected, actual, run.dense, run.tol), 0
+
+
+def _compare_values(run: _Run, expected: np.ndarray, actual: np.ndarray, kind: str) -> _Comparison:
+    row_atol = svm_decision_atol(run.model, run.dense, run.float32 or single_precision_inside(run.onx)) if (
+        kind == "probabilities" and run.dense is not None) else None
+    # a model fitted on float32 data (MLP) predicts in float32: a double graph cannot be tighter
+    out_tol = tolerance_for(run.model, run.onx, True) if expected.dtype == np.float32 and run.given is None \
+        else run.tol
+    return _values(expected, actual, out_tol, run.explained, row_atol), 0
+
+
+def _compare(run: _Run, kind: str, expected: np.ndarray, actual: np.ndarray) -> _Comparison:
+    """The differences of one output (``kind`` as :func:`reference` names it) and how many rows may differ."""
+    if kind == "label":
+        return _compare_labels(run, expected, actual)
+    if kind == "scores" and run.float32 and run.dense is not None \
+            and hasattr(final_step(run.model), "cluster_centers_"):
+        return _compare_distances(run, expected, actual)
+    return _compare_values(run, expected, actual, kind)
+
+
+def _failure(name: str, got: Mapping[str, Any], rows: int) -> str:
+    return (f"{name}: {got['differing_rows']} of {rows} rows differ"
+            + (f", max |difference| {got['max_abs']:.3g}" if "max_abs" in got else "")
+            + (f", shape {got['shape'][0]} vs {got['shape'][1]}" if "shape" in got else ""))
+
+
+def _compare_outputs(run: _Run, session: Any, outputs: list[Any]) -> tuple[dict[str, Any], list[str]]:
+    """Each output's differences, by output name, and the outputs that differ beyond what is allowed."""
+    compared: dict[str, Any] = {}
+    failures = []
+    for out, value in zip(session.get_outputs(), outputs, strict=True):
+        actual = _array(value)
+        kind = _ZIPMAP_NAMES.get(out.name, out.name)
+        try:
+            expected = reference(run.model, kind, run.seen, run.raw_scores)
+        except Exception:  # no method of the estimator matches this output: nothing to compare with
+            continue
+        got, allowed = _compare(run, kind, expected, actual)
+        compared[out.name] = got
+        if got["differing_rows"] > allowed:
+            failures.append(_failure(out.name, got, len(expected)))
+    return compared, failures
+
+
+def _unanswered_predict(model: Any, session: Any, raw_scores: bool) -> list[str]:
+    """A graph of other values than the model's predictions (a selector's columns) is not its export."""
+    kinds = [_ZIPMAP_NAMES.get(out.name, out.name) for out in session.get_outputs()]
+    if hasattr(model, "predict") and "predict" not in {answering(model, kind, raw_scores) for kind in kinds}:
+        return [f"no output answers predict (the graph's outputs: {', '.join(kinds)})"]
+    return []
+
+
+def _unverifiable(session: Any, rows: Any) -> str | None:
+    """Why the graph cannot be run on probe rows here, if it cannot."""
+    if session is None:
+        return "ONNX Runtime cannot open the graph on this machine"
+    if rows is None or _n_rows(rows) == 0:
+        return "no sample X was given and no numeric rows can be made from the fitted state"
+    return None
+
+
+def _outputs(session: Any, onx: onnx.ModelProto, seen: Any, name: str, described: str) -> tuple[Any, str | None]:
+    """The graph's outputs on ``seen``, or why ONNX Runtime cannot run it on this machine."""
+    try:
+        return session.run(None, input_feed(onx, seen)), None
+    except Exception as exc:
+        if "locale" in str(exc).lower():
+            return None, f"ONNX Runtime cannot run the graph here: {exc}"
+        raise ExportParityError(f"the ONNX graph of {name} fails in ONNX Runtime on {described}: "
+                                f"{exc}. Pass verify=False to write it anyway.") from exc
+
+
+def _tolerance(model: Any, onx: onnx.ModelProto, float32: bool, given: dict[str, float] | None) -> dict[str, float]:
+    """The tolerance for the precision the graph computes in, widened to the caller's."""
+    tol = tolerance_for(model, onx, float32)
+    if given is not None:
+        tol = {"rtol": max(tol["rtol"], given["rtol"]), "atol": max(tol["atol"], given["atol"])}
+    return tol
+
+
+def _disagreement(name: str, described: str, failures: list[str], tol: Mapping[str, float], advice: str | None,
+                  outputs: dict[str, Any]) -> ExportParityError:
+    return ExportParityError(
+        f"the ONNX graph of {name} disagrees with the estimator on {described} "
+        f"({'; '.join(failures)}; "
+        f"tolerance rtol={tol['rtol']:g}, atol={tol['atol']:g}, labels exact). {advice or ''}"
+        f"{' Otherwise, e' if advice else 'E'}xport with dtype=numpy.float64 where float32 cannot hold the "
+        "values, pass an explicit tolerance= if the difference is acceptable to you, or verify=False to write "
+        "the graph unverified.", outputs)
+
+
 def verify(onx: onnx.ModelProto, model: Any, X: Any, tolerance: float | Mapping[str, float] | None = None,
            raw_scores: bool = False, advice: str | None = None) -> dict[str, Any]:
     """Run ``onx`` in ONNX Runtime on probe rows and compare with ``model``.
@@ -362,65 +480,25 @@ def verify(onx: onnx.ModelProto, model: Any, X: Any, tolerance: float | Mapping[
     given = _tolerance_given(tolerance)
     session = _session(onx, name)
     rows, source = probe(model, X)
-    if session is None or rows is None or _n_rows(rows) == 0:
-        why = "ONNX Runtime cannot open the graph on this machine" if session is None else (
-            "no sample X was given and no numeric rows can be made from the fitted state")
+    why = _unverifiable(session, rows)
+    if why is not None:
         return {"verified": False, "reason": why}
+    described = _described(source, X, rows)
     float32 = any(i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT for i in onx.graph.input)
     seen = rounded_like_graph(rows, float32)
-    try:
-        outputs = session.run(None, input_feed(onx, seen))
-    except Exception as exc:
-        if "locale" in str(exc).lower():
-            return {"verified": False, "reason": f"ONNX Runtime cannot run the graph here: {exc}"}
-        raise ExportParityError(f"the ONNX graph of {name} fails in ONNX Runtime on {_described(source, X, rows)}: "
-                                f"{exc}. Pass verify=False to write it anyway.") from exc
-    tol = tolerance_for(model, onx, float32)
-    if given is not None:
-        tol = {"rtol": max(tol["rtol"], given["rtol"]), "atol": max(tol["atol"], given["atol"])}
+    outputs, why = _outputs(session, onx, seen, name, described)
+    if why is not None:
+        return {"verified": False, "reason": why}
+    tol = _tolerance(model, onx, float32, given)
     explained = explained_rows(model, seen, float32)
-    dense = _numeric(seen)
+    run = _Run(model, onx, seen, _numeric(seen), explained, tol, given, float32, raw_scores)
     record: dict[str, Any] = {"verified": True, "source": source, "rows": _n_rows(seen), **tol, "outputs": {}}
     if X is not None:
         record["sample_rows"] = _n_rows(X)
-    failures = []
-    for out, value in zip(session.get_outputs(), outputs, strict=True):
-        actual = _array(value)
-        kind = _ZIPMAP_NAMES.get(out.name, out.name)
-        try:
-            expected = reference(model, kind, seen, raw_scores)
-        except Exception:  # no method of the estimator matches this output: nothing to compare with
-            continue
-        if kind == "label":
-            got = _labels(expected, actual, explained | _ties(model, seen, tol, raw_scores))
-            allowed = (given or {}).get("labels", 0.0) * len(expected)
-        elif kind == "scores" and float32 and dense is not None and hasattr(final_step(model), "cluster_centers_"):
-            got = _distances(expected, actual, dense, tol)
-            allowed = 0
-        else:
-            row_atol = svm_decision_atol(model, dense, float32 or single_precision_inside(onx)) if (
-                kind == "probabilities" and dense is not None) else None
-            # a model fitted on float32 data (MLP) predicts in float32: a double graph cannot be tighter
-            out_tol = tolerance_for(model, onx, True) if expected.dtype == np.float32 and given is None else tol
-            got = _values(expected, actual, out_tol, explained, row_atol)
-            allowed = 0
-        record["outputs"][out.name] = got
-        if got["differing_rows"] > allowed:
-            failures.append(f"{out.name}: {got['differing_rows']} of {len(expected)} rows differ"
-                            + (f", max |difference| {got['max_abs']:.3g}" if "max_abs" in got else "")
-                            + (f", shape {got['shape'][0]} vs {got['shape'][1]}" if "shape" in got else ""))
-    kinds = [_ZIPMAP_NAMES.get(out.name, out.name) for out in session.get_outputs()]
-    if hasattr(model, "predict") and "predict" not in {answering(model, kind, raw_scores) for kind in kinds}:
-        # a graph of other values than the model's predictions (a selector's columns) is not its export
-        failures.append(f"no output answers predict (the graph's outputs: {', '.join(kinds)})")
+    record["outputs"], failures = _compare_outputs(run, session, outputs)
+    failures += _unanswered_predict(model, session, raw_scores)
     if failures:
-        raise ExportParityError(
-            f"the ONNX graph of {name} disagrees with the estimator on {_described(source, X, rows)} "
-            f"({'; '.join(failures)}; "
-            f"tolerance rtol={tol['rtol']:g}, atol={tol['atol']:g}, labels exact). {advice or ''}"
-            f"{' Otherwise, e' if advice else 'E'}xport with dtype=numpy.float64 where float32 cannot hold the "
-            "values, pass an explicit tolerance= if the difference is acceptable to you, or verify=False to write "
-            "the graph unverified.", record["outputs"])
+        raise _disagreement(name, described, failures, tol, advice, record["outputs"])
     return record
 
 
