@@ -21,6 +21,7 @@ from aprender.format._formats import FORMATS
 
 if TYPE_CHECKING:
     import numpy as np
+    from rich.console import Console
 
 __all__ = ["inspect", "inspect_report"]
 
@@ -176,8 +177,8 @@ def _flag(value: Any, yes: str = "yes") -> str:
     return yes if value else "no"
 
 
-def _render(report: dict[str, Any]) -> None:
-    out = console()
+def _summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """The file's table: format, model, versions, flags and sizes."""
     model_type = report["model_type"]
     flags = report["flags"]
     key = report["embedded_public_key"]
@@ -195,37 +196,60 @@ def _render(report: dict[str, Any]) -> None:
     ]
     if report["created_at"]:
         rows.append(("Created", report["created_at"]))
-    out.print(kv_table(report["file"], rows))
+    return rows
+
+
+def _render_model(out: Console, report: dict[str, Any]) -> None:
+    """The model's tree (or, without one, its hyperparameters) and each booster's summary."""
     if report["model"]:
         out.print(tree("Model", branches(report["model"]), inputs_line(report["inputs"])))
     elif report["hyperparameters"]:
         out.print(kv_table("Hyperparameters", [(k, short(v)) for k, v in sorted(report["hyperparameters"].items())]))
     for booster in report["boosters"]:
         out.print(kv_table(f"Booster {booster['path'] or ''}".strip(), _booster_rows(booster)))
-    if report["metadata"]:
-        rows = []
-        for key, value in sorted(report["metadata"].items()):
-            # records such as user / source / license read better one field per row
-            items = sorted(value.items()) if isinstance(value, dict) and value else [(None, value)]
-            rows += [(key if sub is None else f"{key}.{sub}", short(v)) for sub, v in items
-                     if not (key == "user" and sub == "provenance" and isinstance(v, dict))]
-        out.print(kv_table("Metadata", rows))
-    provenance = report["metadata"].get("user", {}).get("provenance") if isinstance(
-        report["metadata"].get("user"), dict) else None
+
+
+def _metadata_rows(metadata: dict[str, Any]) -> list[tuple[str, str]]:
+    """Records such as user / source / license read better one field per row; provenance has its own table."""
+    rows = []
+    for key, value in sorted(metadata.items()):
+        items = sorted(value.items()) if isinstance(value, dict) and value else [(None, value)]
+        rows += [(key if sub is None else f"{key}.{sub}", short(v)) for sub, v in items
+                 if not (key == "user" and sub == "provenance" and isinstance(v, dict))]
+    return rows
+
+
+def _render_metadata(out: Console, metadata: dict[str, Any]) -> None:
+    if metadata:
+        out.print(kv_table("Metadata", _metadata_rows(metadata)))
+    provenance = metadata.get("user", {}).get("provenance") if isinstance(metadata.get("user"), dict) else None
     if isinstance(provenance, dict):  # aprender.distill's record: one leaf per row, hashes in full
         out.print(kv_table("Provenance", [(k, short(v, width=80)) for k, v in _leaves("", provenance)]))
+
+
+def _tensor_row(t: dict[str, Any], with_stats: bool) -> list[str]:
+    row = [t["name"], t["dtype"], "x".join(map(str, t["shape"])) or "scalar", f"{t['nbytes']:,}"]
+    if with_stats:
+        s = t.get("stats") or {}
+        row += [number(s.get("min")), number(s.get("max")), number(s.get("mean")), number(s.get("nan"))]
+    return row
+
+
+def _render_tensors(out: Console, tensors: list[dict[str, Any]]) -> None:
     columns = ["Tensor", "DType", "Shape", "Bytes"]
-    with_stats = any("stats" in t for t in report["tensors"])
+    with_stats = any("stats" in t for t in tensors)
     if with_stats:
         columns += ["Min", "Max", "Mean", "NaN"]
-    rows = []
-    for t in report["tensors"]:
-        row = [t["name"], t["dtype"], "x".join(map(str, t["shape"])) or "scalar", f"{t['nbytes']:,}"]
-        if with_stats:
-            s = t.get("stats") or {}
-            row += [number(s.get("min")), number(s.get("max")), number(s.get("mean")), number(s.get("nan"))]
-        rows.append(row)
+    rows = [_tensor_row(t, with_stats) for t in tensors]
     out.print(table("Tensors", columns, rows, right=("Bytes", "Min", "Max", "Mean", "NaN")))
+
+
+def _render(report: dict[str, Any]) -> None:
+    out = console()
+    out.print(kv_table(report["file"], _summary_rows(report)))
+    _render_model(out, report)
+    _render_metadata(out, report["metadata"])
+    _render_tensors(out, report["tensors"])
     if "quantization" in report:
         _render_quantization(report["quantization"])
     for note in report["notes"]:
