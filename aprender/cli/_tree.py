@@ -39,6 +39,61 @@ def _items(node: Any) -> list:
     return list(node) if isinstance(node, list) else []
 
 
+def _untag_estimator(node: Mapping[str, Any]) -> Any:
+    params = node.get("params") or {}
+    return {"class": _short(node.get("class")), "params": {k: untag(v) for k, v in params.items()}}
+
+
+def _untag_items(node: Mapping[str, Any]) -> Any:
+    return [untag(v) for v in node.get("v") or []]
+
+
+def _untag_dict(node: Mapping[str, Any]) -> Any:
+    """An object when every key is a string, else a list of [key, value] pairs."""
+    items = node.get("items") or []
+    if all(isinstance(k, str) for k, _ in items):
+        return {k: untag(v) for k, v in items}
+    return [[untag(k), untag(v)] for k, v in items]
+
+
+def _untag_value(node: Mapping[str, Any]) -> Any:
+    return node.get("v")
+
+
+def _untag_tensor(node: Mapping[str, Any]) -> Any:
+    return {"tensor": node.get("name")}
+
+
+def _untag_named(node: Mapping[str, Any]) -> Any:
+    return node.get("name") or node.get("v")
+
+
+def _untag_partial(node: Mapping[str, Any]) -> Any:
+    return {"partial": untag(node.get("func")), "args": untag(node.get("args")),
+            "keywords": untag(node.get("keywords"))}
+
+
+def _untag_range(node: Mapping[str, Any]) -> Any:
+    return f"range({node.get('start')}, {node.get('stop')}, {node.get('step')})"
+
+
+def _untag_column_selector(node: Mapping[str, Any]) -> Any:
+    args = {k: untag(node.get(k)) for k in ("pattern", "dtype_include", "dtype_exclude") if node.get(k) is not None}
+    return f"make_column_selector({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+
+
+def _untag_opaque(node: Mapping[str, Any]) -> Any:
+    return f"<{_short(node.get('class') or node.get('name'))}>"
+
+
+#: The codec's tag -> the plain JSON its node shows as; any other tag shows as ``<tag>``.
+_UNTAG = {"estimator": _untag_estimator, "tuple": _untag_items, "strarray": _untag_items, "objarray": _untag_items,
+          "dict": _untag_dict, "float": _untag_value, "scalar": _untag_value, "type": _untag_value,
+          "pandas_missing": _untag_value, "tensor": _untag_tensor, "function": _untag_named, "class": _untag_named,
+          "partial": _untag_partial, "range": _untag_range, "column_selector": _untag_column_selector,
+          "object": _untag_opaque, "callback": _untag_opaque, "distribution": _untag_opaque}
+
+
 def untag(node: Any) -> Any:
     """A node of the codec's metadata tree as plain JSON: values, not tags."""
     if isinstance(node, list):
@@ -48,33 +103,8 @@ def untag(node: Any) -> Any:
     tag = node.get("__t__")
     if tag is None:
         return {str(k): untag(v) for k, v in node.items()}
-    if tag == "estimator":
-        params = node.get("params") or {}
-        return {"class": _short(node.get("class")), "params": {k: untag(v) for k, v in params.items()}}
-    if tag in ("tuple", "strarray", "objarray"):
-        return [untag(v) for v in node.get("v") or []]
-    if tag == "dict":
-        items = node.get("items") or []
-        if all(isinstance(k, str) for k, _ in items):
-            return {k: untag(v) for k, v in items}
-        return [[untag(k), untag(v)] for k, v in items]
-    if tag in ("float", "scalar", "type", "pandas_missing"):
-        return node.get("v")
-    if tag == "tensor":
-        return {"tensor": node.get("name")}
-    if tag in ("function", "class"):
-        return node.get("name") or node.get("v")
-    if tag == "partial":
-        return {"partial": untag(node.get("func")), "args": untag(node.get("args")),
-                "keywords": untag(node.get("keywords"))}
-    if tag == "range":
-        return f"range({node.get('start')}, {node.get('stop')}, {node.get('step')})"
-    if tag == "column_selector":
-        args = {k: untag(node.get(k)) for k in ("pattern", "dtype_include", "dtype_exclude") if node.get(k) is not None}
-        return f"make_column_selector({', '.join(f'{k}={v!r}' for k, v in args.items())})"
-    if tag in ("object", "callback", "distribution"):
-        return f"<{_short(node.get('class') or node.get('name'))}>"
-    return f"<{tag}>"
+    untagged = _UNTAG.get(tag) if isinstance(tag, str) else None  # a file's tag may be any JSON value
+    return f"<{tag}>" if untagged is None else untagged(node)
 
 
 def _short(key: Any) -> str:
