@@ -28,6 +28,38 @@ def _join(prefix: str, key: Any) -> str:
 _LEAF_TAGS = frozenset(["tensor", "float", "scalar", "type", "function", "n_threads", "strarray"])
 
 
+def _tuple_children(items: list[Any], prefix: str) -> Iterator[tuple[str, Any]]:
+    """A tuple's items by index, or, for a ``(name, estimator, ...)`` tuple, the estimator by the name."""
+    named = len(items) >= 2 and isinstance(items[0], str) and isinstance(items[1], Mapping)
+    for i, item in enumerate(items):
+        if named and i == 0:
+            continue
+        yield _join(prefix, items[0] if named and i == 1 else i), item
+
+
+def _string_keyed(node: Mapping[str, Any]) -> bool:
+    """A codec dict whose keys are all strings, walked as an object."""
+    return node.get("__t__") == "dict" and isinstance(node.get("items"), list) and all(
+        isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in node["items"])
+
+
+def _node_children(node: Mapping[str, Any], prefix: str) -> Iterator[tuple[str, Any]]:
+    if node.get("__t__") == "tuple" and isinstance(node.get("v"), list):
+        return _tuple_children(node["v"], prefix)
+    if _string_keyed(node):
+        return ((_join(prefix, key), value) for key, value in node["items"])
+    return ((_join(prefix, key), node[key]) for key in sorted(node) if key != "__t__")
+
+
+def _children(node: Any, prefix: str) -> Iterator[tuple[str, Any]] | None:
+    """The (path, child) pairs of a node that is walked; ``None`` for a leaf, compared whole."""
+    if isinstance(node, Mapping) and node and node.get("__t__") not in _LEAF_TAGS:
+        return _node_children(node, prefix)
+    if isinstance(node, list) and any(isinstance(v, (Mapping, list)) for v in node):
+        return ((_join(prefix, i), value) for i, value in enumerate(node))
+    return None
+
+
 def _flatten(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     """Dotted paths of the leaves of a metadata tree, through the codec's nodes.
 
@@ -36,29 +68,12 @@ def _flatten(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     ColumnTransformer entry) is named by its name, so that a change of ``C`` in a pipeline's
     second step reads ``model.params.steps.1.logisticregression.params.C``.
     """
-    if isinstance(node, Mapping) and node and node.get("__t__") not in _LEAF_TAGS:
-        tag = node.get("__t__")
-        if tag == "tuple" and isinstance(node.get("v"), list):
-            items = node["v"]
-            named = len(items) >= 2 and isinstance(items[0], str) and isinstance(items[1], Mapping)
-            for i, item in enumerate(items):
-                if named and i == 0:
-                    continue
-                yield from _flatten(item, _join(prefix, items[0] if named and i == 1 else i))
-            return
-        if tag == "dict" and isinstance(node.get("items"), list) and all(
-                isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in node["items"]):
-            for key, value in node["items"]:
-                yield from _flatten(value, _join(prefix, key))
-            return
-        for key in sorted(node):
-            if key != "__t__":
-                yield from _flatten(node[key], _join(prefix, key))
-    elif isinstance(node, list) and any(isinstance(v, (Mapping, list)) for v in node):
-        for i, value in enumerate(node):
-            yield from _flatten(value, _join(prefix, i))
-    else:
+    children = _children(node, prefix)
+    if children is None:
         yield prefix, node
+        return
+    for path, child in children:
+        yield from _flatten(child, path)
 
 
 def _same(a: Any, b: Any) -> bool:
