@@ -15,6 +15,7 @@ ai.onnx.ml operator that opset 5 deprecates (``TreeEnsembleClassifier``) keeps o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,63 +26,76 @@ _AGGREGATE = {"AVERAGE": 0, "SUM": 1, "MIN": 2, "MAX": 3}
 _POST = {"NONE": 0, "SOFTMAX": 1, "LOGISTIC": 2, "SOFTMAX_ZERO": 3, "PROBIT": 4}
 
 
+#: The per-node columns of ``TreeEnsemble``, in the order its attributes are written.
+_COLUMNS = ("nodes_featureids", "nodes_truenodeids", "nodes_trueleafs", "nodes_falsenodeids", "nodes_falseleafs",
+            "nodes_missing_value_tracks_true")
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def tree_ensemble(attrs: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray] | None:
-    """``TreeEnsemble`` attributes and the base values for opset-3 regressor ``attrs``; None if not expressible.
+@dataclass(frozen=True)
+class _Nodes:
+    """Opset 3's nodes as opset 5 numbers them: interior nodes and leaves apart, each from 0."""
 
-    Only single-target ensembles of ``BRANCH_LEQ`` splits are rewritten (what scikit-learn's
-    regressors are); others keep opset 3's operator.
-    """
-    from onnx import numpy_helper
+    trees: np.ndarray
+    ids: np.ndarray
+    branches: list[int]
+    node_index: dict[tuple[int, int], int]
+    leaf_index: dict[tuple[int, int], int]
 
-    modes = [_text(m) for m in attrs["nodes_modes"]]
-    if int(attrs.get("n_targets", 1)) != 1 or set(modes) - {"BRANCH_LEQ", "LEAF"}:
-        return None
-    trees = np.asarray(attrs["nodes_treeids"], dtype=np.int64)
-    ids = np.asarray(attrs["nodes_nodeids"], dtype=np.int64)
-    values = np.asarray(attrs["nodes_values"], dtype=np.float64)
+    def point(self, tree: int, node: int) -> tuple[int, int]:
+        """(index, is a leaf) of opset 3's ``node`` of ``tree``."""
+        key = (tree, node)
+        return (self.leaf_index[key], 1) if key in self.leaf_index else (self.node_index[key], 0)
+
+
+def _leaf_weights(attrs: dict[str, Any], trees: np.ndarray, ids: np.ndarray,
+                  modes: list[str]) -> dict[tuple[int, int], float]:
+    """Each leaf's weight, by (tree, node), in the order of the nodes."""
     weight = {(int(t), int(n)): 0.0 for t, n, m in zip(trees, ids, modes, strict=True) if m == "LEAF"}
     for t, n, w in zip(attrs["target_treeids"], attrs["target_nodeids"], attrs["target_weights"], strict=True):
         weight[int(t), int(n)] += float(w)
-    branches = [i for i, m in enumerate(modes) if m != "LEAF"]
-    node_index = {(int(trees[i]), int(ids[i])): k for k, i in enumerate(branches)}
-    leaf_index = {key: k for k, key in enumerate(weight)}
-    leaf_weights = list(weight.values())
+    return weight
+
+
+def _append(out: dict[str, list[Any]], splits: list[float], row: tuple[int, ...], split: float) -> None:
+    for key, value in zip(_COLUMNS, row, strict=True):
+        out[key].append(value)
+    splits.append(split)
+
+
+def _add_branches(attrs: dict[str, Any], nodes: _Nodes, values: np.ndarray, modes: list[str],
+                  out: dict[str, list[Any]], splits: list[float]) -> None:
     missing = list(attrs.get("nodes_missing_value_tracks_true") or [0] * len(modes))
-    out: dict[str, list[Any]] = {k: [] for k in ("nodes_featureids", "nodes_truenodeids", "nodes_trueleafs",
-                                                 "nodes_falsenodeids", "nodes_falseleafs",
-                                                 "nodes_missing_value_tracks_true")}
-    splits: list[float] = []
+    for i in nodes.branches:
+        t = int(nodes.trees[i])
+        true, true_leaf = nodes.point(t, int(attrs["nodes_truenodeids"][i]))
+        false, false_leaf = nodes.point(t, int(attrs["nodes_falsenodeids"][i]))
+        _append(out, splits, (int(attrs["nodes_featureids"][i]), true, true_leaf, false, false_leaf, int(missing[i])),
+                float(values[i]))
 
-    def point(tree: int, node: int) -> tuple[int, int]:
-        return (leaf_index[tree, node], 1) if (tree, node) in leaf_index else (node_index[tree, node], 0)
 
-    for i in branches:
-        t = int(trees[i])
-        true, true_leaf = point(t, int(attrs["nodes_truenodeids"][i]))
-        false, false_leaf = point(t, int(attrs["nodes_falsenodeids"][i]))
-        for key, value in (("nodes_featureids", int(attrs["nodes_featureids"][i])), ("nodes_truenodeids", true),
-                           ("nodes_trueleafs", true_leaf), ("nodes_falsenodeids", false),
-                           ("nodes_falseleafs", false_leaf), ("nodes_missing_value_tracks_true", int(missing[i]))):
-            out[key].append(value)
-        splits.append(float(values[i]))
+def _add_roots(nodes: _Nodes, out: dict[str, list[Any]], splits: list[float]) -> list[int]:
+    """Each tree's root; a tree that is one leaf gets a split whose both branches lead to it."""
     roots = []
-    for tree in dict.fromkeys(int(t) for t in trees):
-        root = int(ids[trees == tree].min())
-        if (tree, root) in node_index:
-            roots.append(node_index[tree, root])
+    for tree in dict.fromkeys(int(t) for t in nodes.trees):
+        root = int(nodes.ids[nodes.trees == tree].min())
+        if (tree, root) in nodes.node_index:
+            roots.append(nodes.node_index[tree, root])
             continue
-        # a tree that is one leaf: a split whose both branches lead to it
         roots.append(len(splits))
-        for key, value in (("nodes_featureids", 0), ("nodes_truenodeids", leaf_index[tree, root]),
-                           ("nodes_trueleafs", 1), ("nodes_falsenodeids", leaf_index[tree, root]),
-                           ("nodes_falseleafs", 1), ("nodes_missing_value_tracks_true", 0)):
-            out[key].append(value)
-        splits.append(0.0)
-    converted = {
+        leaf = nodes.leaf_index[tree, root]
+        _append(out, splits, (0, leaf, 1, leaf, 1, 0), 0.0)
+    return roots
+
+
+def _attributes(attrs: dict[str, Any], out: dict[str, list[Any]], roots: list[int], splits: list[float],
+                leaf_weights: list[float]) -> dict[str, Any]:
+    from onnx import numpy_helper
+
+    return {
         **out,
         "tree_roots": roots,
         "nodes_splits": numpy_helper.from_array(np.asarray(splits, dtype=np.float64), name="nodes_splits"),
@@ -92,48 +106,97 @@ def tree_ensemble(attrs: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray] | 
         "aggregate_function": _AGGREGATE[_text(attrs.get("aggregate_function", "SUM"))],
         "post_transform": _POST[_text(attrs.get("post_transform", "NONE"))],
     }
+
+
+def tree_ensemble(attrs: dict[str, Any]) -> tuple[dict[str, Any], np.ndarray] | None:
+    """``TreeEnsemble`` attributes and the base values for opset-3 regressor ``attrs``; None if not expressible.
+
+    Only single-target ensembles of ``BRANCH_LEQ`` splits are rewritten (what scikit-learn's
+    regressors are); others keep opset 3's operator.
+    """
+    modes = [_text(m) for m in attrs["nodes_modes"]]
+    if int(attrs.get("n_targets", 1)) != 1 or set(modes) - {"BRANCH_LEQ", "LEAF"}:
+        return None
+    trees = np.asarray(attrs["nodes_treeids"], dtype=np.int64)
+    ids = np.asarray(attrs["nodes_nodeids"], dtype=np.int64)
+    values = np.asarray(attrs["nodes_values"], dtype=np.float64)
+    weight = _leaf_weights(attrs, trees, ids, modes)
+    branches = [i for i, m in enumerate(modes) if m != "LEAF"]
+    nodes = _Nodes(trees, ids, branches, {(int(trees[i]), int(ids[i])): k for k, i in enumerate(branches)},
+                   {key: k for k, key in enumerate(weight)})
+    out: dict[str, list[Any]] = {k: [] for k in _COLUMNS}
+    splits: list[float] = []
+    _add_branches(attrs, nodes, values, modes, out, splits)
+    roots = _add_roots(nodes, out, splits)
     base = attrs.get("base_values")
-    return converted, np.asarray([0.0] if base is None or not len(base) else base, dtype=np.float64)
+    return (_attributes(attrs, out, roots, splits, list(weight.values())),
+            np.asarray([0.0] if base is None or not len(base) else base, dtype=np.float64))
 
 
-def double_ensembles(onx: Any) -> Any:
-    """``onx`` with its double-threshold regressors as ``TreeEnsemble`` (ai.onnx.ml 5); ``onx`` where it cannot be."""
-    import onnx
-    from onnx import helper, numpy_helper
+def _only_regressors(ml: list[Any]) -> bool:
+    """Whether the graph's ai.onnx.ml operators include tree ensembles only of regressors (and some at all)."""
+    return bool(ml) and all(n.op_type == "TreeEnsembleRegressor" for n in ml if n.op_type.startswith("TreeEnsemble"))
 
-    nodes = list(onx.graph.node)
-    ml = [n for n in nodes if n.domain == "ai.onnx.ml"]
-    if not ml or any(n.op_type != "TreeEnsembleRegressor" for n in ml if n.op_type.startswith("TreeEnsemble")):
-        return onx
+
+def _consumers(nodes: list[Any]) -> dict[str, list[Any]]:
+    """Each value's consumers, by name."""
     consumers: dict[str, list[Any]] = {}
     for n in nodes:
         for name in n.input:
             consumers.setdefault(name, []).append(n)
-    rewritten, dropped = {}, set()
-    for n in ml:
-        if n.op_type != "TreeEnsembleRegressor":
-            continue
-        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
-        attrs = {k.replace("_as_tensor", ""): numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else v
-                 for k, v in attrs.items()}
-        after = consumers.get(n.output[0], [])
-        to_double = len(after) == 1 and after[0].op_type == "Cast" and any(
-            a.name == "to" and a.i == onnx.TensorProto.DOUBLE for a in after[0].attribute)
-        cast = after[0] if to_double else None
-        converted = tree_ensemble(attrs) if cast is not None and "nodes_values_as_tensor" in {
-            a.name for a in n.attribute} else None
-        if cast is None or converted is None:
-            return onx
-        ensemble, base = converted
-        summed = f"{n.output[0]}_double"
-        new = [helper.make_node("TreeEnsemble", list(n.input), [summed if base.any() else cast.output[0]],
-                                domain="ai.onnx.ml", name=n.name, **ensemble)]
-        if base.any():
-            onx.graph.initializer.append(numpy_helper.from_array(base, name=f"{n.name}_base_values"))
-            new.append(helper.make_node("Add", [summed, f"{n.name}_base_values"], [cast.output[0]],
-                                        name=f"{n.name}_AddBase"))
-        rewritten[id(n)] = new
-        dropped.add(id(cast))
+    return consumers
+
+
+def _attribute_values(node: Any) -> dict[str, Any]:
+    """A node's attributes as Python values; ``*_as_tensor`` ones as arrays, under their plain names."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    return {k.replace("_as_tensor", ""): numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else v
+            for k, v in attrs.items()}
+
+
+def _double_cast(after: list[Any]) -> Any:
+    """The one consumer of a regressor's output when it is a ``Cast`` to double, else None."""
+    import onnx
+
+    to_double = len(after) == 1 and after[0].op_type == "Cast" and any(
+        a.name == "to" and a.i == onnx.TensorProto.DOUBLE for a in after[0].attribute)
+    return after[0] if to_double else None
+
+
+def _ensemble_nodes(onx: Any, n: Any, cast: Any, ensemble: dict[str, Any], base: np.ndarray) -> list[Any]:
+    """The ``TreeEnsemble`` that replaces regressor ``n`` and its ``cast``, and the ``Add`` of non-zero base
+    values (added to ``onx``'s initializers)."""
+    from onnx import helper, numpy_helper
+
+    summed = f"{n.output[0]}_double"
+    new = [helper.make_node("TreeEnsemble", list(n.input), [summed if base.any() else cast.output[0]],
+                            domain="ai.onnx.ml", name=n.name, **ensemble)]
+    if base.any():
+        onx.graph.initializer.append(numpy_helper.from_array(base, name=f"{n.name}_base_values"))
+        new.append(helper.make_node("Add", [summed, f"{n.name}_base_values"], [cast.output[0]],
+                                    name=f"{n.name}_AddBase"))
+    return new
+
+
+def _rewrite(onx: Any, n: Any, consumers: dict[str, list[Any]]) -> tuple[list[Any], Any] | None:
+    """The nodes that replace regressor ``n``, and the cast they replace with it; None if it cannot be."""
+    attrs = _attribute_values(n)
+    cast = _double_cast(consumers.get(n.output[0], []))
+    converted = tree_ensemble(attrs) if cast is not None and "nodes_values_as_tensor" in {
+        a.name for a in n.attribute} else None
+    if cast is None or converted is None:
+        return None
+    return _ensemble_nodes(onx, n, cast, *converted), cast
+
+
+def _at_opset5(onx: Any, nodes: list[Any], rewritten: dict[int, list[Any]], dropped: set[int]) -> Any:
+    """A copy of ``onx`` with the ``rewritten`` nodes, without the ``dropped`` ones, at ai.onnx.ml 5; ``onx``
+    if that is not a valid model."""
+    import onnx
+
     changed = onnx.ModelProto()
     changed.CopyFrom(onx)
     del changed.graph.node[:]
@@ -148,3 +211,22 @@ def double_ensembles(onx: Any) -> Any:
     except Exception:  # another ai.onnx.ml operator of the graph is not valid at opset 5
         return onx
     return changed
+
+
+def double_ensembles(onx: Any) -> Any:
+    """``onx`` with its double-threshold regressors as ``TreeEnsemble`` (ai.onnx.ml 5); ``onx`` where it cannot be."""
+    nodes = list(onx.graph.node)
+    ml = [n for n in nodes if n.domain == "ai.onnx.ml"]
+    if not _only_regressors(ml):
+        return onx
+    consumers = _consumers(nodes)
+    rewritten, dropped = {}, set()
+    for n in ml:
+        if n.op_type != "TreeEnsembleRegressor":
+            continue
+        done = _rewrite(onx, n, consumers)
+        if done is None:
+            return onx
+        rewritten[id(n)], cast = done
+        dropped.add(id(cast))
+    return _at_opset5(onx, nodes, rewritten, dropped)
