@@ -385,39 +385,55 @@ def _catboost_gap(est: Any) -> str | None:
     return None
 
 
+def _lightgbm_splits(est: Any) -> list[tuple[int, float]]:
+    if getattr(est, "_Booster", None) is None:
+        return []
+    found: list[tuple[int, float]] = []
+    stack = [tree["tree_structure"] for tree in est.booster_.dump_model()["tree_info"]]
+    while stack:
+        node = stack.pop()
+        if "split_feature" in node:
+            if node["decision_type"] == "<=":
+                found.append((int(node["split_feature"]), float(node["threshold"])))
+            stack += [node["left_child"], node["right_child"]]
+    return found
+
+
+def _xgboost_splits(est: Any) -> list[tuple[int, float]]:
+    if getattr(est, "_Booster", None) is None:
+        return []
+    import json
+
+    booster = est.get_booster()
+    names = booster.feature_names or [f"f{i}" for i in range(est.n_features_in_)]
+    index = {name: i for i, name in enumerate(names)}
+    found = []
+    stack = [json.loads(tree) for tree in booster.get_dump(dump_format="json")]
+    while stack:
+        node = stack.pop()
+        if "children" in node:
+            if not isinstance(node.get("split_condition"), list):  # a category list is no threshold
+                found.append((index[node["split"]], float(node["split_condition"])))
+            stack += node["children"]
+    return found
+
+
+def _catboost_splits(est: Any) -> list[tuple[int, float]]:
+    if not est.is_fitted():
+        return []
+    limit = float(np.finfo(np.float32).max)  # CatBoost's outermost borders may lie beyond float32
+    return [(int(f), float(b)) for f, borders in est.get_borders().items() for b in borders if abs(b) < limit]
+
+
+#: Booster library (the estimator's top-level module) -> the numeric splits of its fitted estimators.
+_SPLITS = {"lightgbm": _lightgbm_splits, "xgboost": _xgboost_splits, "catboost": _catboost_splits}
+
+
 def booster_splits(est: Any) -> list[tuple[int, float]]:
     """(feature, threshold) of every numeric split of a fitted booster; [] for anything else.
 
     Verification probes these values and their float32 neighbours, where a float32 graph
     and the library are most likely to part.
     """
-    library = type(est).__module__.split(".")[0]
-    if library == "lightgbm" and getattr(est, "_Booster", None) is not None:
-        found: list[tuple[int, float]] = []
-        stack = [tree["tree_structure"] for tree in est.booster_.dump_model()["tree_info"]]
-        while stack:
-            node = stack.pop()
-            if "split_feature" in node:
-                if node["decision_type"] == "<=":
-                    found.append((int(node["split_feature"]), float(node["threshold"])))
-                stack += [node["left_child"], node["right_child"]]
-        return found
-    if library == "xgboost" and getattr(est, "_Booster", None) is not None:
-        import json
-
-        booster = est.get_booster()
-        names = booster.feature_names or [f"f{i}" for i in range(est.n_features_in_)]
-        index = {name: i for i, name in enumerate(names)}
-        found = []
-        stack = [json.loads(tree) for tree in booster.get_dump(dump_format="json")]
-        while stack:
-            node = stack.pop()
-            if "children" in node:
-                if not isinstance(node.get("split_condition"), list):  # a category list is no threshold
-                    found.append((index[node["split"]], float(node["split_condition"])))
-                stack += node["children"]
-        return found
-    if library == "catboost" and est.is_fitted():
-        limit = float(np.finfo(np.float32).max)  # CatBoost's outermost borders may lie beyond float32
-        return [(int(f), float(b)) for f, borders in est.get_borders().items() for b in borders if abs(b) < limit]
-    return []
+    splits = _SPLITS.get(type(est).__module__.split(".")[0])
+    return [] if splits is None else splits(est)
