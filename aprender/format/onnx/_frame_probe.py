@@ -48,6 +48,50 @@ def _strings(values: np.ndarray) -> bool:
     return values.dtype.kind in "OUS" and all(isinstance(v, str) for v in values.tolist())
 
 
+def _documents(step: Any, rng: np.random.Generator) -> np.ndarray:
+    """A text column: documents of known terms."""
+    terms = sorted(step.vocabulary_) or ["text"]
+    picks = rng.integers(0, len(terms), size=(_ROWS, 3))
+    return np.array([" ".join(terms[i] for i in row) for row in picks], dtype=object)
+
+
+def _categories(step: Any, position: int, rng: np.random.Generator) -> np.ndarray | None:
+    """Values drawn from an encoder's known categories of the column (its missing values left out)."""
+    categories = getattr(step, "categories_", None)
+    if not isinstance(categories, list) or position >= len(categories):
+        return None
+    known = np.asarray([c for c in categories[position].tolist() if c is not None and c == c], dtype=object)
+    if not len(known):
+        return None
+    values = known[rng.integers(0, len(known), size=_ROWS)]
+    return values if _strings(known) else values.astype(np.float64)
+
+
+def _encoded(step: Any, position: int, scalar_column: bool, rng: np.random.Generator) -> np.ndarray | None:
+    if hasattr(step, "vocabulary_") and scalar_column:
+        return _documents(step, rng)
+    return _categories(step, position, rng)
+
+
+def _imputed_string(step: Any, position: int) -> np.ndarray | None:
+    """An imputer's string statistic of the column, repeated."""
+    statistics = getattr(step, "statistics_", None)
+    if statistics is not None and np.ndim(statistics) == 1 and position < len(statistics) \
+            and isinstance(statistics[position], str):
+        return np.full(_ROWS, statistics[position], dtype=object)
+    return None
+
+
+def _scaled(step: Any, position: int, rng: np.random.Generator) -> np.ndarray | None:
+    """Numbers drawn around a scaler's centre and spread of the column."""
+    centre, spread = getattr(step, "mean_", None), getattr(step, "scale_", None)
+    if centre is None or spread is None or position >= np.size(centre):
+        return None
+    scale = float(np.ravel(spread)[position])
+    return float(np.ravel(centre)[position]) + (scale if np.isfinite(scale) and scale > 0 else 1.0) * \
+        rng.standard_normal(_ROWS)
+
+
 def _column(transformer: Any, position: int, scalar_column: bool, rng: np.random.Generator) -> np.ndarray:
     """``_ROWS`` values of the ``position``-th column ``transformer`` reads.
 
@@ -56,26 +100,15 @@ def _column(transformer: Any, position: int, scalar_column: bool, rng: np.random
     """
     steps = _chain(transformer)
     for step in steps:
-        if hasattr(step, "vocabulary_") and scalar_column:  # a text column: documents of known terms
-            terms = sorted(step.vocabulary_) or ["text"]
-            picks = rng.integers(0, len(terms), size=(_ROWS, 3))
-            return np.array([" ".join(terms[i] for i in row) for row in picks], dtype=object)
-        categories = getattr(step, "categories_", None)
-        if isinstance(categories, list) and position < len(categories):
-            known = np.asarray([c for c in categories[position].tolist() if c is not None and c == c], dtype=object)
-            if len(known):
-                values = known[rng.integers(0, len(known), size=_ROWS)]
-                return values if _strings(known) else values.astype(np.float64)
+        values = _encoded(step, position, scalar_column, rng)
+        if values is not None:
+            return values
     for step in steps:
-        statistics = getattr(step, "statistics_", None)
-        if statistics is not None and np.ndim(statistics) == 1 and position < len(statistics) \
-                and isinstance(statistics[position], str):
-            return np.full(_ROWS, statistics[position], dtype=object)
-        centre, spread = getattr(step, "mean_", None), getattr(step, "scale_", None)
-        if centre is not None and spread is not None and position < np.size(centre):
-            scale = float(np.ravel(spread)[position])
-            return float(np.ravel(centre)[position]) + (scale if np.isfinite(scale) and scale > 0 else 1.0) * \
-                rng.standard_normal(_ROWS)
+        values = _imputed_string(step, position)
+        if values is None:
+            values = _scaled(step, position, rng)
+        if values is not None:
+            return values
     return rng.standard_normal(_ROWS)
 
 
