@@ -715,3 +715,22 @@ def test_convert_a_dataframe_pipeline_to_onnx_with_and_without_sample_rows(cli, 
     wrong = cli("convert", tmp_path / "frame.apr", "--format", "apr", "-o", tmp_path / "x.apr",
                 "--sample", tmp_path / "rows.csv")
     assert wrong.code == 2 and "ONNX inputs only" in wrong.err
+
+
+@pytest.mark.parametrize("tag", [["dict"], {"t": "tensor"}, 7])
+def test_diff_walks_a_node_whose_tag_is_not_a_string(cli, files, tmp_path: Path, tag) -> None:
+    """A file writes the codec's ``__t__`` tags: a list, dict or number there is walked, never hashed."""
+    import copy
+
+    from aprender.codec import ModelState
+    from aprender.format import safetensors as st
+
+    state = st.read_state(files["safetensors"])
+    meta = copy.deepcopy(state.meta)
+    meta["model"]["params"]["C"] = {"__t__": tag, "v": 2.0}
+    path = tmp_path / "tagged.safetensors"
+    path.write_bytes(st.state_to_bytes(ModelState(tensors=dict(state.tensors), meta=meta)))
+    run = cli("diff", files["safetensors"], path, "--json")
+    assert run.code == 1, run.out
+    keys = {m["key"] for m in run.json["metadata"]}
+    assert any(key.startswith("model.params.C") for key in keys), keys

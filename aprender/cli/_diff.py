@@ -51,9 +51,14 @@ def _node_children(node: Mapping[str, Any], prefix: str) -> Iterator[tuple[str, 
     return ((_join(prefix, key), node[key]) for key in sorted(node) if key != "__t__")
 
 
+def _leaf_tag(tag: Any) -> bool:
+    # a file writes the tag: a list or dict there is a hostile node, walked as an object
+    return isinstance(tag, str) and tag in _LEAF_TAGS
+
+
 def _children(node: Any, prefix: str) -> Iterator[tuple[str, Any]] | None:
     """The (path, child) pairs of a node that is walked; ``None`` for a leaf, compared whole."""
-    if isinstance(node, Mapping) and node and node.get("__t__") not in _LEAF_TAGS:
+    if isinstance(node, Mapping) and node and not _leaf_tag(node.get("__t__")):
         return _node_children(node, prefix)
     if isinstance(node, list) and any(isinstance(v, (Mapping, list)) for v in node):
         return ((_join(prefix, i), value) for i, value in enumerate(node))
