@@ -779,3 +779,26 @@ def test_a_float_transform_before_trees_warns_and_the_cast_fix_is_exact() -> Non
     with warnings.catch_warnings():  # trees alone: nothing computed before them
         warnings.simplefilter("error", ExportPrecisionWarning)
         to_onnx(forest)
+
+
+def test_the_same_export_gives_the_same_bytes_under_any_hash_seed(tmp_path) -> None:
+    """skl2onnx gathers a graph's opset domains in a set; export orders them, so the bytes follow the model only."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, hashlib, numpy as np, aprender\n"
+            "from aprender.pipeline import make_pipeline\n"
+            "from aprender.preprocessing import StandardScaler\n"
+            "from aprender.tree import DecisionTreeClassifier\n"
+            "X = np.random.default_rng(0).random((60, 3)); y = (X[:, 0] > 0.5).astype(int)\n"
+            "m = make_pipeline(StandardScaler(), DecisionTreeClassifier(max_depth=3, random_state=0)).fit(X, y)\n"
+            "aprender.save(m, sys.argv[1], X=X[:5])\n")
+    digests = set()
+    for seed in ("0", "1", "2", "3"):
+        path = tmp_path / f"m{seed}.onnx"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-c", code, str(path)], check=True, env=env, capture_output=True)
+        digests.add(hashlib.sha256(path.read_bytes()).hexdigest())
+    assert len(digests) == 1

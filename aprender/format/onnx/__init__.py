@@ -469,6 +469,7 @@ def to_onnx(
     if dtype == np.float64 and exact_trees(parts) and ml_opset >= 5:  # scikit-learn's tree regressors: double
         onx = double_ensembles(onx)
     unicode_tokens(onx, [e for e in parts if hasattr(e, "token_pattern") and hasattr(e, "vocabulary_")])
+    _sort_opsets(onx)
     _check(onx, model, dtype)
     if dtype == np.float32:
         warn_float_before_trees(onx, parts, type(model).__name__)
@@ -480,6 +481,14 @@ def to_onnx(
         {**parity, "dtype": {"chosen": dtype.name, "reason": "asked by the caller"}})})
     onx.doc_string = doc_string(model, props["aprender.class"])
     return onx
+
+
+def _sort_opsets(onx: onnx.ModelProto) -> None:
+    """Order the model's opset imports by domain: skl2onnx gathers them in a set, so their order,
+    and the file's bytes, followed the interpreter's hash seed."""
+    opsets = sorted((op.domain, op.version) for op in onx.opset_import)
+    del onx.opset_import[:]
+    onx.opset_import.extend(onnx.helper.make_opsetid(domain, version) for domain, version in opsets)
 
 
 def dumps(model: Any, X: Any = None, **options: Any) -> bytes:
