@@ -437,6 +437,11 @@ def tabulate(results: dict[str, Any], skipped: list[str], onnx: bool) -> str:
         kinds = ["exported", "wrong", "refused", "crashed"]
         lines += ["", "| aprender ONNX | " + " | ".join(kinds) + " |", "|---|" + "---:|" * len(kinds),
                   "| in ONNX Runtime | " + " | ".join(str(counts["onnx"][k]) for k in kinds) + " |"]
+        tied = [row["onnx"] for row in rows if row.get("onnx", {}).get("explained_rows")]
+        if tied:
+            lines += ["", f"{len(tied)} of the exported differ from the estimator only on rows verification's own "
+                          f"rule explains ({sum(t['explained_rows'] for t in tied)} rows in all: a KNN's tied k-th and "
+                          "(k+1)-th neighbours, where scikit-learn's kd-tree and its brute force differ too)."]
     problems = defaultdict(list)
     for row in rows:
         for lib in libs:
