@@ -120,6 +120,8 @@ class _Walk:
 
     def item(self, name: str, arg: Any, open_: list[_Open], safe: bool, ignore_case: bool) -> list[_Open]:
         if name in _ATOMS:
+            if not open_:  # nothing to separate: spare working out the characters
+                return open_
             chars = chars_of(name, arg, ignore_case)
             return [replace(o, since=(*o.since, chars)) for o in open_]
         if name in ("ASSERT", "ASSERT_NOT"):  # atomic: nothing outside backtracks into it
@@ -220,9 +222,27 @@ def _merge(paths: list[list[_Open]]) -> list[_Open]:
     return list(merged.values())
 
 
+def _repeats(parsed: Any) -> int:
+    """How many repetitions of more than one item ``parsed`` holds, anywhere in it."""
+    count = 0
+    for op, arg in parsed:
+        name = str(op)
+        if name in _REPEATS:
+            count += (arg[1] > 1) + _repeats(arg[2])
+        elif name == "BRANCH":
+            count += sum(_repeats(alt) for alt in arg[1])
+        elif name in ("SUBPATTERN", "ASSERT", "ASSERT_NOT"):
+            count += _repeats(arg[-1])
+        elif name == "ATOMIC_GROUP":
+            count += _repeats(arg)
+    return count
+
+
 def chained_repetitions(parsed: Any) -> tuple[str, str] | None:
     """The first two repetitions of ``parsed`` (a ``re`` parse tree) that backtrack into each other
     too much, as written, or ``None``."""
+    if _repeats(parsed) < 2:  # scikit-learn's default and most real patterns: no pair to look at
+        return None
     ignore_case = bool(parsed.state.flags & re.IGNORECASE)
     walk = _Walk()
     walk.sequence(parsed, [], True, ignore_case)

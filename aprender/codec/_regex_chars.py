@@ -21,7 +21,8 @@ Chars = tuple[tuple[int, int], ...]
 
 _TOP = 0x10FFFF
 _ALL: Chars = ((0, _TOP),)
-_ASCII = {"CATEGORY_DIGIT": r"[0-9]", "CATEGORY_SPACE": r"[ \t\n\r\f\v]", "CATEGORY_WORD": r"[a-zA-Z0-9_]"}
+_ASCII: dict[str, Chars] = {"CATEGORY_DIGIT": ((48, 57),), "CATEGORY_SPACE": ((9, 13), (32, 32)),
+                            "CATEGORY_WORD": ((48, 57), (65, 90), (95, 95), (97, 122))}
 _UNICODE = {"CATEGORY_DIGIT": r"\d", "CATEGORY_SPACE": r"\s", "CATEGORY_WORD": r"\w"}
 
 
@@ -32,18 +33,14 @@ def _intervals(mask: np.ndarray) -> Chars:
 
 
 @cache
-def _every_character() -> np.ndarray:
-    return np.arange(_TOP + 1, dtype=np.uint32)
+def _every_character() -> str:
+    return np.arange(_TOP + 1, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
 
 
 @cache
 def _matched_by(pattern: str) -> Chars:
     """Code points a one-character ``pattern`` matches, asked of ``re`` itself so the answer is its own."""
-    text = _every_character().tobytes().decode("utf-32-le", "surrogatepass")
-    marked = re.sub(pattern, "\0", text)
-    mask = np.frombuffer(marked.encode("utf-32-le", "surrogatepass"), dtype="<u4") == 0
-    mask[0] = re.fullmatch(pattern, "\0") is not None
-    return _intervals(mask)
+    return tuple((m.start(), m.end() - 1) for m in re.finditer(f"(?:{pattern})+", _every_character()))
 
 
 @cache
@@ -98,8 +95,8 @@ def _category(name: str, wide: bool) -> Chars:
         return _ALL if wide else ()
     # re.ASCII's \w is a subset of Unicode's, so its \W a superset
     if negated:
-        return complement(_matched_by((_ASCII if wide else _UNICODE)[base]))
-    return _matched_by((_UNICODE if wide else _ASCII)[base])
+        return complement(_matched_by(_UNICODE[base]) if not wide else _ASCII[base])
+    return _matched_by(_UNICODE[base]) if wide else _ASCII[base]
 
 
 def _item(name: str, arg: Any, wide: bool) -> Chars:
