@@ -119,7 +119,7 @@ def main() -> None:
             refused += 1
     accepted = sorted(set(accepted))
     print(f"{len(accepted)} distinct patterns accepted, {refused} refused")
-    short = timed(accepted, 2_000, timeout=20.0)
+    short = timed(accepted, 2_000, timeout=10.0)
     slowest = sorted(short, key=short.__getitem__, reverse=True)[: args.top]
     long = timed(slowest, 10_000, timeout=120.0)
     for pattern in slowest:

@@ -8,6 +8,10 @@ nor refer back to a group (``(a*)\1*b``: a backreference repeats whatever its gr
 matched, nesting the group's repetition where no parse tree shows it); it holds at most
 :data:`MAX_REPETITIONS` variable repetitions, optional ones included (``a?`` thirty times before
 ``a`` thirty times backtracks 2**30 ways), which bounds the polynomial kind (docs/threat-model.md).
+A pattern that runs on text of any length (a ``token_pattern``, on a request's documents) may
+also not hold two repetitions that backtrack into each other (``\\w+\\w+x``, n**3 steps on an
+n-letter word; :mod:`aprender.codec._regex_chains`); a column selector's pattern runs only on the
+column names of the user's own data, short strings, where that bound is enough.
 The pattern runs on text the file's maker does not see (column names, documents), so a
 bad one is refused at load, not at the first ``transform``.
 """

@@ -11,8 +11,9 @@ before the last, times what the last one scans; a repetition that can match more
 more, more than :data:`LINEAR_BUDGET` times n, or more than :data:`CONSTANT_BUDGET` steps,
 unless nothing after its last member can fail (``.*income.*``: once the second ``.*`` is
 reached the match has succeeded, and no backtracking into the chain ever happens).
-Lookarounds are atomic in ``re``, so each one's body is a chain of its own; branches and
-optional groups are followed on every path.
+Lookarounds are atomic in ``re``: nothing after one backtracks into it, but it runs again at every
+position a repetition before it gives back, so its body chains with those. Branches and optional
+groups are followed on every path.
 """
 
 from __future__ import annotations
@@ -107,6 +108,9 @@ class _Walk:
 
     def __init__(self) -> None:
         self.made = 0
+        #: The lookarounds the walk is inside: the last repetition opened before each, and whether
+        #: the match surely succeeds once it has.
+        self.lookarounds: list[tuple[int, bool]] = []
         self.found: tuple[str, str] | None = None
 
     def sequence(self, parsed: Any, open_: list[_Open], safe: bool, ignore_case: bool) -> list[_Open]:
@@ -124,8 +128,13 @@ class _Walk:
                 return open_
             chars = chars_of(name, arg, ignore_case)
             return [replace(o, since=(*o.since, chars)) for o in open_]
-        if name in ("ASSERT", "ASSERT_NOT"):  # atomic: nothing outside backtracks into it
-            self.sequence(arg[1], [], True, ignore_case)
+        if name in ("ASSERT", "ASSERT_NOT"):
+            # Atomic: nothing after it backtracks into it, so what its body opens stays inside. But it
+            # runs again at every position a repetition before it gives back, so its body chains with
+            # those, and such a chain may count on nothing failing only if nothing after it can.
+            self.lookarounds.append((self.made, safe and name == "ASSERT"))
+            self.sequence(arg[1], open_, True, ignore_case)
+            self.lookarounds.pop()
             return open_
         if name == "SUBPATTERN":
             return self.sequence(arg[-1], open_, safe, ignore_case or bool(arg[1] & re.IGNORECASE))
@@ -150,6 +159,7 @@ class _Walk:
         chained = [o for o in open_ if _chains(o, chars, first)]
         if chained:
             costliest = max(chained, key=lambda o: o.choices)
+            safe = safe and all(ok for before, ok in self.lookarounds if costliest.number <= before)
             if (costliest.choices * scan).too_much() and not (safe and low <= LONG) and self.found is None:
                 self.found = (costliest.shown, shown)
             choices = costliest.choices * choices
