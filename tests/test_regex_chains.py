@@ -53,6 +53,7 @@ def test_real_patterns_are_accepted(pattern):
     (r"(?i)[a-z]+K+x", "[...]+", "K+"),  # case-insensitive: K is k
     (r"[a-z]+(?i:K)+x", "[...]+", "K+"),  # a scoped case-insensitive flag
     (r"\s+\s{2,}x", r"\s+", r"\s{2,}"),
+    (r"\w+(?>\w+)x", r"\w+", r"\w+"),  # an atomic group runs again at every position before it
     (r".*x\w{1000}", ".*", r"\w{1000}"),  # a large fixed count scans as far as an unbounded one
     (r"\w{0,8}\w+x", r"\w{0,8}", r"\w+"),  # nine choices, each a scan of the text: 2.4 s on 10,000 letters
     (r"\w{0,3}\w+x", r"\w{0,3}", r"\w+"),  # four scans of the text per start: 3 s on 10,000 letters
@@ -73,6 +74,7 @@ def test_chained_repetitions_are_refused(pattern, first, second):
     r"(?=\w+)\w+x",  # a lookaround is atomic: nothing backtracks into it
     r"(?!.*x.*)", r"\w+(?=.*)", r"a+(?=b*x)",
     r"\w?\w+x", r"\d{1,3}\d{1,3}x",  # within the budgets
+    r"\w++\w+x", r"(?>\w+)\w+x",  # possessive and atomic: the first gives nothing back
 ])
 def test_separated_or_harmless_repetitions_are_accepted(pattern):
     assert check_pattern(pattern) is None

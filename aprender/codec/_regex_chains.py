@@ -138,8 +138,9 @@ class _Walk:
             return open_
         if name == "SUBPATTERN":
             return self.sequence(arg[-1], open_, safe, ignore_case or bool(arg[1] & re.IGNORECASE))
-        if name == "ATOMIC_GROUP":
-            return self.sequence(arg, open_, safe, ignore_case)
+        if name == "ATOMIC_GROUP":  # gives nothing back once matched: what opens inside stays inside
+            before = self.made
+            return [o for o in self.sequence(arg, open_, safe, ignore_case) if o.number <= before]
         if name == "BRANCH":
             return _merge([self.sequence(alt, open_, safe, ignore_case) for alt in arg[1]])
         if name in _REPEATS:
@@ -147,7 +148,8 @@ class _Walk:
             if high <= 1:
                 taken = self.sequence(body, open_, safe, ignore_case)
                 return _merge([taken, open_]) if low == 0 else taken
-            return self.repeat(low, high, body, open_, safe, ignore_case)
+            opened = self.repeat(low, high, body, open_, safe, ignore_case)
+            return opened[:-1] if name == "POSSESSIVE_REPEAT" else opened  # gives nothing back
         return open_  # anchors and \b consume nothing
 
     def repeat(self, low: int, high: int, body: Any, open_: list[_Open], safe: bool,
