@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from aprender.codec._regex import check_pattern
+from aprender.codec._regex_chains import CONSTANT_BUDGET, LINEAR_BUDGET, LONG
 from aprender.feature_extraction.text import HashingVectorizer, TfidfVectorizer
 from aprender.text import NgramLm
 from tests.support.state_edit import find, hostile
@@ -103,3 +104,10 @@ def test_worst_case_tool_times_and_stops_a_stall():
     assert all(len(text) == 50 and text.endswith("!") for text in subjects(r"\w+x", 50))
     times = timed([r"\w+x", "(a+)+$"], 200, timeout=3.0)
     assert times[r"\w+x"] < 3.0 and times["(a+)+$"] == float("inf")
+
+
+def test_threat_model_states_the_budgets_in_force():
+    text = " ".join((Path(__file__).resolve().parent.parent / "docs" / "threat-model.md").read_text().split())
+    assert f"more than {LONG} characters counts as unbounded" in text
+    assert f"at most {CONSTANT_BUDGET:,} steps per start" in text
+    assert f"at most {LINEAR_BUDGET} scans" in text
