@@ -8,6 +8,10 @@ nor refer back to a group (``(a*)\1*b``: a backreference repeats whatever its gr
 matched, nesting the group's repetition where no parse tree shows it); it holds at most
 :data:`MAX_REPETITIONS` variable repetitions, optional ones included (``a?`` thirty times before
 ``a`` thirty times backtracks 2**30 ways), which bounds the polynomial kind (docs/threat-model.md).
+A pattern that runs on text of any length (a ``token_pattern``, on a request's documents) may
+also not hold two repetitions that backtrack into each other (``\\w+\\w+x``, n**3 steps on an
+n-letter word; :mod:`aprender.codec._regex_chains`); a column selector's pattern runs only on the
+column names of the user's own data, short strings, where that bound is enough.
 The pattern runs on text the file's maker does not see (column names, documents), so a
 bad one is refused at load, not at the first ``transform``.
 """
@@ -18,6 +22,7 @@ import re
 from typing import Any
 
 from aprender.codec._nodes import preview
+from aprender.codec._regex_chains import chained_repetitions
 
 try:
     from re import _parser as _sre_parse  # Python 3.11+
@@ -85,8 +90,24 @@ def _repetitions(parsed: Any) -> int:
                for op, arg in parsed)
 
 
-def check_pattern(pattern: object) -> str | None:
-    """Why ``pattern`` may not be a stored regular expression, or ``None`` if it may."""
+def check_pattern(pattern: object, *, on_text: bool = True) -> str | None:
+    """Why ``pattern`` may not be a stored regular expression, or ``None`` if it may.
+
+    Parameters
+    ----------
+    pattern : object
+        The value a file stores as a regular expression.
+    on_text : bool, default=True
+        Whether the pattern runs on text of any length (a request's documents), where side-by-side
+        repetitions that backtrack into each other (:mod:`aprender.codec._regex_chains`) are refused
+        too. ``False`` for a pattern that only ever runs on short strings the user chose (a column
+        selector's, on the column names of the user's own data).
+
+    Returns
+    -------
+    str or None
+        Why the pattern is refused, or ``None``.
+    """
     if type(pattern) is not str:
         return f"a pattern must be a string, found {type(pattern).__name__}"
     if len(pattern) > MAX_PATTERN:
@@ -103,4 +124,10 @@ def check_pattern(pattern: object) -> str | None:
     if count > MAX_REPETITIONS:
         return (f"pattern {preview(pattern, 60)} holds {count} repetitions, at most {MAX_REPETITIONS}: k of them "
                 "side by side can take time of the k-th power of a subject's length (or 2**k for optional ones)")
+    pair = chained_repetitions(parsed) if on_text else None
+    if pair is not None:
+        return (f"pattern {preview(pattern, 60)} could take time of a high power of a text's length: its "
+                f"repetitions {pair[0]} and {pair[1]} can match the same characters, one after the other, with a "
+                "failing match after them, so each start tries every split between them (make the characters "
+                "they match disjoint, put a character neither matches between them, or join them into one)")
     return None

@@ -147,7 +147,7 @@ def _encode_selector(value: make_column_selector, enc: Encoding, path: str) -> d
     if extra:
         raise UnsupportedTypeError(path, "make_column_selector", f"unexpected attributes {sorted(extra)}")
     if value.pattern is not None:
-        why = check_pattern(value.pattern)
+        why = check_pattern(value.pattern, on_text=False)
         if why is not None:
             raise UnsupportedTypeError(join(path, "pattern"), "make_column_selector pattern", why)
     return {
@@ -160,7 +160,7 @@ def _encode_selector(value: make_column_selector, enc: Encoding, path: str) -> d
 def _decode_selector(node: Mapping[str, Any], dec: Decoding, path: str) -> make_column_selector:
     pattern = node.get("pattern")
     if pattern is not None:
-        why = check_pattern(pattern)
+        why = check_pattern(pattern, on_text=False)
         if why is not None:
             raise fail(join(path, "pattern"), why)
     return make_column_selector(
