@@ -120,8 +120,6 @@ GAPS = [
 GAPS_FLOAT64 = [
     Gap(lambda m: has(m, "LinearSVC"), "post_transform 'NONE' is not supported with double",
         "skl2onnx's double LinearSVC converter lacks raw scores"),
-    Gap(lambda m: has(m, "LinearSVR", lambda e: not e.fit_intercept), "has no attribute 'reshape'",
-        "skl2onnx's double LinearSVR converter fails on a scalar intercept (fit_intercept=False)"),
     Gap(_frame_logistic, "invalid ONNX graph.*Softmax",
         "skl2onnx types the probabilities after string column inputs as float32 while Softmax computes in double"),
 ]

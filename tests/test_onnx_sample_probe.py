@@ -198,3 +198,22 @@ def test_both_dtypes_failing_raise_with_both_differences() -> None:
     with pytest.raises(ExportParityError, match="float32: float32 off float64: float64 off") as info:
         choose_dtype(export, None)
     assert set(info.value.outputs) == {"float32", "float64"}
+
+
+def test_a_model_without_intercept_falls_back_to_double_where_float32_cannot_hold_it() -> None:
+    """The gallery's plot_lasso_dense_vs_sparse_data.py: a Lasso of 5,000 features fitted with
+    ``fit_intercept=False`` (``intercept_ = 0.0``, a float). Its float32 graph is 6e-5 off near zero;
+    skl2onnx's double converter could not read a float intercept, so the export was refused."""
+    from aprender.format.onnx import to_onnx
+    from aprender.linear_model import Lasso
+
+    X, y = make_regression(n_samples=200, n_features=5000, random_state=0)
+    model = Lasso(alpha=1, fit_intercept=False, max_iter=1000).fit(X, y)
+    onx = to_onnx(model, X[:5])
+    assert isinstance(model.intercept_, float)  # the caller's model is left as it was
+    parity = json.loads({p.key: p.value for p in onx.metadata_props}["aprender.parity"])
+    assert parity["dtype"]["chosen"] == "float64", parity
+    session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {session.get_inputs()[0].name: X})[0].ravel()
+    assert np.allclose(got, model.predict(X), rtol=1e-12, atol=1e-9)
+    assert onnx.checker.check_model(onx) is None

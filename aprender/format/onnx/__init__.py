@@ -57,7 +57,7 @@ from aprender.exceptions import AprenderError, UnsupportedExportError
 from aprender.format._formats import model_type_keyword
 from aprender.format._io import existing_file, write_atomic
 from aprender.format.onnx._converters import nested, register_converter, sync
-from aprender.format.onnx._double import needs_double
+from aprender.format.onnx._double import array_intercepts, needs_double
 from aprender.format.onnx._dtype_choice import choose_dtype
 from aprender.format.onnx._exact_trees import exact_trees
 from aprender.format.onnx._frame_probe import probe_frame, read_columns
@@ -460,6 +460,8 @@ def to_onnx(
     if read is not None:
         types = [t for t in types if t[0] in read]
     graph_model = predicting(model)  # a final RFE answers its predictions, not its selected columns
+    if dtype == np.float64:
+        graph_model = array_intercepts(graph_model)
     onx = _convert(graph_model, types, opset, _converter_options(graph_model, options))
     _restore_input_names(onx, types)
     apply_inverse_links(onx, graph_model)

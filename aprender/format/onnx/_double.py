@@ -9,11 +9,14 @@ PolynomialFeatures, a float-only ONNX Runtime kernel) falls back to float32, ver
 
 from __future__ import annotations
 
+import copy
 from typing import Any
+
+import numpy as np
 
 from aprender.format.onnx._probe import fitted_parts
 
-__all__ = ["NEEDS_DOUBLE", "needs_double"]
+__all__ = ["NEEDS_DOUBLE", "array_intercepts", "needs_double"]
 
 #: scikit-learn class name -> why its float32 graph loses the values.
 NEEDS_DOUBLE = {
@@ -32,3 +35,25 @@ def needs_double(model: Any) -> str | None:
             if cls.__module__.startswith("sklearn.") and cls.__name__ in NEEDS_DOUBLE:
                 return f"{cls.__name__}: {NEEDS_DOUBLE[cls.__name__]}"
     return None
+
+
+def _scalar_intercept(part: Any) -> bool:
+    return isinstance(getattr(part, "intercept_", None), float | np.floating)
+
+
+def array_intercepts(model: Any) -> Any:
+    """``model``, or a copy of it whose scalar ``intercept_`` values are one-element arrays.
+
+    A linear model fitted with ``fit_intercept=False`` keeps ``intercept_ = 0.0``, a float, and
+    skl2onnx's double converters call ``intercept_.reshape``: the double graph of such a model
+    could not be made, so a Lasso of 5,000 features whose float32 graph is 6e-5 off (the
+    gallery's plot_lasso_dense_vs_sparse_data.py) was refused instead of exported in double.
+    The copy is converted only; the caller's model is never changed.
+    """
+    if not any(_scalar_intercept(part) for part in fitted_parts(model)):
+        return model
+    converted = copy.deepcopy(model)
+    for part in fitted_parts(converted):
+        if _scalar_intercept(part):
+            part.intercept_ = np.array([part.intercept_], dtype=np.float64)
+    return converted
