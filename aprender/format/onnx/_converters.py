@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["nested", "register_converter", "replace_converter", "sync"]
+__all__ = ["convert_as", "nested", "register_converter", "replace_converter", "shape_of", "sync"]
 
 @dataclass(frozen=True)
 class _Converter:
@@ -108,6 +108,32 @@ def replace_converter(
     with _lock:
         _replacing.add(cls)
     register_converter(cls, shape_calculator, converter, options=options)
+
+
+def shape_of(alias: str) -> Callable[[Any], None]:
+    """The shape calculator skl2onnx registers under ``alias``, for a converter that keeps skl2onnx's outputs."""
+
+    def shape(operator: Any) -> None:
+        from skl2onnx.common._registration import get_shape_calculator
+
+        get_shape_calculator(alias)(operator)
+
+    return shape
+
+
+def convert_as(substitute: Any, converter: Callable[..., Any], scope: Any, operator: Any, container: Any) -> None:
+    """Run skl2onnx's ``converter`` with ``substitute`` in the place of the operator's model.
+
+    For a converter right in every respect but one fitted value: the substitute is a
+    shallow copy holding the corrected value, and the operator gets its own model back
+    however the conversion ends (later passes read ``raw_operator``).
+    """
+    model = operator.raw_operator
+    operator.raw_operator = substitute
+    try:
+        converter(scope, operator, container)
+    finally:
+        operator.raw_operator = model
 
 
 def _apply(cls: type, entry: _Converter) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from aprender.format.onnx._converters import replace_converter
+from aprender.format.onnx._converters import convert_as, replace_converter, shape_of
 
 __all__ = ["ceil32", "register"]
 
@@ -38,24 +38,14 @@ def convert(scope: Any, operator: Any, container: Any) -> None:
     edges = np.empty(len(model.bin_edges_), dtype=object)
     edges[:] = [ceil32(e) for e in model.bin_edges_]
     rounded.bin_edges_ = edges
-    operator.raw_operator = rounded
-    try:
-        convert_sklearn_k_bins_discretiser(scope, operator, container)
-    finally:
-        operator.raw_operator = model
-
-
-def _shape(operator: Any) -> None:
-    from skl2onnx.common._registration import get_shape_calculator
-
-    get_shape_calculator("SklearnKBinsDiscretizer")(operator)
+    convert_as(rounded, convert_sklearn_k_bins_discretiser, scope, operator, container)
 
 
 def register() -> None:
     """Hand the converter to aprender's registry, replacing skl2onnx's for KBinsDiscretizer."""
     from sklearn.preprocessing import KBinsDiscretizer
 
-    replace_converter(KBinsDiscretizer, _shape, convert)
+    replace_converter(KBinsDiscretizer, shape_of("SklearnKBinsDiscretizer"), convert)
 
 
 register()

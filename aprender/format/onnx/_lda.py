@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from aprender.format.onnx._converters import replace_converter
+from aprender.format.onnx._converters import convert_as, replace_converter, shape_of
 
 __all__ = ["register"]
 
@@ -31,17 +31,7 @@ def convert(scope: Any, operator: Any, container: Any) -> None:
         return
     halved = copy.copy(model)
     halved.coef_, halved.intercept_ = model.coef_ / 2, model.intercept_ / 2
-    operator.raw_operator = halved
-    try:
-        convert_sklearn_linear_classifier(scope, operator, container)
-    finally:
-        operator.raw_operator = model
-
-
-def _shape(operator: Any) -> None:
-    from skl2onnx.common._registration import get_shape_calculator
-
-    get_shape_calculator("SklearnLinearClassifier")(operator)
+    convert_as(halved, convert_sklearn_linear_classifier, scope, operator, container)
 
 
 def register() -> None:
@@ -50,7 +40,7 @@ def register() -> None:
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
     options = get_converter("SklearnLinearClassifier").get_allowed_options()
-    replace_converter(LinearDiscriminantAnalysis, _shape, convert, options=options)
+    replace_converter(LinearDiscriminantAnalysis, shape_of("SklearnLinearClassifier"), convert, options=options)
 
 
 register()

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from aprender.format.onnx._converters import replace_converter
+from aprender.format.onnx._converters import replace_converter, shape_of
 
 __all__ = ["register"]
 
@@ -82,19 +82,13 @@ def convert(scope: Any, operator: Any, container: Any) -> None:
     OnnxIdentity(scores, op_version=opv, output_names=operator.outputs[1:2]).add_to(scope, container)
 
 
-def _shape(operator: Any) -> None:
-    from skl2onnx.common._registration import get_shape_calculator
-
-    get_shape_calculator("SklearnOneVsRestClassifier")(operator)
-
-
 def register() -> None:
     """Hand the converter to aprender's registry, replacing skl2onnx's for OneVsRestClassifier."""
     from skl2onnx.common._registration import get_converter
     from sklearn.multiclass import OneVsRestClassifier
 
     options = get_converter("SklearnOneVsRestClassifier").get_allowed_options()
-    replace_converter(OneVsRestClassifier, _shape, convert, options=options)
+    replace_converter(OneVsRestClassifier, shape_of("SklearnOneVsRestClassifier"), convert, options=options)
 
 
 register()
