@@ -50,7 +50,7 @@ REFUSED: dict[str, tuple[str, str]] = {
     "SelectFpr": ("did not select any feature", "selects no feature on this data: no graph to build"),
     "SelectFwe": ("did not select any feature", "selects no feature on this data: no graph to build"),
     "SelectPercentile": ("did not select any feature", "selects no feature on this data (10% of 5 features)"),
-    "KBinsDiscretizer": ("onehot encoding not supported", "encode='onehot' gives a sparse matrix; ONNX is dense"),
+    "KBinsDiscretizer": ("gives a sparse matrix", "encode='onehot' gives a sparse matrix; ONNX is dense"),
     "KNeighborsClassifier-1": ("metric='precomputed'", "a precomputed distance matrix has no ONNX equivalent"),
     "KNeighborsRegressor-1": ("metric='precomputed'", "a precomputed distance matrix has no ONNX equivalent"),
     "SVC-1": ("kernel='precomputed'", "a precomputed kernel matrix has no ONNX equivalent"),

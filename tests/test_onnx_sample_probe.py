@@ -29,7 +29,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import KBinsDiscretizer, OneHotEncoder, StandardScaler
 
 import aprender
-from aprender.exceptions import ExportParityError
+from aprender.exceptions import ExportParityError, UnsupportedExportError
 from aprender.format.onnx import _sample_probe, input_feed, to_onnx
 from aprender.format.onnx._dtype_choice import choose_dtype
 from aprender.format.onnx._kbins import ceil32
@@ -158,10 +158,39 @@ def test_kbins_edges_are_rounded_toward_their_bin_and_the_made_rows_catch_skl2on
         assert verify(theirs, model, values[:5])["verified"]
     with pytest.raises(ExportParityError, match=r"variable: \d+ of \d+ rows differ, max \|difference\| 1"):
         verify(theirs, model, values[:5])  # the bin edges' float32 neighbours are among the made rows
-    onx = to_onnx(model, values[:5])
+    onx = to_onnx(model, values[:5], dtype=np.float32)
     assert onx.graph.input[0].type.tensor_type.elem_type == FLOAT
     np.testing.assert_array_equal(_run(onx, X)["variable"], model.transform(_seen(onx, X)))
     assert np.all(ceil32(edges) >= edges) and np.all(np.float32(ceil32(edges)) == ceil32(edges))
+    exact = to_onnx(model, values[:5])  # the default: double, scikit-learn's own comparison
+    assert exact.graph.input[0].type.tensor_type.elem_type == DOUBLE
+    np.testing.assert_array_equal(_run(exact, X)["variable"], model.transform(X))
+
+
+@pytest.mark.parametrize("encode", ["ordinal", "onehot-dense"])
+def test_kbins_after_a_scaler_bins_new_rows_of_scaled_integers_as_scikit_learn(encode) -> None:
+    # The quantile edges are the scaled integers themselves: a float32 scaler moved 1,037 of
+    # 20,000 such rows a bin (and a label); the default export is double, as scikit-learn computes.
+    rng = np.random.default_rng(1)
+
+    def rows(n: int) -> np.ndarray:
+        return np.c_[rng.integers(0, 20, n), rng.integers(0, 7, n) * 1.5, rng.normal(size=n)]
+
+    X = rows(300)
+    y = (X[:, 0] + X[:, 1] + rng.normal(0, 3, 300) > 12).astype(int)
+    model = make_pipeline(StandardScaler(), KBinsDiscretizer(n_bins=5, encode=encode), LogisticRegression()).fit(X, y)
+    onx = to_onnx(model)
+    assert onx.graph.input[0].type.tensor_type.elem_type == DOUBLE
+    new = rows(3000)
+    got = _run(onx, new)
+    np.testing.assert_array_equal(got["label"], model.predict(new))
+    np.testing.assert_allclose(got["probabilities"], model.predict_proba(new), rtol=0, atol=1e-12)
+
+
+def test_kbins_onehot_is_refused_for_its_sparse_output() -> None:
+    model = KBinsDiscretizer(n_bins=3, encode="onehot").fit(np.arange(12.0).reshape(-1, 2))
+    with pytest.raises(UnsupportedExportError, match="sparse matrix, which ONNX tensors cannot hold"):
+        to_onnx(model)
 
 
 def test_a_dataframe_sample_is_joined_by_rows_of_its_ranges_and_the_fitted_categories() -> None:

@@ -67,7 +67,7 @@ from aprender.format.onnx._inspect import inspect_file, load_tensors, validate_f
 from aprender.format.onnx._kernels import runnable_kernels
 from aprender.format.onnx._links import apply_inverse_links
 from aprender.format.onnx._options import CAPABILITIES, ExportOptions
-from aprender.format.onnx._precision import booster_after_floats, unicode_tokens, warn_float_before_trees
+from aprender.format.onnx._precision import thresholds_after_floats, unicode_tokens, warn_float_before_trees
 from aprender.format.onnx._selectors import predicting
 from aprender.format.onnx._tree_ensemble5 import double_ensembles
 from aprender.format.onnx._verify import parity_json, verify_export
@@ -389,7 +389,7 @@ def to_onnx(
         scikit-learn trees (their exact graph: double thresholds and leaves, the
         preprocessing in double) and for models whose values float32 cannot hold
         (PolynomialFeatures, Gaussian processes, KernelPCA: ``_double.NEEDS_DOUBLE``)
-        or whose XGBoost, LightGBM or CatBoost reads a float transform, falling back
+        or whose boosters or Binarizer read a float transform, falling back
         to float32 where the model has no double graph; float32 otherwise.
         ``numpy.float32`` keeps a tree model's compact float32 graph.
     options : dict, optional
@@ -443,7 +443,7 @@ def to_onnx(
             nested(model)) else None
         return choose_dtype(lambda exact: to_onnx(model, X, target_opset=target_opset, dtype=exact, options=options,
                                                   metadata=metadata, verify=verify, tolerance=tolerance),
-                            trees or needs_double(model) or booster_after_floats(nested(model)))
+                            trees or needs_double(model) or thresholds_after_floats(nested(model)))
     dtype = np.dtype(dtype)
     if dtype not in FLOAT_DTYPES:
         raise ValueError(f"dtype must be numpy.float32 or numpy.float64, got {dtype}")

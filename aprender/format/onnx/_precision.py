@@ -23,8 +23,8 @@ import onnx
 
 from aprender.exceptions import ExportPrecisionWarning, UnsupportedExportError
 
-__all__ = ["CAST_BEFORE_TREES", "DOUBLE_FOR_BOOSTERS", "booster_after_floats", "check_token_pattern", "exact_remedy",
-           "float_before_trees", "unicode_tokens", "warn_float_before_trees"]
+__all__ = ["CAST_BEFORE_TREES", "DOUBLE_FOR_BOOSTERS", "check_token_pattern", "exact_remedy", "float_before_trees",
+           "thresholds_after_floats", "unicode_tokens", "warn_float_before_trees"]
 
 #: scikit-learn's default ``token_pattern``.
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
@@ -104,23 +104,29 @@ def float_before_trees(onx: onnx.ModelProto, estimators: list[Any]) -> list[str]
     return _float_transforms(estimators)
 
 
-def booster_after_floats(estimators: list[Any]) -> str | None:
-    """Why ``dtype=None`` exports a model whose XGBoost, LightGBM or CatBoost reads float transforms in double.
+#: Transformers that compare their input with thresholds, as trees do (besides the boosters).
+_THRESHOLDS = frozenset(["Binarizer"])
 
-    The float32 graph is verified on probe rows made from the raw columns, which rarely land
-    within one float32 rounding of a threshold of the transformed space: a DataFrame pipeline
-    (median imputer and StandardScaler, then XGBClassifier(100)) passed verification in float32
-    and then gave 226 of 20,000 new rows another label, 0.32 off in probability. Its double
-    graph gave none.
+
+def thresholds_after_floats(estimators: list[Any]) -> str | None:
+    """Why ``dtype=None`` exports in double a model that compares float transforms with thresholds.
+
+    The readers are XGBoost, LightGBM and CatBoost trees and ``Binarizer`` (scikit-learn's own
+    trees are exported in double anyway, KBinsDiscretizer by ``_double.NEEDS_DOUBLE``). The
+    float32 graph is verified on probe rows made from the raw columns, which rarely land within
+    one float32 rounding of a threshold of the transformed space: a DataFrame pipeline (median
+    imputer and StandardScaler on an integer and a float column, then XGBClassifier(100))
+    passed verification in float32 and then gave 226 of 20,000 new rows another label, 0.32 off
+    in probability: the scaled integers are XGBoost's cut points. Its double graph gave none.
     """
     from aprender.format.onnx._boosters import is_booster
 
-    boosters = sorted({type(e).__name__ for e in estimators if is_booster(e)})
+    readers = sorted({type(e).__name__ for e in estimators if is_booster(e) or type(e).__name__ in _THRESHOLDS})
     floats = _float_transforms(estimators)
-    if not boosters or not floats:
+    if not readers or not floats:
         return None
-    return (f"{', '.join(floats)} before {', '.join(boosters)}: the double graph computes the transforms as "
-            "scikit-learn does and the trees read them as the library does")
+    return (f"{', '.join(floats)} before {', '.join(readers)}: the double graph computes the transforms as "
+            "scikit-learn does, and compares them with the thresholds as the model does")
 
 
 def warn_float_before_trees(onx: onnx.ModelProto, estimators: list[Any], name: str) -> None:
