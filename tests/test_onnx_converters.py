@@ -36,7 +36,7 @@ from sklearn.multiclass import OneVsRestClassifier
 from sklearn.naive_bayes import GaussianNB
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import PolynomialFeatures, StandardScaler
+from sklearn.preprocessing import PolynomialFeatures, PowerTransformer, StandardScaler
 from sklearn.svm import SVC, SVR, LinearSVC, NuSVC, NuSVR
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -347,3 +347,36 @@ def test_the_gallery_harness_exports_a_neighbours_model_fitted_on_another(tmp_pa
     assert gallery._data(inner) is inner._fit_X and gallery._data(X) is X
     result = gallery._onnx(outer, gallery._data(inner), {}, tmp_path)
     assert result["result"] == "refused" and "radius and n_neighbors" in result["error"], result
+
+
+def _power_rows(rng: np.random.Generator, n: int, method: str) -> np.ndarray:
+    X = np.c_[rng.lognormal(size=n), rng.normal(size=n) * 3, rng.integers(0, 10, n)]
+    return np.abs(X) + 0.1 if method == "box-cox" else X
+
+
+@pytest.mark.parametrize("method", ["yeo-johnson", "box-cox"])
+@pytest.mark.parametrize("standardize", [True, False])
+def test_power_transformer_exports_in_double_as_scipy_computes(method, standardize) -> None:
+    # skl2onnx's double graph mixes float32 constants into double Muls: ONNX Runtime refused it.
+    rng = np.random.default_rng(0)
+    model = PowerTransformer(method=method, standardize=standardize).fit(_power_rows(rng, 300, method))
+    new = _power_rows(rng, 2000, method)
+    onx = to_onnx(model, dtype=np.float64)
+    assert np.abs(_run(onx, new)["variable"] - model.transform(new)).max() <= 1e-12
+    single = to_onnx(model, dtype=np.float32)
+    seen = new.astype(np.float32).astype(np.float64)
+    assert np.abs(_run(single, new.astype(np.float32))["variable"] - model.transform(seen)).max() <= 1e-5
+
+
+def test_a_power_transformer_before_xgboost_exports_in_double_by_default() -> None:
+    # With no double graph the default fell back to float32, and new rows were up to 0.35 off.
+    xgboost = pytest.importorskip("xgboost", reason="xgboost is not installed (the aprender[xgboost] extra)")
+    rng = np.random.default_rng(1)
+    X = _power_rows(rng, 300, "yeo-johnson")
+    model = make_pipeline(PowerTransformer(), xgboost.XGBRegressor(n_estimators=20, n_jobs=1)).fit(X, X[:, 0] + X[:, 2])
+    onx = to_onnx(model)
+    assert onx.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
+    new = _power_rows(rng, 3000, "yeo-johnson")
+    expected = model.predict(new)
+    scale = np.spacing(np.float32(np.abs(expected).max()))  # the trees sum their leaves in float32
+    assert np.abs(_run(onx, new)["variable"].ravel() - expected).max() <= 4 * scale
