@@ -30,6 +30,7 @@ from sklearn.ensemble import (
 )
 from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF
+from sklearn.impute import KNNImputer
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.multiclass import OneVsRestClassifier
@@ -260,12 +261,27 @@ def test_polynomial_features_export_in_double_by_default_and_float32_is_refused(
 
 
 def test_a_model_needing_double_without_a_double_graph_falls_back_to_float32() -> None:
-    X, y = _overfit_polynomial()  # scikit-learn's trees read float32: no double tree graph
-    model = make_pipeline(PolynomialFeatures(2), DecisionTreeRegressor(max_depth=3, random_state=0)).fit(X, y)
-    with pytest.warns(ExportPrecisionWarning, match="PolynomialFeatures in float32 before its trees"):
+    X, y = _overfit_polynomial()  # skl2onnx's KNNImputer takes float32 only: no double graph
+    model = make_pipeline(KNNImputer(), DecisionTreeRegressor(max_depth=3, random_state=0)).fit(X, y)
+    with pytest.warns(ExportPrecisionWarning, match="KNNImputer in float32 before its trees"):
         onx = to_onnx(model, X)
     assert onx.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
     assert _parity(onx)["verified"]
+    assert "no double graph" in _parity(onx)["dtype"]["reason"]
+
+
+@pytest.mark.parametrize("final", [DecisionTreeRegressor(max_depth=4, random_state=0), LinearRegression()],
+                         ids=["tree", "linear"])
+def test_polynomial_features_with_a_bias_column_have_a_double_graph(final) -> None:
+    # skl2onnx made the bias column in float32 whatever the input: its double graph was invalid,
+    # and the default fell back to float32 for any PolynomialFeatures over more than one column.
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 3))
+    model = make_pipeline(PolynomialFeatures(3), clone(final)).fit(X, X[:, 0] * X[:, 1] - X[:, 2] ** 3)
+    onx = to_onnx(model)
+    assert onx.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
+    new = rng.normal(size=(2000, 3))
+    np.testing.assert_allclose(_run(onx, new)["variable"].ravel(), model.predict(new), rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize("model", [GaussianProcessRegressor(kernel=RBF()), KernelPCA(2, kernel="rbf")],

@@ -344,6 +344,7 @@ def _own_converters() -> None:
         _lda,
         _moe,
         _ovr,
+        _polynomial,
         _power,
         _selectors,
         _svc,

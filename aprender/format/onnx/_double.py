@@ -3,8 +3,8 @@
 Each entry is a measured gallery failure (issue 38: scikit-learn 1.9.1's examples, skl2onnx
 1.20, ONNX Runtime 1.32), where the float32 graph was far off and the double graph agrees
 to ~1e-12. ``to_onnx(dtype=None)`` (the default) exports these in double and every other
-model in float32; a model whose double graph cannot be made (trees after a
-PolynomialFeatures, a float-only ONNX Runtime kernel) falls back to float32, verified as always.
+model in float32; a model whose double graph cannot be made (a step skl2onnx converts in
+float32 only, such as KNNImputer) falls back to float32, verified as always.
 """
 
 from __future__ import annotations
