@@ -233,3 +233,24 @@ def test_the_threshold_search_is_skipped_only_inside_an_exact_tree_conversion() 
     to_onnx(model, X)
     # outside the conversion (here, or in another thread) skl2onnx's own search answers
     assert tree_ensemble.sklearn_threshold(np.float64(0.1), np.float64, "BRANCH_LEQ") != np.float64(0.1)
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+@pytest.mark.parametrize("labels", ["int", "str"])
+def test_tied_votes_give_scikit_learn_s_label_the_first_class(classes, labels) -> None:
+    # ONNX Runtime's tree operator broke exact ties of votes its own way: an
+    # ExtraTreesClassifier(30) with 13 votes for each of two classes got the second class
+    # (19 of these 3,000 rows). The float32 graph's float32 sums cannot hold such ties (docs/onnx.md).
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 4))
+    y = rng.integers(0, classes, 300)
+    y = np.array(["lyon", "nice", "paris"])[y] if labels == "str" else y
+    model = ExtraTreesClassifier(n_estimators=30, random_state=0).fit(X, y)  # votes of 1/30: not exact in binary
+    new = rng.normal(size=(3000, 4))
+    proba = model.predict_proba(new)
+    tied = (np.sort(proba, axis=1)[:, -1] == np.sort(proba, axis=1)[:, -2])
+    assert tied.sum() > 50
+    onx = to_onnx(model)
+    session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    label, _ = session.run(None, input_feed(onx, new))
+    assert np.array_equal(np.asarray(label).astype(str), model.predict(new).astype(str))

@@ -167,6 +167,35 @@ class _Exact:
             return None
         if op_type not in _TREE_OPS:
             return self._container.add_node(op_type, inputs, outputs, *args, **attrs)
+        outputs = list([outputs] if isinstance(outputs, str) else outputs)
+        if op_type != "TreeEnsembleClassifier" or not _averaged_votes(attrs):
+            return self._add_tree(op_type, inputs, outputs, *args, **attrs)
+        label, outputs[0] = outputs[0], self._scope.get_unique_variable_name("tree_label")
+        node = self._add_tree(op_type, inputs, outputs, *args, **attrs)
+        self._first_maximum(attrs, outputs[1], label)
+        return node
+
+    def _first_maximum(self, attrs: dict[str, Any], scores: str, label: str) -> None:
+        """``label``: the class of the first largest score, scikit-learn's ``argmax`` of ``predict_proba``.
+
+        The operator's own label broke ties otherwise: an ExtraTreesClassifier(30) whose votes
+        for two classes were 13 and 13 got the second class from ONNX Runtime, the first from
+        scikit-learn (1 row of 5,000 new rows of a DataFrame pipeline).
+        """
+        from onnx import TensorProto
+
+        strings = "classlabels_strings" in attrs
+        classes = list(attrs["classlabels_strings"] if strings else attrs["classlabels_int64s"])
+        table = self._scope.get_unique_variable_name("tree_classes")
+        self._container.add_initializer(table, TensorProto.STRING if strings else TensorProto.INT64, [len(classes)],
+                                        [_bytes(c) for c in classes] if strings else classes)
+        best = self._scope.get_unique_variable_name("tree_best")
+        self._container.add_node("ArgMax", [scores], [best], axis=1, keepdims=0,
+                                 name=self._scope.get_unique_operator_name("ArgMax"))
+        self._container.add_node("Gather", [table, best], [label], axis=0,
+                                 name=self._scope.get_unique_operator_name("Gather"))
+
+    def _add_tree(self, op_type: str, inputs: Any, outputs: list[Any], *args: Any, **attrs: Any) -> Any:
         trees = _tree_structures(self._model)
         if trees:
             attrs["nodes_missing_value_tracks_true"] = _missing_left(attrs, trees)
@@ -180,7 +209,7 @@ class _Exact:
             attrs["nodes_values"] = _thresholds(attrs, trees)
         if self._rounds:
             inputs = [self._round_trip(name) for name in ([inputs] if isinstance(inputs, str) else inputs)]
-        outputs = list([outputs] if isinstance(outputs, str) else outputs)
+        outputs = list(outputs)
         scores = len(outputs) - 1  # TreeEnsembleClassifier: (label, scores); TreeEnsembleRegressor: (scores,)
         declared, outputs[scores] = outputs[scores], self._scope.get_unique_variable_name("tree_scores")
         attrs["op_version"] = 3
@@ -242,3 +271,18 @@ def _thresholds(attrs: dict[str, Any], trees: list[Any]) -> list[float]:
     """The trees' own float64 thresholds (skl2onnx moves them to match its float32 comparison)."""
     trees, tree_ids, node_ids, branch = _node_table(attrs, trees)
     return [float(trees[t].threshold[n]) if b else 0.0 for t, n, b in zip(tree_ids, node_ids, branch, strict=True)]
+
+
+def _averaged_votes(attrs: dict[str, Any]) -> bool:
+    """Whether a classifier operator's scores are one column per class, ``predict_proba`` before normalizing.
+
+    So for forests and decision trees; gradient boosting's scores are margins (one column for
+    two classes), its labels left to the operator.
+    """
+    classes = attrs.get("classlabels_strings", attrs.get("classlabels_int64s", ()))
+    post = attrs.get("post_transform", "NONE")
+    return len(classes) >= 2 and post in ("NONE", b"NONE") and len(set(attrs.get("class_ids", ()))) == len(classes)
+
+
+def _bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode("utf-8")
