@@ -101,3 +101,32 @@ def test_the_probe_frame_draws_from_what_the_model_learned(frame) -> None:
     assert sample.attrs["aprender.read_columns"] == ["city", "note"]
     assert np.array_equal(probe_frame(model).to_numpy(), sample.to_numpy())  # deterministic
     assert probe_frame(LogisticRegression().fit(frame[["age"]], frame["plan"])) is None  # no ColumnTransformer
+
+
+def _with_missing_text(rng: np.random.Generator, n: int) -> pd.DataFrame:
+    frame = pd.DataFrame({"age": rng.normal(40, 12, n), "city": rng.choice(["lyon", "nice", "brest"], n),
+                          "plan": rng.choice(["free", "pro", "team"], n)})
+    frame.loc[rng.random(n) < 0.2, "plan"] = np.nan
+    frame.loc[rng.random(n) < 0.1, "city"] = np.nan
+    return frame
+
+
+@pytest.mark.parametrize("imputer", [SimpleImputer(strategy="constant", fill_value="missing"),
+                                     SimpleImputer(strategy="most_frequent")], ids=["constant", "most_frequent"])
+def test_string_columns_with_nan_imputed_before_one_hot_export_without_a_sample(imputer) -> None:
+    # skl2onnx refused a string SimpleImputer whose missing_values is NaN; the graph reads a
+    # missing string as "nan", what input_feed (numpy's str of NaN) gives it.
+    rng = np.random.default_rng(8)
+    frame = _with_missing_text(rng, 400)
+    y = (frame["age"] > 40) ^ (frame["plan"] == "pro")
+    columns = ColumnTransformer([("num", StandardScaler(), ["age"]),
+                                 ("cat", make_pipeline(imputer, OneHotEncoder(handle_unknown="ignore")),
+                                  ["city", "plan"])])
+    model = make_pipeline(columns, RandomForestClassifier(20, random_state=0)).fit(frame, y)
+    onx = to_onnx(model)
+    assert [i.name for i in onx.graph.input] == ["age", "city", "plan"]
+    new = _with_missing_text(rng, 2000)
+    session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    label, proba = session.run(None, input_feed(onx, new))
+    assert np.array_equal(label, model.predict(new))
+    assert np.abs(proba - model.predict_proba(new)).max() <= 1e-6

@@ -347,6 +347,7 @@ def _own_converters() -> None:
         _polynomial,
         _power,
         _selectors,
+        _string_missing,
         _svc,
         _svr,
         _threshold,
@@ -355,6 +356,7 @@ def _own_converters() -> None:
 
     register_installed()  # XGBoost, LightGBM, CatBoost: those whose library a model may come from
     _exact_trees.register()  # scikit-learn's trees: double thresholds where the graph reads doubles
+    _string_missing.register()  # after _exact_trees: it wraps the SimpleImputer converter that one wraps
     _selectors.register()  # feature selectors: the selected columns, whichever they are
     _iforest.register()  # IsolationForest: scikit-learn's float32 decisions, its float64 scores
 

@@ -1,0 +1,50 @@
+"""SimpleImputer on string columns whose missing values are NaN (private).
+
+A string column's missing values are NaN in pandas and in scikit-learn
+(``SimpleImputer(strategy="constant", fill_value="missing")`` before a OneHotEncoder, the
+usual way to encode them), but an ONNX string tensor cannot hold NaN: fed through
+``input_feed`` (``numpy.asarray(values, dtype=str)``) a missing value arrives as the string
+``"nan"``. skl2onnx 1.20 refuses such an imputer (its string converter matches a string
+``missing_values`` only); it is converted here with ``missing_values="nan"``, what the graph
+reads for NaN, and skl2onnx's own converter. A column holding the text "nan" is read as missing.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from aprender.format.onnx._converters import convert_as
+
+__all__ = ["MISSING_TEXT", "register"]
+
+#: What a NaN of a string column is in the graph's string input.
+MISSING_TEXT = "nan"
+_registered = False
+
+
+def register() -> None:
+    """Wrap the converter registered for SimpleImputer (once, after ``_exact_trees.register``)."""
+    global _registered
+    if _registered:
+        return
+    from skl2onnx._supported_operators import sklearn_operator_name_map
+    from skl2onnx.common._registration import get_converter, register_converter
+    from skl2onnx.common.data_types import StringTensorType
+    from sklearn.impute import SimpleImputer
+    from sklearn.utils._missing import is_scalar_nan
+
+    alias = sklearn_operator_name_map[SimpleImputer]
+    original = get_converter(alias)
+
+    def converter(scope: Any, operator: Any, container: Any) -> None:
+        model = operator.raw_operator
+        if not (isinstance(operator.inputs[0].type, StringTensorType) and is_scalar_nan(model.missing_values)):
+            original(scope, operator, container)
+            return
+        reading = copy.copy(model)
+        reading.missing_values = MISSING_TEXT
+        convert_as(reading, original, scope, operator, container)
+
+    register_converter(alias, converter, overwrite=True, options=original.get_allowed_options())
+    _registered = True
