@@ -31,7 +31,7 @@ from sklearn.ensemble import (
 from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.impute import KNNImputer
-from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.linear_model import LinearRegression, LogisticRegression, RidgeClassifier
 from sklearn.model_selection import GridSearchCV
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.naive_bayes import GaussianNB
@@ -396,3 +396,21 @@ def test_a_power_transformer_before_xgboost_exports_in_double_by_default() -> No
     expected = model.predict(new)
     scale = np.spacing(np.float32(np.abs(expected).max()))  # the trees sum their leaves in float32
     assert np.abs(_run(onx, new)["variable"].ravel() - expected).max() <= 4 * scale
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+@pytest.mark.parametrize("final", [LinearSVC(), RidgeClassifier()], ids=["linearsvc", "ridge"])
+def test_a_classifier_without_probabilities_has_a_double_graph(classes, final) -> None:
+    # skl2onnx: "post_transform 'NONE' is not supported with double", so a model that asks for
+    # double (here PolynomialFeatures; a KBinsDiscretizer gave 13 of 5,000 labels) fell back to float32.
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(300, 3))
+    model = make_pipeline(PolynomialFeatures(2), clone(final)).fit(X, rng.integers(0, classes, 300))
+    onx = to_onnx(model)
+    assert onx.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
+    new = rng.normal(size=(2000, 3))
+    out = _run(onx, new)
+    decision = model.decision_function(new)
+    decision = np.c_[-decision, decision] if classes == 2 else decision  # skl2onnx's raw scores: [-d, d]
+    assert np.array_equal(out["label"], model.predict(new))
+    assert np.abs(out["probabilities"] - decision).max() <= 1e-12

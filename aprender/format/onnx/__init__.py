@@ -338,6 +338,7 @@ def _own_converters() -> None:
     export, not with this package: ``apr inspect m.onnx`` reads bytes and needs neither.
     """
     from aprender.format.onnx import (  # noqa: F401
+        _decision_double,
         _exact_trees,
         _iforest,
         _kbins,
@@ -357,6 +358,7 @@ def _own_converters() -> None:
     register_installed()  # XGBoost, LightGBM, CatBoost: those whose library a model may come from
     _exact_trees.register()  # scikit-learn's trees: double thresholds where the graph reads doubles
     _string_missing.register()  # after _exact_trees: it wraps the SimpleImputer converter that one wraps
+    _decision_double.register()  # LinearSVC, RidgeClassifier: their decision values in a double graph
     _selectors.register()  # feature selectors: the selected columns, whichever they are
     _iforest.register()  # IsolationForest: scikit-learn's float32 decisions, its float64 scores
 
