@@ -43,7 +43,7 @@ from aprender.codec._nodes import preview
 from aprender.codec.trees._structure import Layout, check_children, check_offsets
 
 __all__ = ["CATEGORY_TYPES", "FEATURE_TYPES", "MAX_CATEGORY", "NODE_ARRAYS", "NUMBER", "OBJECTIVES", "PER_TREE",
-           "check_booster", "groups_of"]
+           "UNBACKED_COUNTS", "check_booster", "groups_of"]
 
 #: Node array -> its dtype, as XGBoost's JSON model holds it (floats are float32 in XGBoost).
 NODE_ARRAYS: dict[str, np.dtype] = {
@@ -66,6 +66,16 @@ CATEGORY_ARRAYS: dict[str, np.dtype] = {
 #: A category code bound when the booster records no categories for the feature: XGBoost
 #: allocates a bitset as wide as the largest code of a split.
 MAX_CATEGORY = 2**16
+#: Count settings that no array of the file backs, each with the bytes per unit that using the model
+#: spends, charged to the load budget (:mod:`aprender._budget`). ``feature_names`` and
+#: ``feature_types`` may be empty, so a file of a few KB can claim 2**24 features, and XGBoost sizes
+#: by ``num_feature`` per prediction (its dense feature vectors, ``pred_contribs`` rows of
+#: ``num_feature + 1``), as the wrapper's ``feature_importances_`` does. Measured on a 3-tree booster
+#: claiming 2**22 features: a 6-row predict +100 MB (24 bytes per feature), feature_importances_
+#: +360 MB in 8 s; at 2**24, pred_contribs asked 400 MB for 6 rows and an ONNX export ran past 40 s.
+#: The other counts are backed: ``num_class`` and ``num_target`` by ``base_score`` and the trees,
+#: ``num_parallel_tree`` by the trees (tests/test_booster_widths.py).
+UNBACKED_COUNTS: dict[str, int] = {"num_feature": 24}
 #: XGBoost's feature types: float, integer, indicator, quantitative, categorical.
 FEATURE_TYPES = frozenset(["float", "int", "i", "q", "c"])
 #: Category value type codes of XGBoost's category recorder -> the numpy dtype of the values.
@@ -168,6 +178,8 @@ def check_settings(settings: Mapping[str, Any], path: str) -> None:
     if not isinstance(attributes, dict) or not all(type(v) is str for v in attributes.values()):
         raise fail(path, "'attributes' must map names to strings")
     check_objective(settings.get("objective"), num_class, path)
+    for name, per_unit in UNBACKED_COUNTS.items():
+        _budget.charge(settings[name] * per_unit, f"XGBoost's buffers for {name} {settings[name]}", path)
 
 
 def _check_attributes(attributes: Mapping[str, str], rounds: int, path: str) -> None:
