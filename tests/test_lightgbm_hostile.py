@@ -189,6 +189,8 @@ CASES: dict[str, tuple[str, str, Edit]] = {
     "best iteration past the trees": ("binary", "best_iteration", header("best_iteration", 2**40)),
     "repeated category": ("multiclass", "pandas_categorical", header("pandas_categorical", [["a", "a"]])),
     "nested category": ("multiclass", "pandas_categorical", header("pandas_categorical", [[["a"]]])),
+    "categories pandas finds equal": ("multiclass", "pandas_categorical",
+                                      header("pandas_categorical", [[1, "p", 1.0, True]])),
     "a list per feature and more": ("multiclass", "pandas_categorical",
                                     header("pandas_categorical", [["a"]] * 5)),
     # the node itself: its fields are declared (aprender/codec/handlers/lightgbm_booster.py)

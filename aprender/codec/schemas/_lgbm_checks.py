@@ -73,8 +73,8 @@ RULES: dict[str, str] = {
                "feature's largest category needs, and each bit it sets is a category its feature's info lists "
                "(as every fit's: LightGBM builds a split's bitset from the categories it binned)",
     "best_iteration": "`best_iteration` in [-1, iterations]",
-    "pandas_categorical": "null, or at most one list per feature of distinct strings, ints, finite floats "
-                          "or bools",
+    "pandas_categorical": "null, or at most one list per feature of strings, ints, finite floats or bools, "
+                          "distinct as pandas compares them (1, 1.0 and True are one category)",
 }
 
 
@@ -177,7 +177,9 @@ def _check_pandas_categorical(value: Any, n_features: int, path: str) -> list | 
     for i, categories in enumerate(value):
         ok = isinstance(categories, list) and all(
             type(c) in _CATEGORY_TYPES and (type(c) is not float or math.isfinite(c)) for c in categories)
-        if not ok or len({(type(c), c) for c in categories}) != len(categories):
+        # Distinct as pandas sees them (1, 1.0 and True are one category): LightGBM's predict makes a
+        # pandas Categorical of each list, which refuses repeats on every DataFrame prediction.
+        if not ok or len(set(categories)) != len(categories):
             raise _broken(path, "pandas_categorical", f"entry {i} must be a list of distinct strings, ints, "
                                                       "finite floats or bools")
     return value

@@ -16,6 +16,7 @@ index and count it follows is checked here:
   -1, a numerical split index 0 and split type 0;
 - split features are below ``num_feature``; split conditions, leaf values, base
   weights, gains, hessian sums and the base score are finite;
+- only features of type ``c`` have recorded categories;
 - a categorical split (split type 1) is on a feature of type ``c``; the tree's
   ``categories_nodes`` are exactly its categorical nodes, in order; their segments tile
   its categories; the categories of one node are strictly increasing and below the
@@ -275,6 +276,11 @@ def _check_categories(layout: Layout, arrays: Mapping[str, np.ndarray], offsets:
     if segments.shape != nodes.shape or sizes.shape != nodes.shape:
         raise fail(path, "'categories_segments' and 'categories_sizes' need one entry per categorical node")
     types = settings["feature_types"]
+    # XGBoost re-codes a request's pandas categories by the recorder, feature by feature: categories
+    # recorded for a feature that is not categorical make every DataFrame prediction fail.
+    wrong = [f for f, count in enumerate(category_counts) if count and (not types or types[f] != "c")]
+    if wrong:
+        raise fail(path, f"feature {wrong[0]} has recorded categories but is not of type 'c'")
     categorical = internal & (arrays["split_type"] == 1)
     node_offsets, cat_node_offsets, cat_offsets = (offsets[k] for k in PER_TREE)
     # Only trees with a categorical node or a category entry have anything to check.
