@@ -339,7 +339,9 @@ _CATBOOST_EXP = frozenset({"Poisson", "Tweedie"})
 
 def _objective(est: Any, library: str) -> str | None:
     if library == "catboost":
-        loss = est.get_all_params().get("loss_function") if est.is_fitted() else est.get_params().get("loss_function")
+        # The model's own loss: get_all_params reads training options a model loaded from JSON (as aprender
+        # rebuilds one) does not hold, and raised for every loaded CatBoost model.
+        loss = est._object._get_loss_function_name() if est.is_fitted() else est.get_params().get("loss_function")
         return str(loss).split(":")[0] if loss is not None else None
     objective = getattr(est, "objective_", None) if library == "lightgbm" else None
     objective = objective or est.get_params().get("objective")
