@@ -189,6 +189,8 @@ CASES: dict[str, tuple[str, str, Edit]] = {
     "best iteration past the trees": ("binary", "best_iteration", header("best_iteration", 2**40)),
     "repeated category": ("multiclass", "pandas_categorical", header("pandas_categorical", [["a", "a"]])),
     "nested category": ("multiclass", "pandas_categorical", header("pandas_categorical", [[["a"]]])),
+    "a name that rewrites dump_model's JSON": ("binary", "features", lambda m, t: booster(m)["feature_names"]
+                                               .__setitem__(0, 'a"],"tree_info":[],"x":["')),
     "categories pandas finds equal": ("multiclass", "pandas_categorical",
                                       header("pandas_categorical", [[1, "p", 1.0, True]])),
     "a list per feature and more": ("multiclass", "pandas_categorical",

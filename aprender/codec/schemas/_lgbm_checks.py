@@ -35,7 +35,7 @@ from aprender.codec.schemas._lgbm_text import (
 from aprender.codec.trees._structure import Layout, check_children
 from aprender.exceptions import FormatError
 
-__all__ = ["MAX_LEAVES", "RULES", "check_best_iteration", "check_model"]
+__all__ = ["JSON_SPECIALS", "MAX_LEAVES", "RULES", "check_best_iteration", "check_model"]
 
 #: LightGBM's own bound on ``num_leaves``.
 MAX_LEAVES = 131072
@@ -51,7 +51,9 @@ RULES: dict[str, str] = {
                  "(`sqrt`, `sigmoid:` a finite number > 0, `num_class:` the header's)",
     "classes": "multiclass objectives grow `num_class` (>= 2) trees per iteration; every other objective one "
                "tree per iteration and `num_class` 1",
-    "features": "`max_feature_idx + 1` printable feature names without spaces; as many `feature_infos`, each `none`, "
+    "features": "`max_feature_idx + 1` printable feature names without spaces or the JSON characters LightGBM "
+                "refuses in them (`\",:[]{}`: it writes them unescaped into `dump_model`'s JSON); as many "
+                "`feature_infos`, each `none`, "
                 "`[min:max]` with finite min <= max, or distinct integer categories from -1 below 2**31",
     "monotone": "`monotone_constraints` absent or one of -1, 0, 1 per feature",
     "dtypes": "every tree array is 1-d of its own dtype (int32 children and features, int8 decision types, "
@@ -137,11 +139,19 @@ def _check_classes(name: str, num_class: int, num_tree_per_iteration: int, path:
                                        f"{num_tree_per_iteration}")
 
 
+#: Characters LightGBM refuses in a feature name when it fits (``CheckAllowedJSON``): it writes the names
+#: unescaped into the JSON of ``dump_model``, which the ONNX converter and aprender's export probe read;
+#: a name holding them rewrote that JSON (a name ``a"b`` broke it, one with ``"],"tree_info":[`` could
+#: replace the trees the converter sees).
+JSON_SPECIALS = frozenset('",:[]{}')
+
+
 def _check_feature_names(names: Any, n_features: int, path: str) -> list[str]:
     if not isinstance(names, list) or len(names) != n_features or not all(
-            type(n) is str and n and n.isprintable() and " " not in n for n in names):
+            type(n) is str and n and n.isprintable() and " " not in n and not JSON_SPECIALS & set(n) for n in names):
         # The names are written space-separated on one line of the model text, as a C string.
-        raise _broken(path, "features", f"feature_names must be {n_features} printable names without spaces")
+        raise _broken(path, "features", f"feature_names must be {n_features} printable names without spaces "
+                                        f"or any of {''.join(sorted(JSON_SPECIALS))}")
     return list(names)
 
 
