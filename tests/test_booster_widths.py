@@ -10,6 +10,9 @@
   number as column ``k``): a model whose columns are named ``f4 .. f0`` or ``4 .. 0`` (a file may
   name them anything) exported a graph reading its input reversed, ``f4000000`` one reading past it.
   The converter now reads a copy named by position.
+- onnxmltools chains one node per category of a LightGBM categorical split and walks the chain
+  recursively: a 412 KB file listing 65,536 categories in three full bitsets ran 79 s before a
+  RecursionError. An export of a split past ``MAX_SPLIT_CATEGORIES`` is refused before converting.
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ from sklearn.datasets import make_classification  # noqa: E402
 from aprender import _limits  # noqa: E402
 from aprender.codec import ModelState, canonical_json, to_state  # noqa: E402
 from aprender.codec.schemas._xgb_structure import UNBACKED_COUNTS  # noqa: E402
-from aprender.exceptions import AprenderError, LoadBudgetExceeded  # noqa: E402
+from aprender.exceptions import AprenderError, LoadBudgetExceeded, UnsupportedExportError  # noqa: E402
 from aprender.format import safetensors  # noqa: E402
 from aprender.format.onnx import to_onnx  # noqa: E402
+from aprender.format.onnx._boosters import MAX_SPLIT_CATEGORIES, _lightgbm_split_categories  # noqa: E402
 
 _X, _Y = make_classification(80, 5, n_informative=3, random_state=0)
 #: Every count setting of a stored XGBoost booster and its largest value by the count rules.
@@ -87,3 +91,25 @@ def test_crafted_feature_names_export_the_trees_columns(state: ModelState, names
     plain._Booster = model.get_booster().copy()
     plain._Booster.feature_names = None
     np.testing.assert_allclose(_onnx_probabilities(model, _X), plain.predict_proba(_X), atol=1e-6)
+
+
+def test_a_split_of_more_categories_than_converts_is_refused_before_converting() -> None:
+    lightgbm = pytest.importorskip("lightgbm", reason="LightGBM is an optional extra")
+    rng = np.random.default_rng(1)
+    X = np.column_stack([rng.normal(size=400), rng.integers(0, 20, 400)]).astype(float)
+    y = (np.isin(X[:, 1], [0, 2, 4, 7, 11, 13, 17]) ^ (X[:, 0] > 1.5)).astype(int)
+    model = lightgbm.LGBMClassifier(n_estimators=3, num_leaves=4, verbose=-1, min_child_samples=5,
+                                    min_data_per_group=5, cat_smooth=1, max_cat_to_onehot=2)
+    model.fit(X, y, categorical_feature=[1])
+    assert 0 < _lightgbm_split_categories(model) <= 32  # a fit's: at most max_cat_threshold
+    state = to_state(model)
+    meta = json.loads(canonical_json(state.meta))
+    words = 2 * MAX_SPLIT_CATEGORIES // 32
+    meta["model"]["attrs"]["_Booster"]["feature_infos"][1] = ":".join(map(str, range(32 * words)))
+    tensors = dict(state.tensors)
+    n_trees = state.tensors["_Booster.num_cat"].shape[0]
+    tensors["_Booster.cat_boundaries"] = np.array([0, words] * n_trees, dtype=np.int32)
+    tensors["_Booster.cat_threshold"] = np.full(n_trees * words, 0xFFFFFFFF, dtype=np.uint32)
+    crafted = safetensors.loads(safetensors.state_to_bytes(ModelState(tensors=tensors, meta=meta)))
+    with pytest.raises(UnsupportedExportError, match=f"tests {2 * MAX_SPLIT_CATEGORIES} categories"):
+        to_onnx(crafted)

@@ -41,7 +41,8 @@ import numpy as np
 from aprender.format.onnx._converters import register_converter
 
 __all__ = ["ESTIMATORS", "LIGHTGBM_ZERO", "OBJECTIVES", "booster_gap", "booster_splits", "double_attributes",
-           "float32_toward", "is_booster", "lightgbm_zero_band", "positional", "register_installed"]
+           "MAX_SPLIT_CATEGORIES", "float32_toward", "is_booster", "lightgbm_zero_band", "positional",
+           "register_installed"]
 
 #: Options of the boosters' classifier converters (as skl2onnx's own tree classifiers).
 _CLASSIFIER_OPTIONS = {"zipmap": [True, False, "columns"], "nocl": [True, False]}
@@ -373,7 +374,39 @@ def _lightgbm_gap(est: Any) -> str | None:
                 "compare zeros as numbers")
     if callable(params.get("objective")):
         return "a custom objective function: the graph cannot tell which output transform it needs"
+    most = _lightgbm_split_categories(est)
+    if most > MAX_SPLIT_CATEGORIES:
+        return (f"a categorical split tests {most} categories: onnxmltools makes one chained node per category, "
+                f"recursively (at most {MAX_SPLIT_CATEGORIES} convert; a 412 KB file of three 65,536-category "
+                "splits ran 79 s before a RecursionError)")
     return None
+
+
+#: Most categories one LightGBM categorical split may test for an export. onnxmltools turns a split into a
+#: chain of one ``BRANCH_EQ`` node per category and walks it recursively, so past Python's recursion limit
+#: it fails, after spending time and memory in proportion. A fit's splits test at most ``max_cat_threshold``
+#: categories (32 by default).
+MAX_SPLIT_CATEGORIES = 512
+
+
+def _lightgbm_split_categories(est: Any) -> int:
+    """The most categories any categorical split of a fitted LightGBM estimator tests (0 if none)."""
+    from aprender.codec.schemas._lgbm_text import parse_model
+
+    if getattr(est, "_Booster", None) is None:
+        return 0
+    _, arrays = parse_model(est.booster_.model_to_string(num_iteration=-1), None, "booster_")
+    per_word = np.unpackbits(arrays["cat_threshold"].astype("<u4").view(np.uint8)).reshape(-1, 32).sum(axis=1)
+    boundaries = arrays["cat_boundaries"].astype(np.int64)
+    most, first_word, first = 0, 0, 0
+    for n in arrays["num_cat"].tolist():
+        if not n:
+            continue
+        bounds = boundaries[first:first + n + 1]  # this tree's bitsets: increasing word offsets
+        counts = np.concatenate([[0], np.cumsum(per_word[first_word:first_word + bounds[-1]])])
+        most = max(most, int((counts[bounds[1:]] - counts[bounds[:-1]]).max()))
+        first, first_word = first + n + 1, first_word + int(bounds[-1])
+    return most
 
 
 def _xgboost_gap(est: Any) -> str | None:
