@@ -392,10 +392,14 @@ MAX_SPLIT_CATEGORIES = 512
 def _lightgbm_split_categories(est: Any) -> int:
     """The most categories any categorical split of a fitted LightGBM estimator tests (0 if none)."""
     from aprender.codec.schemas._lgbm_text import parse_model
+    from aprender.exceptions import UnsupportedTypeError
 
     if getattr(est, "_Booster", None) is None:
         return 0
-    _, arrays = parse_model(est.booster_.model_to_string(num_iteration=-1), None, "booster_")
+    try:
+        _, arrays = parse_model(est.booster_.model_to_string(num_iteration=-1), None, "booster_")
+    except UnsupportedTypeError:  # a text aprender does not store (never one it rebuilt): converted as before
+        return 0
     per_word = np.unpackbits(arrays["cat_threshold"].astype("<u4").view(np.uint8)).reshape(-1, 32).sum(axis=1)
     boundaries = arrays["cat_boundaries"].astype(np.int64)
     most, first_word, first = 0, 0, 0
