@@ -126,6 +126,14 @@ def high_bit(meta: dict, tensors: dict[str, np.ndarray]) -> None:
     tensors[B + "cat_threshold"] = words
 
 
+def unlisted_categories(meta: dict, tensors: dict[str, np.ndarray]) -> None:
+    """The colour column's info lists only its largest category: the bitsets set bits of categories no
+    bin holds (as a file of full words over a wide range of two listed categories does)."""
+    feature = int(tensors[B + "split_feature"][first_categorical(tensors)])
+    infos = booster(meta)["feature_infos"]
+    infos[feature] = str(max(int(c) for c in infos[feature].split(":")))
+
+
 #: case -> (model, the rule the error names (or an estimator-level phrase), edit)
 CASES: dict[str, tuple[str, str, Edit]] = {
     "version": ("binary", "version", header("version", "v3")),
@@ -176,10 +184,15 @@ CASES: dict[str, tuple[str, str, Edit]] = {
     "bitset index past num_cat": ("multiclass", "categorical", categorical_threshold(5)),
     "fractional bitset index": ("multiclass", "categorical", categorical_threshold(0.5)),
     "bit past the categories": ("multiclass", "bitsets", high_bit),
+    "bits of unlisted categories": ("multiclass", "bitsets", unlisted_categories),
     "boundaries not from 0": ("multiclass", "bitsets", entry("cat_boundaries", 0, 1)),
     "best iteration past the trees": ("binary", "best_iteration", header("best_iteration", 2**40)),
     "repeated category": ("multiclass", "pandas_categorical", header("pandas_categorical", [["a", "a"]])),
     "nested category": ("multiclass", "pandas_categorical", header("pandas_categorical", [[["a"]]])),
+    "a name that rewrites dump_model's JSON": ("binary", "features", lambda m, t: booster(m)["feature_names"]
+                                               .__setitem__(0, 'a"],"tree_info":[],"x":["')),
+    "categories pandas finds equal": ("multiclass", "pandas_categorical",
+                                      header("pandas_categorical", [[1, "p", 1.0, True]])),
     "a list per feature and more": ("multiclass", "pandas_categorical",
                                     header("pandas_categorical", [["a"]] * 5)),
     # the node itself: its fields are declared (aprender/codec/handlers/lightgbm_booster.py)

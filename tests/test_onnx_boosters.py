@@ -24,7 +24,9 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
 import aprender
+from aprender.codec import to_state
 from aprender.exceptions import ExportParityError, ExportPrecisionWarning, UnsupportedExportError
+from aprender.format import safetensors
 from aprender.format.onnx import _boosters, input_feed, to_onnx
 
 LIBRARIES = ("lightgbm", "xgboost", "catboost")
@@ -401,3 +403,13 @@ def test_catboost_log_link_losses_get_the_exponent_back(loss) -> None:
     onx = to_onnx(model)
     assert "Exp" in [n.op_type for n in onx.graph.node]
     _assert_matches(model, onx, X)
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_a_loaded_booster_exports(library) -> None:
+    # A booster rebuilt from a file (CatBoost's from the JSON aprender writes, which holds no training
+    # options) exports as the fitted one does.
+    X, y = _rows()
+    model = _estimator(library, "classifier").fit(X, y)
+    loaded = safetensors.loads(safetensors.state_to_bytes(to_state(model)))
+    _assert_matches(loaded, to_onnx(loaded), X)

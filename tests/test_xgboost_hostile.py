@@ -130,6 +130,10 @@ def _category_value(value: Any) -> Edit:
     return edit
 
 
+def _categories_on_numeric(meta: dict, tensors: dict) -> None:
+    _booster(meta)["category_values"][0] = {"offsets": [0, 1, 2], "values": [97, 98]}
+
+
 #: case -> (model, edit or a function of the state giving one, a fragment of the message)
 CASES: dict[str, tuple[str, Any, str]] = {
     "child_out_of_range": ("multiclass", _set("left_children", 0, 10**6), "outside the tree"),
@@ -195,6 +199,7 @@ CASES: dict[str, tuple[str, Any, str]] = {
                                 "categories must be"),
     "best_iteration_digits": ("multiclass", _setting("attributes", {"best_iteration": "\u00b2"}), "rounds"),
     "category_recorder_count": ("categorical", _setting("category_values", [None]), "one entry per feature"),
+    "categories_on_numeric": ("categorical", _categories_on_numeric, "not of type 'c'"),
 }
 
 

@@ -35,7 +35,7 @@ from aprender.codec.schemas._lgbm_text import (
 from aprender.codec.trees._structure import Layout, check_children
 from aprender.exceptions import FormatError
 
-__all__ = ["MAX_LEAVES", "RULES", "check_best_iteration", "check_model"]
+__all__ = ["JSON_SPECIALS", "MAX_LEAVES", "RULES", "check_best_iteration", "check_model"]
 
 #: LightGBM's own bound on ``num_leaves``.
 MAX_LEAVES = 131072
@@ -51,7 +51,9 @@ RULES: dict[str, str] = {
                  "(`sqrt`, `sigmoid:` a finite number > 0, `num_class:` the header's)",
     "classes": "multiclass objectives grow `num_class` (>= 2) trees per iteration; every other objective one "
                "tree per iteration and `num_class` 1",
-    "features": "`max_feature_idx + 1` printable feature names without spaces; as many `feature_infos`, each `none`, "
+    "features": "`max_feature_idx + 1` printable feature names without spaces or the JSON characters LightGBM "
+                "refuses in them (`\",:[]{}`: it writes them unescaped into `dump_model`'s JSON); as many "
+                "`feature_infos`, each `none`, "
                 "`[min:max]` with finite min <= max, or distinct integer categories from -1 below 2**31",
     "monotone": "`monotone_constraints` absent or one of -1, 0, 1 per feature",
     "dtypes": "every tree array is 1-d of its own dtype (int32 children and features, int8 decision types, "
@@ -70,10 +72,11 @@ RULES: dict[str, str] = {
     "categorical": "a categorical node's threshold is the index of its bitset: a tree's categorical nodes use "
                    "0 .. num_cat - 1, each once",
     "bitsets": "each tree's `cat_boundaries` start at 0 and increase; a bitset has no more words than its "
-               "feature's largest category needs and no bit past that category",
+               "feature's largest category needs, and each bit it sets is a category its feature's info lists "
+               "(as every fit's: LightGBM builds a split's bitset from the categories it binned)",
     "best_iteration": "`best_iteration` in [-1, iterations]",
-    "pandas_categorical": "null, or at most one list per feature of distinct strings, ints, finite floats "
-                          "or bools",
+    "pandas_categorical": "null, or at most one list per feature of strings, ints, finite floats or bools, "
+                          "distinct as pandas compares them (1, 1.0 and True are one category)",
 }
 
 
@@ -136,11 +139,19 @@ def _check_classes(name: str, num_class: int, num_tree_per_iteration: int, path:
                                        f"{num_tree_per_iteration}")
 
 
+#: Characters LightGBM refuses in a feature name when it fits (``CheckAllowedJSON``): it writes the names
+#: unescaped into the JSON of ``dump_model``, which the ONNX converter and aprender's export probe read;
+#: a name holding them rewrote that JSON (a name ``a"b`` broke it, one with ``"],"tree_info":[`` could
+#: replace the trees the converter sees).
+JSON_SPECIALS = frozenset('",:[]{}')
+
+
 def _check_feature_names(names: Any, n_features: int, path: str) -> list[str]:
     if not isinstance(names, list) or len(names) != n_features or not all(
-            type(n) is str and n and n.isprintable() and " " not in n for n in names):
+            type(n) is str and n and n.isprintable() and " " not in n and not JSON_SPECIALS & set(n) for n in names):
         # The names are written space-separated on one line of the model text, as a C string.
-        raise _broken(path, "features", f"feature_names must be {n_features} printable names without spaces")
+        raise _broken(path, "features", f"feature_names must be {n_features} printable names without spaces "
+                                        f"or any of {''.join(sorted(JSON_SPECIALS))}")
     return list(names)
 
 
@@ -176,7 +187,9 @@ def _check_pandas_categorical(value: Any, n_features: int, path: str) -> list | 
     for i, categories in enumerate(value):
         ok = isinstance(categories, list) and all(
             type(c) in _CATEGORY_TYPES and (type(c) is not float or math.isfinite(c)) for c in categories)
-        if not ok or len({(type(c), c) for c in categories}) != len(categories):
+        # Distinct as pandas sees them (1, 1.0 and True are one category): LightGBM's predict makes a
+        # pandas Categorical of each list, which refuses repeats on every DataFrame prediction.
+        if not ok or len(set(categories)) != len(categories):
             raise _broken(path, "pandas_categorical", f"entry {i} must be a list of distinct strings, ints, "
                                                       "finite floats or bools")
     return value
@@ -306,10 +319,17 @@ def _check_categorical(arrays: Mapping[str, np.ndarray], offsets: dict[str, np.n
         end = offsets["word"][t] + boundaries[base + 1]
         largest = max(infos[f])
         bitset = words[begin:end]
-        if largest < 0 or bitset.shape[0] > largest // 32 + 1 or (
-                bitset.shape[0] == largest // 32 + 1 and largest % 32 < 31 and bitset[-1] >> (largest % 32 + 1)):
+        if largest < 0 or bitset.shape[0] > largest // 32 + 1:
             raise _broken(path, "bitsets", f"node {node}: its bitset of {bitset.shape[0]} words reaches past "
                                            f"category {largest}, the largest of feature {f}")
+        # A bit nothing was binned to costs LightGBM nothing, but every reader that lists a split's
+        # categories (dump_model, the ONNX converter's node per category) pays for it: a 400 KB file
+        # of full words over the range of 2 listed categories made an ONNX export run for minutes.
+        bits = np.flatnonzero(np.unpackbits(bitset.astype("<u4").view(np.uint8), bitorder="little"))
+        unlisted = bits[~np.isin(bits, infos[f])]
+        if unlisted.size:
+            raise _broken(path, "bitsets", f"node {node}: its bitset sets category {int(unlisted[0])}, which "
+                                           f"feature {f}'s info does not list")
 
 
 def check_model(header: Mapping[str, Any], arrays: Mapping[str, Any], path: str

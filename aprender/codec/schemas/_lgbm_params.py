@@ -9,6 +9,11 @@ machines, ports, devices or threads (``output_model``, ``machines``, ``num_threa
 and what turns off LightGBM's own input checks (``predict_disable_shape_check``) is on
 neither table and is refused; threads are set with ``n_jobs``, which
 :data:`aprender.codec.trust.PARAM_RULES` bounds.
+
+Each check holds at least LightGBM's own bound (its Parameters page, ``constraints:``): LightGBM
+checks the whole configuration at every ``predict``, so a value outside it would load and then
+fail every prediction (tests/test_lightgbm_params_bounds.py predicts with the edge values each
+check accepts). ``num_class`` is bounded further (:data:`MAX_NUM_CLASS`).
 """
 
 from __future__ import annotations
@@ -50,17 +55,25 @@ def _real(value: Any) -> bool:
         and math.isfinite(value)
 
 
-def number(low: float = -math.inf, high: float = math.inf, *, integer: bool = False) -> Check:
-    """A finite number (an integer when asked) in ``[low, high]``."""
+def number(low: float = -math.inf, high: float = math.inf, *, integer: bool = False, open_low: bool = False
+           ) -> Check:
+    """A finite number (an integer when asked) in ``[low, high]`` (``(low, high]`` when ``open_low``)."""
     def check(value: Any) -> bool:
         if not _real(value) or (integer and not isinstance(value, (int, np.integer))):
             return False
-        return low <= value <= high
+        return (low < value if open_low else low <= value) and value <= high
     return check
 
 
+#: Most classes a ``num_class`` keyword may state. LightGBM sizes buffers by it at every ``predict``,
+#: whatever the booster holds (measured: 2**24 asked over 2 GB for six rows of a binary model), and
+#: a refit by it times the rows; a fitted estimator's must be its booster's own count
+#: (aprender.codec.schemas.lightgbm_models).
+MAX_NUM_CLASS = 2**16
+
 _INT = number(-(2**31), 2**31 - 1, integer=True)
 _COUNT = number(0, 2**31 - 1, integer=True)
+_POSITIVE_COUNT = number(1, 2**31 - 1, integer=True)
 
 
 def choice(*values: Any) -> Check:
@@ -108,7 +121,10 @@ def _random_state(value: Any) -> bool:
 
 
 _NONNEGATIVE = number(0)
+_POSITIVE = number(0, open_low=True)
 _FRACTION = number(0, 1)
+#: A share of rows or features to sample: LightGBM samples none at 0 and refuses it.
+_SHARE = number(0, 1, open_low=True)
 
 #: Constructor parameter -> its check.
 CONSTRUCTOR: dict[str, Check] = {
@@ -116,15 +132,15 @@ CONSTRUCTOR: dict[str, Check] = {
     "objective": lambda value: value is None or (type(value) is str and value in OBJECTIVE_ALIASES),
     "num_leaves": number(2, 131072, integer=True),
     "max_depth": _INT,
-    "learning_rate": number(0),
+    "learning_rate": _POSITIVE,
     "n_estimators": _COUNT,
-    "subsample_for_bin": _COUNT,
+    "subsample_for_bin": _POSITIVE_COUNT,
     "min_split_gain": _NONNEGATIVE,
     "min_child_weight": _NONNEGATIVE,
     "min_child_samples": _COUNT,
-    "subsample": _FRACTION,
+    "subsample": _SHARE,
     "subsample_freq": _COUNT,
-    "colsample_bytree": _FRACTION,
+    "colsample_bytree": _SHARE,
     "reg_alpha": _NONNEGATIVE,
     "reg_lambda": _NONNEGATIVE,
     "random_state": _random_state,
@@ -138,16 +154,22 @@ KWARGS: dict[str, Check] = {
     **dict.fromkeys(["verbose", "verbosity", "seed", "bagging_seed", "feature_fraction_seed", "extra_seed",
                      "drop_seed", "objective_seed", "data_random_seed", "early_stopping_round",
                      "early_stopping_rounds"], _INT),
-    **dict.fromkeys(["min_data_per_group", "max_cat_threshold", "max_cat_to_onehot", "max_bin", "min_data_in_bin",
-                     "min_data_in_leaf", "bagging_freq", "max_drop", "num_class", "lambdarank_truncation_level",
-                     "multi_error_top_k", "top_k", "bin_construct_sample_cnt"], _COUNT),
-    **dict.fromkeys(["cat_smooth", "cat_l2", "alpha", "fair_c", "poisson_max_delta_step", "scale_pos_weight",
-                     "path_smooth", "min_sum_hessian_in_leaf", "lambda_l1", "lambda_l2", "linear_lambda",
-                     "min_gain_to_split", "max_delta_step", "monotone_penalty", "early_stopping_min_delta",
-                     "sigmoid", "refit_decay_rate", "cegb_tradeoff", "cegb_penalty_split"], number()),
-    **dict.fromkeys(["tweedie_variance_power"], number(1, 2)),
+    **dict.fromkeys(["min_data_in_leaf", "bagging_freq", "max_drop"], _COUNT),
+    **dict.fromkeys(["min_data_per_group", "max_cat_threshold", "max_cat_to_onehot", "min_data_in_bin",
+                     "lambdarank_truncation_level", "multi_error_top_k", "top_k", "bin_construct_sample_cnt"],
+                    _POSITIVE_COUNT),
+    "max_bin": number(2, 2**31 - 1, integer=True),
+    "num_class": number(1, MAX_NUM_CLASS, integer=True),
+    "max_delta_step": number(),
+    **dict.fromkeys(["cat_smooth", "cat_l2", "path_smooth", "min_sum_hessian_in_leaf", "lambda_l1", "lambda_l2",
+                     "linear_lambda", "min_gain_to_split", "monotone_penalty", "early_stopping_min_delta",
+                     "cegb_tradeoff", "cegb_penalty_split"], _NONNEGATIVE),
+    **dict.fromkeys(["alpha", "fair_c", "poisson_max_delta_step", "scale_pos_weight", "sigmoid"], _POSITIVE),
+    "refit_decay_rate": _FRACTION,
+    "tweedie_variance_power": lambda value: number(1, 2)(value) and value < 2,  # LightGBM's [1, 2)
     **dict.fromkeys(["feature_fraction_bynode", "feature_fraction", "bagging_fraction", "pos_bagging_fraction",
-                     "neg_bagging_fraction", "top_rate", "other_rate", "drop_rate", "skip_drop"], _FRACTION),
+                     "neg_bagging_fraction"], _SHARE),
+    **dict.fromkeys(["top_rate", "other_rate", "drop_rate", "skip_drop"], _FRACTION),
     **dict.fromkeys(["reg_sqrt", "boost_from_average", "is_unbalance", "extra_trees", "deterministic",
                      "force_col_wise", "force_row_wise", "xgboost_dart_mode", "uniform_drop", "use_missing",
                      "zero_as_missing", "feature_pre_filter", "lambdarank_norm", "first_metric_only",

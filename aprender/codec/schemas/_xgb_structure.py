@@ -16,6 +16,7 @@ index and count it follows is checked here:
   -1, a numerical split index 0 and split type 0;
 - split features are below ``num_feature``; split conditions, leaf values, base
   weights, gains, hessian sums and the base score are finite;
+- only features of type ``c`` have recorded categories;
 - a categorical split (split type 1) is on a feature of type ``c``; the tree's
   ``categories_nodes`` are exactly its categorical nodes, in order; their segments tile
   its categories; the categories of one node are strictly increasing and below the
@@ -43,7 +44,7 @@ from aprender.codec._nodes import preview
 from aprender.codec.trees._structure import Layout, check_children, check_offsets
 
 __all__ = ["CATEGORY_TYPES", "FEATURE_TYPES", "MAX_CATEGORY", "NODE_ARRAYS", "NUMBER", "OBJECTIVES", "PER_TREE",
-           "check_booster", "groups_of"]
+           "UNBACKED_COUNTS", "check_booster", "groups_of"]
 
 #: Node array -> its dtype, as XGBoost's JSON model holds it (floats are float32 in XGBoost).
 NODE_ARRAYS: dict[str, np.dtype] = {
@@ -66,6 +67,16 @@ CATEGORY_ARRAYS: dict[str, np.dtype] = {
 #: A category code bound when the booster records no categories for the feature: XGBoost
 #: allocates a bitset as wide as the largest code of a split.
 MAX_CATEGORY = 2**16
+#: Count settings that no array of the file backs, each with the bytes per unit that using the model
+#: spends, charged to the load budget (:mod:`aprender._budget`). ``feature_names`` and
+#: ``feature_types`` may be empty, so a file of a few KB can claim 2**24 features, and XGBoost sizes
+#: by ``num_feature`` per prediction (its dense feature vectors, ``pred_contribs`` rows of
+#: ``num_feature + 1``), as the wrapper's ``feature_importances_`` does. Measured on a 3-tree booster
+#: claiming 2**22 features: a 6-row predict +100 MB (24 bytes per feature), feature_importances_
+#: +360 MB in 8 s; at 2**24, pred_contribs asked 400 MB for 6 rows and an ONNX export ran past 40 s.
+#: The other counts are backed: ``num_class`` and ``num_target`` by ``base_score`` and the trees,
+#: ``num_parallel_tree`` by the trees (tests/test_booster_widths.py).
+UNBACKED_COUNTS: dict[str, int] = {"num_feature": 24}
 #: XGBoost's feature types: float, integer, indicator, quantitative, categorical.
 FEATURE_TYPES = frozenset(["float", "int", "i", "q", "c"])
 #: Category value type codes of XGBoost's category recorder -> the numpy dtype of the values.
@@ -168,6 +179,8 @@ def check_settings(settings: Mapping[str, Any], path: str) -> None:
     if not isinstance(attributes, dict) or not all(type(v) is str for v in attributes.values()):
         raise fail(path, "'attributes' must map names to strings")
     check_objective(settings.get("objective"), num_class, path)
+    for name, per_unit in UNBACKED_COUNTS.items():
+        _budget.charge(settings[name] * per_unit, f"XGBoost's buffers for {name} {settings[name]}", path)
 
 
 def _check_attributes(attributes: Mapping[str, str], rounds: int, path: str) -> None:
@@ -263,6 +276,11 @@ def _check_categories(layout: Layout, arrays: Mapping[str, np.ndarray], offsets:
     if segments.shape != nodes.shape or sizes.shape != nodes.shape:
         raise fail(path, "'categories_segments' and 'categories_sizes' need one entry per categorical node")
     types = settings["feature_types"]
+    # XGBoost re-codes a request's pandas categories by the recorder, feature by feature: categories
+    # recorded for a feature that is not categorical make every DataFrame prediction fail.
+    wrong = [f for f, count in enumerate(category_counts) if count and (not types or types[f] != "c")]
+    if wrong:
+        raise fail(path, f"feature {wrong[0]} has recorded categories but is not of type 'c'")
     categorical = internal & (arrays["split_type"] == 1)
     node_offsets, cat_node_offsets, cat_offsets = (offsets[k] for k in PER_TREE)
     # Only trees with a categorical node or a category entry have anything to check.

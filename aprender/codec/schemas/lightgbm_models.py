@@ -65,6 +65,17 @@ def _check_classes(attrs: Mapping[str, Any], num_class: int, objective: str, pat
         raise fail(path, f"'_class_map' must map the {n} labels to 0 .. {n - 1}")
 
 
+#: Keyword arguments that restate what the booster holds, and how to read it from the booster: LightGBM
+#: sizes its buffers at every ``predict`` by the keyword, whatever the booster holds.
+RESTATED: dict[str, Any] = {"num_class": lambda booster: booster.num_model_per_iteration()}
+
+
+def _check_restated(params: Mapping[str, Any], booster: Any, path: str) -> None:
+    for name, read in RESTATED.items():
+        if name in params and params[name] != read(booster):
+            raise fail(path, f"keyword {name} is {preview(params[name], 40)} but the booster's is {read(booster)}")
+
+
 def _check(classifier: bool) -> Any:
     def check_lightgbm(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
         """Hyperparameters on LightGBM's tables; the booster's features, classes, objective and best
@@ -83,6 +94,7 @@ def _check(classifier: bool) -> Any:
         booster = attrs["_Booster"]
         if not isinstance(booster, lightgbm.Booster) or attrs.get("fitted_") is not True:
             raise fail(path, f"'_Booster' must be a LightGBM booster, found {type(booster).__name__}")
+        _check_restated(params, booster, path)
         width = booster.num_feature()
         for name in ("_n_features", "_n_features_in"):
             if _int(attrs, name, path) != width:

@@ -31,6 +31,7 @@ What these graphs cannot reproduce is refused before conversion (:func:`booster_
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -40,7 +41,8 @@ import numpy as np
 from aprender.format.onnx._converters import register_converter
 
 __all__ = ["ESTIMATORS", "LIGHTGBM_ZERO", "OBJECTIVES", "booster_gap", "booster_splits", "double_attributes",
-           "float32_toward", "is_booster", "lightgbm_zero_band", "register_installed"]
+           "MAX_SPLIT_CATEGORIES", "float32_toward", "is_booster", "lightgbm_zero_band", "positional",
+           "register_installed"]
 
 #: Options of the boosters' classifier converters (as skl2onnx's own tree classifiers).
 _CLASSIFIER_OPTIONS = {"zipmap": [True, False, "columns"], "nocl": [True, False]}
@@ -252,9 +254,26 @@ def _convert_lightgbm(scope: Any, operator: Any, container: Any) -> None:
     _converter(convert_lightgbm, double_thresholds=True)(scope, operator, container)
 
 
+def positional(est: Any) -> Any:
+    """A shallow copy of an XGBoost estimator whose booster (a copy) names its features by position.
+
+    onnxmltools reads each split's feature from the name XGBoost's dump prints: ``f<k>`` or a
+    number as column ``k``, any other name refused. A booster's names are its training columns'
+    (in a file, any strings): columns named ``f4 f3 f2 f1 f0`` or ``4 3 2 1 0`` made a graph that
+    reads them reversed (measured: probabilities off by 0.75), ``f4000000`` one that reads past
+    its 5-wide input, and ``a b c`` refused. The graph's input is the matrix in column order.
+    """
+    booster = est.get_booster().copy()
+    booster.feature_names = None
+    out = copy.copy(est)
+    out._Booster = booster
+    return out
+
+
 def _convert_xgboost(scope: Any, operator: Any, container: Any) -> None:
     from onnxmltools.convert.xgboost.operator_converters.XGBoost import convert_xgboost
 
+    operator.raw_operator = positional(operator.raw_operator)
     _converter(convert_xgboost, double_thresholds=False)(scope, operator, container)
 
 
@@ -321,7 +340,9 @@ _CATBOOST_EXP = frozenset({"Poisson", "Tweedie"})
 
 def _objective(est: Any, library: str) -> str | None:
     if library == "catboost":
-        loss = est.get_all_params().get("loss_function") if est.is_fitted() else est.get_params().get("loss_function")
+        # The model's own loss: get_all_params reads training options a model loaded from JSON (as aprender
+        # rebuilds one) does not hold, and raised for every loaded CatBoost model.
+        loss = est._object._get_loss_function_name() if est.is_fitted() else est.get_params().get("loss_function")
         return str(loss).split(":")[0] if loss is not None else None
     objective = getattr(est, "objective_", None) if library == "lightgbm" else None
     objective = objective or est.get_params().get("objective")
@@ -353,7 +374,43 @@ def _lightgbm_gap(est: Any) -> str | None:
                 "compare zeros as numbers")
     if callable(params.get("objective")):
         return "a custom objective function: the graph cannot tell which output transform it needs"
+    most = _lightgbm_split_categories(est)
+    if most > MAX_SPLIT_CATEGORIES:
+        return (f"a categorical split tests {most} categories: onnxmltools makes one chained node per category, "
+                f"recursively (at most {MAX_SPLIT_CATEGORIES} convert; a 412 KB file of three 65,536-category "
+                "splits ran 79 s before a RecursionError)")
     return None
+
+
+#: Most categories one LightGBM categorical split may test for an export. onnxmltools turns a split into a
+#: chain of one ``BRANCH_EQ`` node per category and walks it recursively, so past Python's recursion limit
+#: it fails, after spending time and memory in proportion. A fit's splits test at most ``max_cat_threshold``
+#: categories (32 by default).
+MAX_SPLIT_CATEGORIES = 512
+
+
+def _lightgbm_split_categories(est: Any) -> int:
+    """The most categories any categorical split of a fitted LightGBM estimator tests (0 if none)."""
+    from aprender.codec.schemas._lgbm_text import parse_model
+    from aprender.exceptions import UnsupportedTypeError
+
+    if getattr(est, "_Booster", None) is None:
+        return 0
+    try:
+        _, arrays = parse_model(est.booster_.model_to_string(num_iteration=-1), None, "booster_")
+    except UnsupportedTypeError:  # a text aprender does not store (never one it rebuilt): converted as before
+        return 0
+    per_word = np.unpackbits(arrays["cat_threshold"].astype("<u4").view(np.uint8)).reshape(-1, 32).sum(axis=1)
+    boundaries = arrays["cat_boundaries"].astype(np.int64)
+    most, first_word, first = 0, 0, 0
+    for n in arrays["num_cat"].tolist():
+        if not n:
+            continue
+        bounds = boundaries[first:first + n + 1]  # this tree's bitsets: increasing word offsets
+        counts = np.concatenate([[0], np.cumsum(per_word[first_word:first_word + bounds[-1]])])
+        most = max(most, int((counts[bounds[1:]] - counts[bounds[:-1]]).max()))
+        first, first_word = first + n + 1, first_word + int(bounds[-1])
+    return most
 
 
 def _xgboost_gap(est: Any) -> str | None:
