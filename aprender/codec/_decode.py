@@ -21,6 +21,7 @@ import numpy as np
 from aprender import _budget
 from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
+from aprender.codec._agreements import check_agreements
 from aprender.codec._checks import check_attr_name, check_sizes, fail
 from aprender.codec._contracts import check_contract
 from aprender.codec._fitted import check_fitted_flags, check_fitted_names, check_input_gates
@@ -348,6 +349,7 @@ def _checked_state(entry: Entry, params: dict[str, Any], attrs: dict[str, Any], 
     try:
         if fitted:
             check_sizes(attrs, path)  # every estimator, generic or not: the counts it allocates by
+            check_agreements(attrs, path)  # and each count against the array it counts
         if entry.spec.validate is not None and fitted:
             entry.spec.validate(params, attrs, path)
         if entry.spec.unpack is not None:

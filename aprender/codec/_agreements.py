@@ -1,0 +1,184 @@
+"""Agreements between the fitted attributes of one estimator: a count and the array it counts.
+
+A fitted estimator often stores a value twice: as an array (``classes_``, ``bin_edges_``,
+``categories_``) and as a number or index derived from it (``n_classes_``, ``n_bins_``,
+``_missing_indices``). Each is valid alone, and the family schemas bound each alone
+(``check_sizes`` caps ``n_classes_`` at ``MAX_CLASSES``); but scikit-learn sizes work by
+one and indexes the other. ``DummyClassifier.predict_proba`` allocates ``n_samples x
+n_classes_`` and Bagging's ``predict_proba`` the same per member: a 736-byte file
+claiming ``n_classes_ = 2**24`` beside three classes asked 3.75 GiB for 30 rows. A chain's
+``order_`` that repeats an index leaves a slot of ``np.empty_like`` unwritten in
+``predict``, whose heap contents then index the predictions.
+
+:data:`AGREEMENTS` holds one rule per such pair, applied by attribute name to every fitted
+estimator, generic or not (the decoder runs :func:`check_agreements` right after
+``check_sizes``): a rule applies wherever all its attributes are stored, so a new class
+that stores the pair is covered unseen. tests/test_agreements.py breaks each rule with a
+crafted file, and checks the rules hold on real fits of every class that stores the pair;
+tools/gen_threat_model.py writes the table into docs/threat-model.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from aprender.codec._checks import fail
+from aprender.codec._nodes import preview
+
+__all__ = ["AGREEMENTS", "Agreement", "check_agreements"]
+
+
+class Agreement(NamedTuple):
+    """A rule between fitted attributes, applied wherever all of ``attributes`` are stored."""
+
+    name: str
+    attributes: tuple[str, ...]
+    says: str
+    check: Callable[[Mapping[str, Any], str], None]
+
+
+def _integer(value: Any) -> int | None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        return None
+    return int(value)
+
+
+def _label_sets(classes: Any) -> list[np.ndarray] | None:
+    """Each output's labels: one 1-d array, or a list of them (multi-output); None for another layout."""
+    if isinstance(classes, np.ndarray) and classes.ndim == 1:
+        return None if any(isinstance(c, np.ndarray) for c in classes.tolist()) else [classes]
+    if isinstance(classes, list) and all(isinstance(c, np.ndarray) and c.ndim == 1 for c in classes):
+        return classes
+    return None
+
+
+def _class_counts(attrs: Mapping[str, Any], path: str) -> None:
+    labels, stated = _label_sets(attrs["classes_"]), attrs["n_classes_"]
+    if labels is None:
+        return  # a layout of its own (a multilabel indicator): its family schema checks it
+    counts = [c.shape[0] for c in labels]
+    if isinstance(attrs["classes_"], list):
+        found = [_integer(v) for v in stated] if isinstance(stated, (list, tuple, np.ndarray)) else None
+        ok = found == counts
+    else:
+        ok = _integer(stated.item() if isinstance(stated, np.ndarray) and stated.size == 1 else stated) == counts[0]
+    if not ok:
+        held = counts if isinstance(attrs["classes_"], list) else counts[0]
+        raise fail(path, f"'n_classes_' is {preview(stated)}, but 'classes_' holds {held} classes")
+
+
+def _output_count(attrs: Mapping[str, Any], path: str) -> None:
+    classes = attrs["classes_"]
+    if isinstance(classes, list) and _integer(attrs["n_outputs_"]) != len(classes):
+        raise fail(path, f"'n_outputs_' is {preview(attrs['n_outputs_'])}, but 'classes_' holds labels for "
+                         f"{len(classes)} outputs")
+
+
+def _permutation(attrs: Mapping[str, Any], path: str) -> None:
+    order = attrs["order_"]
+    values = order.tolist() if isinstance(order, np.ndarray) and order.ndim == 1 else order
+    if not isinstance(values, list) or any(_integer(v) is None for v in values) \
+            or sorted(int(v) for v in values) != list(range(len(values))):
+        raise fail(path, f"'order_' must be a permutation of 0..n-1 (each output once), found {preview(order)}")
+
+
+def _bin_edges(attrs: Mapping[str, Any], path: str) -> None:
+    n_bins, edges = attrs["n_bins_"], attrs["bin_edges_"]
+    edges = list(edges) if isinstance(edges, (list, np.ndarray)) else None
+    if not isinstance(n_bins, np.ndarray) or n_bins.ndim != 1 or n_bins.dtype.kind not in "iu" \
+            or edges is None or len(edges) != n_bins.shape[0]:
+        raise fail(path, "'n_bins_' and 'bin_edges_' must hold one entry per feature")
+    for i, (count, edge) in enumerate(zip(n_bins.tolist(), edges, strict=True)):
+        if not isinstance(edge, np.ndarray) or edge.ndim != 1 or edge.dtype.kind != "f" or edge.shape[0] != count + 1:
+            raise fail(path, f"'bin_edges_.{i}' must be the {count + 1} edges of 'n_bins_.{i}' = {count} bins")
+        if np.isnan(edge).any() or np.any(edge[1:] < edge[:-1]):
+            raise fail(path, f"'bin_edges_.{i}' must be increasing numbers")
+
+
+def _missing_indices(attrs: Mapping[str, Any], path: str) -> None:
+    categories, stated = attrs["categories_"], attrs["_missing_indices"]
+    derived = {}  # scikit-learn's own rule: a missing value sorts last among a feature's categories
+    for i, cats in enumerate(categories if isinstance(categories, list) else ()):
+        last = cats[-1] if isinstance(cats, np.ndarray) and cats.ndim == 1 and cats.size else None
+        if isinstance(last, (float, np.floating)) and np.isnan(last):
+            derived[i] = cats.shape[0] - 1
+    if not isinstance(stated, dict) or {_integer(k): _integer(v) for k, v in stated.items()} != derived:
+        raise fail(path, f"'_missing_indices' is {preview(stated)}, 'categories_' give {preview(derived)}")
+
+
+def _encodings(attrs: Mapping[str, Any], path: str) -> None:
+    categories, encodings = attrs["categories_"], attrs["encodings_"]
+    classes = attrs.get("classes_")
+    per_feature = len(classes) if attrs.get("target_type_") == "multiclass" and classes is not None else 1
+    if not isinstance(categories, list) or not isinstance(encodings, list) \
+            or len(encodings) != len(categories) * per_feature:
+        raise fail(path, f"'encodings_' must hold {per_feature} encoding(s) per feature of 'categories_'")
+    for e, encoding in enumerate(encodings):
+        size = getattr(categories[e // per_feature], "shape", (None,))[0]
+        if not isinstance(encoding, np.ndarray) or encoding.shape != (size,):
+            raise fail(path, f"'encodings_.{e}' must be one value per category of feature {e // per_feature} ({size})")
+
+
+def _best_index(attrs: Mapping[str, Any], path: str) -> None:
+    results = attrs["cv_results_"]
+    candidates = results.get("params") if isinstance(results, dict) else None
+    index = _integer(attrs["best_index_"])
+    if not isinstance(candidates, list) or index is None or not 0 <= index < len(candidates):
+        found = len(candidates) if isinstance(candidates, list) else "no"
+        raise fail(path, f"'best_index_' is {preview(attrs['best_index_'])}, "
+                         f"but 'cv_results_' holds {found} candidates")
+
+
+def _code_book(attrs: Mapping[str, Any], path: str) -> None:
+    book, classes = attrs["code_book_"], attrs["classes_"]
+    rows = classes.shape[0] if isinstance(classes, np.ndarray) and classes.ndim == 1 else None
+    if not isinstance(book, np.ndarray) or book.ndim != 2 or book.shape[0] != rows:
+        raise fail(path, f"'code_book_' must hold one code per class ({rows} rows), found shape "
+                         f"{getattr(book, 'shape', None)}")
+
+
+def _ranking(attrs: Mapping[str, Any], path: str) -> None:
+    ranking, support, count = attrs["ranking_"], attrs["support_"], _integer(attrs["n_features_"])
+    if not (isinstance(ranking, np.ndarray) and isinstance(support, np.ndarray) and ranking.ndim == 1
+            and support.dtype.kind == "b" and support.shape == ranking.shape
+            and np.array_equal(support, ranking == 1) and count == int(support.sum())):
+        raise fail(path, "'support_' must be exactly the features of 'ranking_' 1, and 'n_features_' their count")
+
+
+#: Every agreement, in the order the decoder checks them.
+AGREEMENTS: tuple[Agreement, ...] = (
+    Agreement("class_count", ("classes_", "n_classes_"),
+              "`n_classes_` is the length of `classes_` (one count per output for a list of label arrays): "
+              "`predict_proba` allocates rows of `n_classes_` columns", _class_counts),
+    Agreement("output_count", ("classes_", "n_outputs_"),
+              "`n_outputs_` is the number of label arrays when `classes_` is a list (multi-output)", _output_count),
+    Agreement("order", ("order_",),
+              "`order_` is a permutation of `0..n-1`: `predict` inverts it into `np.empty_like`, and a repeated "
+              "index leaves a slot of heap contents that then indexes the predictions", _permutation),
+    Agreement("bins", ("n_bins_", "bin_edges_"),
+              "`bin_edges_` holds `n_bins_ + 1` increasing edges per feature: `transform` numbers bins by "
+              "the edges, `inverse_transform` and the one-hot encoder by `n_bins_`", _bin_edges),
+    Agreement("missing", ("_missing_indices", "categories_"),
+              "`_missing_indices` names exactly the features whose categories end in NaN, at that index "
+              "(scikit-learn's own derivation)", _missing_indices),
+    Agreement("encodings", ("encodings_", "categories_"),
+              "`encodings_` holds one array per feature (per class and feature for a multiclass target), "
+              "each one value per category: `transform` indexes it by category code", _encodings),
+    Agreement("best_index", ("best_index_", "cv_results_"),
+              "`best_index_` is a candidate of `cv_results_`", _best_index),
+    Agreement("code_book", ("code_book_", "classes_"),
+              "`code_book_` holds one row per class: `predict` indexes `classes_` by the nearest row", _code_book),
+    Agreement("ranking", ("ranking_", "support_", "n_features_"),
+              "`support_` is exactly the features ranked 1 and `n_features_` their count: `transform` selects by "
+              "`support_`, the contract checks `estimator_` against it", _ranking),
+)
+
+
+def check_agreements(attrs: Mapping[str, Any], path: str) -> None:
+    """Raise a ``FormatError`` naming ``path`` when stored attributes break a rule of :data:`AGREEMENTS`."""
+    for rule in AGREEMENTS:
+        if all(name in attrs for name in rule.attributes):
+            rule.check(attrs, path)
