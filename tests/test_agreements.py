@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -22,9 +23,10 @@ from sklearn_instances import fit, instances
 from state_edit import find, hostile
 
 from aprender.codec import from_state, to_state
-from aprender.codec._agreements import AGREEMENTS
+from aprender.codec._agreements import AGREEMENTS, COPIES
 from aprender.codec._fitted import fitted_key
 from aprender.codec._fitted_names import NAMES
+from aprender.decomposition import NMF, MiniBatchNMF
 from aprender.dummy import DummyClassifier
 from aprender.ensemble import BaggingClassifier, RandomForestClassifier
 from aprender.feature_selection import RFE
@@ -106,6 +108,14 @@ CASES = [
      _first_tensor("code_book_", lambda b: np.vstack([b] * 50)), "code_book_", "<model>"),
     ("rfe-support", lambda: _fitted(RFE(LogisticRegression(), n_features_to_select=2), X, Y),
      _first_tensor("ranking_", lambda r: np.where(r == 1, 2, 1)), "ranking_", "<model>"),
+    ("copy-transform-iterations", lambda: _fitted(MiniBatchNMF(n_components=2, max_iter=5, tol=0.0, random_state=0), X),
+     _set("MiniBatchNMF", "_transform_max_iter", 2**40), "_transform_max_iter", "<model>"),
+    ("copy-beta-loss", lambda: _fitted(NMF(n_components=2, solver="mu", max_iter=5, random_state=0), X),
+     _set("NMF", "_beta_loss", 0.5), "_beta_loss", "<model>"),
+    ("copy-gamma", lambda: _fitted(MiniBatchNMF(n_components=2, max_iter=5, random_state=0), X),
+     _set("MiniBatchNMF", "_gamma", 1e300), "_gamma", "<model>"),
+    ("copy-strategy", lambda: _fitted(DummyClassifier(strategy="prior"), X, Y),
+     _set("DummyClassifier", "_strategy", "uniform"), "_strategy", "<model>"),
 ]
 
 
@@ -120,6 +130,8 @@ def test_every_rule_is_broken_by_a_case() -> None:
     named = {c[3] for c in CASES}
     for rule in AGREEMENTS:
         assert set(rule.attributes) & named, f"no crafted file breaks rule {rule.name!r}"
+    for copy in COPIES:
+        assert copy.attribute in named, f"no crafted file breaks the copy {copy.attribute!r}"
 
 
 def _storing(rule_attributes: tuple[str, ...]) -> list[str]:
@@ -128,15 +140,17 @@ def _storing(rule_attributes: tuple[str, ...]) -> list[str]:
             if set(rule_attributes) <= NAMES.get(fitted_key(type(est)), frozenset())]
 
 
-@pytest.mark.parametrize("rule", AGREEMENTS, ids=[r.name for r in AGREEMENTS])
-def test_every_rule_applies_to_an_allow_listed_class(rule: Any) -> None:
-    assert any(set(rule.attributes) <= names for names in NAMES.values()), f"{rule.name} applies to no class"
+@pytest.mark.parametrize("attributes", [r.attributes for r in AGREEMENTS] + [(c.attribute,) for c in COPIES],
+                         ids=[r.name for r in AGREEMENTS] + [c.attribute for c in COPIES])
+def test_every_rule_applies_to_an_allow_listed_class(attributes: tuple[str, ...]) -> None:
+    assert any(set(attributes) <= names for names in NAMES.values()), f"{attributes} are stored by no class"
 
 
 def test_real_fits_keep_every_rule() -> None:
     """Every scikit-learn instance storing a rule's attributes, and the multi-output and missing-value
     layouts the instance generator does not fit, load after saving."""
-    keys = sorted({key for rule in AGREEMENTS for key in _storing(rule.attributes)})
+    keys = sorted({key for rule in AGREEMENTS for key in _storing(rule.attributes)}
+                  | {key for copy in COPIES for key in _storing((copy.attribute,))})
     assert len(keys) >= 10
     models = [fit(clone(instances()[key]))[0] for key in keys]
     models += [
@@ -147,6 +161,10 @@ def test_real_fits_keep_every_rule() -> None:
         _fitted(TargetEncoder(target_type="multiclass"), CATS[:, :1].astype(str), np.arange(24) % 3),
         _fitted(TargetEncoder(), CATS[:, :1].astype(str), np.arange(24) % 2),
         _fitted(KBinsDiscretizer(n_bins=4, strategy="quantile"), np.c_[X, np.ones(30)]),
+        *(_fitted(make(beta_loss=beta, n_components=2, max_iter=5, random_state=0), X)
+          for make in (partial(NMF, solver="mu"), MiniBatchNMF)
+          for beta in ("frobenius", "kullback-leibler", "itakura-saito", 0.5, 1.5, 3.0)),
+        _fitted(MiniBatchNMF(n_components=2, transform_max_iter=7, max_iter=5, random_state=0), X),
     ]
     for model in models:
         from_state(to_state(model))

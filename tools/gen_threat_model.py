@@ -68,12 +68,15 @@ def contracts_table() -> str:
 def agreements_table() -> str:
     """The generated block of the agreements between one estimator's attributes, markers included."""
     sys.path.insert(0, str(REPO))
-    from aprender.codec._agreements import AGREEMENTS
+    from aprender.codec._agreements import AGREEMENTS, COPIES
 
     lines = [AGREEMENTS_BEGIN, "", "| rule | attributes (wherever all are stored) | what it requires, and why |",
              "|---|---|---|"]
     lines += [f"| `{rule.name}` | {', '.join(f'`{a}`' for a in rule.attributes)} | {cell(rule.says)} |"
               for rule in AGREEMENTS]
+    lines += ["", "Fitted copies of hyperparameters, which inference reads instead of the bounded hyperparameter:", "",
+              "| fitted attribute | derived from | must be |", "|---|---|---|"]
+    lines += [f"| `{c.attribute}` | {', '.join(f'`{n}`' for n in c.needs)} | {cell(c.says)} |" for c in COPIES]
     return "\n".join([*lines, "", AGREEMENTS_END])
 
 

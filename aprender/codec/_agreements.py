@@ -28,7 +28,7 @@ import numpy as np
 from aprender.codec._checks import fail
 from aprender.codec._nodes import preview
 
-__all__ = ["AGREEMENTS", "Agreement", "check_agreements"]
+__all__ = ["AGREEMENTS", "COPIES", "Agreement", "Copy", "check_agreements"]
 
 
 class Agreement(NamedTuple):
@@ -177,8 +177,71 @@ AGREEMENTS: tuple[Agreement, ...] = (
 )
 
 
-def check_agreements(attrs: Mapping[str, Any], path: str) -> None:
-    """Raise a ``FormatError`` naming ``path`` when stored attributes break a rule of :data:`AGREEMENTS`."""
+class Copy(NamedTuple):
+    """A fitted attribute that a fit derives from hyperparameters (and other attributes) and inference reads."""
+
+    attribute: str
+    needs: tuple[str, ...]  # the hyperparameters or fitted attributes it is derived from
+    says: str
+    derive: Callable[[Mapping[str, Any]], Any]  # from the hyperparameters and attributes, merged
+
+
+def _beta_loss(values: Mapping[str, Any]) -> Any:
+    from sklearn.decomposition._nmf import _beta_loss_to_float  # only for the classes that store one
+
+    return _beta_loss_to_float(values["beta_loss"])
+
+
+def _gamma(values: Mapping[str, Any]) -> float:
+    """MiniBatchNMF's exponent for its multiplicative updates, as its ``_check_params`` sets it."""
+    beta = values["_beta_loss"]
+    return 1.0 / (2.0 - beta) if beta < 1 else 1.0 / (beta - 1.0) if beta > 2 else 1.0
+
+
+#: Fitted copies of hyperparameters. The kind table bounds a hyperparameter (``max_iter`` is a
+#: ``sizes`` count, at most 2**24), but inference reads the copy a fit made of it: a 1.7 KB
+#: MiniBatchNMF file with ``tol=0`` and ``_transform_max_iter = 2**40`` made a 3-row
+#: ``transform`` loop for ever. Each copy must be what a fit derives from what it is derived from.
+COPIES: tuple[Copy, ...] = (
+    Copy("_transform_max_iter", ("max_iter", "transform_max_iter"),
+         "`transform_max_iter`, or `max_iter` when that is None: the iterations of every `transform`",
+         lambda v: v["max_iter"] if v["transform_max_iter"] is None else v["transform_max_iter"]),
+    Copy("_beta_loss", ("beta_loss",), "`beta_loss` as a number (scikit-learn's `_beta_loss_to_float`)",
+         _beta_loss),
+    Copy("_gamma", ("_beta_loss",), "the exponent `_beta_loss` gives the multiplicative updates", _gamma),
+    Copy("_strategy", ("strategy",), "`strategy`: the branch every `predict` takes", lambda v: v["strategy"]),
+)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _same(stored: Any, derived: Any) -> bool:
+    """Equal, and of one kind: numbers of any width, or strings."""
+    if _number(derived):
+        return _number(stored) and bool(stored == derived)
+    return type(stored) is type(derived) is str and stored == derived
+
+
+def _check_copies(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    values = {**params, **attrs}
+    for copy in COPIES:
+        if copy.attribute in attrs and all(name in values for name in copy.needs):
+            try:
+                derived = copy.derive(values)
+            except (KeyError, TypeError, ValueError, ZeroDivisionError):
+                derived = None
+            stored = attrs[copy.attribute]
+            if derived is None or not _same(stored, derived):
+                raise fail(path, f"'{copy.attribute}' is {preview(stored)}, but {', '.join(copy.needs)} give "
+                                 f"{preview(derived)}")
+
+
+def check_agreements(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    """Raise a ``FormatError`` naming ``path`` when stored attributes break a rule of :data:`AGREEMENTS`
+    or a fitted copy of :data:`COPIES` is not what the hyperparameters give."""
     for rule in AGREEMENTS:
         if all(name in attrs for name in rule.attributes):
             rule.check(attrs, path)
+    _check_copies(params, attrs, path)
