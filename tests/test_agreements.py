@@ -22,6 +22,7 @@ from sklearn.base import clone
 from sklearn_instances import fit, instances
 from state_edit import find, hostile
 
+from aprender.cluster import FeatureAgglomeration
 from aprender.codec import from_state, to_state
 from aprender.codec._agreements import AGREEMENTS, COPIES
 from aprender.codec._fitted import fitted_key
@@ -29,13 +30,16 @@ from aprender.codec._fitted_names import NAMES
 from aprender.decomposition import NMF, MiniBatchNMF
 from aprender.dummy import DummyClassifier
 from aprender.ensemble import BaggingClassifier, RandomForestClassifier
-from aprender.feature_selection import RFE
+from aprender.feature_selection import RFE, SelectKBest, VarianceThreshold
+from aprender.kernel_approximation import RBFSampler
 from aprender.linear_model import LinearRegression, LogisticRegression
 from aprender.model_selection import GridSearchCV
 from aprender.multiclass import OutputCodeClassifier
 from aprender.multioutput import ClassifierChain, RegressorChain
+from aprender.neural_network import BernoulliRBM
 from aprender.pipeline import Pipeline
 from aprender.preprocessing import KBinsDiscretizer, OrdinalEncoder, StandardScaler, TargetEncoder
+from aprender.random_projection import GaussianRandomProjection, SparseRandomProjection
 
 RNG = np.random.RandomState(0)
 X = RNG.rand(30, 3)
@@ -90,6 +94,8 @@ CASES = [
      _set("RegressorChain", "order_", [0, 2**40]), "order_", "<model>"),
     ("bins-count", lambda: _fitted(KBinsDiscretizer(n_bins=3, encode="ordinal"), X),
      _set("KBinsDiscretizer", "n_bins_", [300, 3, 3]), "bin_edges_", "<model>"),
+    ("bins-width", lambda: _fitted(KBinsDiscretizer(n_bins=3, encode="ordinal"), X),
+     _set("KBinsDiscretizer", "n_features_in_", 2**24 - 1), "bin_edges_", "<model>"),
     ("bins-edges", lambda: _fitted(KBinsDiscretizer(n_bins=3, encode="ordinal"), X),
      _first_tensor("bin_edges_", lambda e: np.linspace(0, 1, 100)), "bin_edges_", "<model>"),
     ("bins-order", lambda: _fitted(KBinsDiscretizer(n_bins=3, encode="ordinal"), X),
@@ -108,6 +114,16 @@ CASES = [
      _first_tensor("code_book_", lambda b: np.vstack([b] * 50)), "code_book_", "<model>"),
     ("rfe-support", lambda: _fitted(RFE(LogisticRegression(), n_features_to_select=2), X, Y),
      _first_tensor("ranking_", lambda r: np.where(r == 1, 2, 1)), "ranking_", "<model>"),
+    ("selector-width", lambda: _fitted(SelectKBest(k=2), X, Y),
+     _set("SelectKBest", "n_features_in_", 2**24 - 1), "scores_", "<model>"),
+    ("variance-width", lambda: _fitted(VarianceThreshold(), X),
+     _first_tensor("variances_", lambda v: v[:1].copy()), "variances_", "<model>"),
+    ("clusters", lambda: _fitted(FeatureAgglomeration(n_clusters=2), X),
+     _set("FeatureAgglomeration", "n_clusters_", 2**24 - 1), "n_clusters_", "<model>"),
+    ("width-components", lambda: _fitted(BernoulliRBM(n_components=2, n_iter=1, random_state=0), X),
+     _set("BernoulliRBM", "_n_features_out", 2**24 - 1), "_n_features_out", "<model>"),
+    ("width-parameter", lambda: _fitted(RBFSampler(n_components=5, random_state=0), X),
+     _set("RBFSampler", "_n_features_out", 2**24 - 1), "_n_features_out", "<model>"),
     ("copy-transform-iterations", lambda: _fitted(MiniBatchNMF(n_components=2, max_iter=5, tol=0.0, random_state=0), X),
      _set("MiniBatchNMF", "_transform_max_iter", 2**40), "_transform_max_iter", "<model>"),
     ("copy-beta-loss", lambda: _fitted(NMF(n_components=2, solver="mu", max_iter=5, random_state=0), X),
@@ -165,6 +181,8 @@ def test_real_fits_keep_every_rule() -> None:
           for make in (partial(NMF, solver="mu"), MiniBatchNMF)
           for beta in ("frobenius", "kullback-leibler", "itakura-saito", 0.5, 1.5, 3.0)),
         _fitted(MiniBatchNMF(n_components=2, transform_max_iter=7, max_iter=5, random_state=0), X),
+        *(_fitted(make(n_components="auto", eps=0.5), RNG.rand(10, 400)) for make in
+          (GaussianRandomProjection, SparseRandomProjection)),
     ]
     for model in models:
         from_state(to_state(model))

@@ -37,7 +37,7 @@ class Agreement(NamedTuple):
     name: str
     attributes: tuple[str, ...]
     says: str
-    check: Callable[[Mapping[str, Any], str], None]
+    check: Callable[[Mapping[str, Any], Mapping[str, Any], str], None]  # (hyperparameters, attributes, path)
 
 
 def _integer(value: Any) -> int | None:
@@ -55,7 +55,7 @@ def _label_sets(classes: Any) -> list[np.ndarray] | None:
     return None
 
 
-def _class_counts(attrs: Mapping[str, Any], path: str) -> None:
+def _class_counts(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     labels, stated = _label_sets(attrs["classes_"]), attrs["n_classes_"]
     if labels is None:
         return  # a layout of its own (a multilabel indicator): its family schema checks it
@@ -70,14 +70,14 @@ def _class_counts(attrs: Mapping[str, Any], path: str) -> None:
         raise fail(path, f"'n_classes_' is {preview(stated)}, but 'classes_' holds {held} classes")
 
 
-def _output_count(attrs: Mapping[str, Any], path: str) -> None:
+def _output_count(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     classes = attrs["classes_"]
     if isinstance(classes, list) and _integer(attrs["n_outputs_"]) != len(classes):
         raise fail(path, f"'n_outputs_' is {preview(attrs['n_outputs_'])}, but 'classes_' holds labels for "
                          f"{len(classes)} outputs")
 
 
-def _permutation(attrs: Mapping[str, Any], path: str) -> None:
+def _permutation(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     order = attrs["order_"]
     values = order.tolist() if isinstance(order, np.ndarray) and order.ndim == 1 else order
     if not isinstance(values, list) or any(_integer(v) is None for v in values) \
@@ -85,12 +85,13 @@ def _permutation(attrs: Mapping[str, Any], path: str) -> None:
         raise fail(path, f"'order_' must be a permutation of 0..n-1 (each output once), found {preview(order)}")
 
 
-def _bin_edges(attrs: Mapping[str, Any], path: str) -> None:
+def _bin_edges(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     n_bins, edges = attrs["n_bins_"], attrs["bin_edges_"]
     edges = list(edges) if isinstance(edges, (list, np.ndarray)) else None
     if not isinstance(n_bins, np.ndarray) or n_bins.ndim != 1 or n_bins.dtype.kind not in "iu" \
-            or edges is None or len(edges) != n_bins.shape[0]:
-        raise fail(path, "'n_bins_' and 'bin_edges_' must hold one entry per feature")
+            or edges is None or len(edges) != n_bins.shape[0] \
+            or ("n_features_in_" in attrs and _integer(attrs["n_features_in_"]) != len(edges)):
+        raise fail(path, "'n_bins_' and 'bin_edges_' must hold one entry per feature of 'n_features_in_'")
     for i, (count, edge) in enumerate(zip(n_bins.tolist(), edges, strict=True)):
         if not isinstance(edge, np.ndarray) or edge.ndim != 1 or edge.dtype.kind != "f" or edge.shape[0] != count + 1:
             raise fail(path, f"'bin_edges_.{i}' must be the {count + 1} edges of 'n_bins_.{i}' = {count} bins")
@@ -98,7 +99,7 @@ def _bin_edges(attrs: Mapping[str, Any], path: str) -> None:
             raise fail(path, f"'bin_edges_.{i}' must be increasing numbers")
 
 
-def _missing_indices(attrs: Mapping[str, Any], path: str) -> None:
+def _missing_indices(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     categories, stated = attrs["categories_"], attrs["_missing_indices"]
     derived = {}  # scikit-learn's own rule: a missing value sorts last among a feature's categories
     for i, cats in enumerate(categories if isinstance(categories, list) else ()):
@@ -109,7 +110,7 @@ def _missing_indices(attrs: Mapping[str, Any], path: str) -> None:
         raise fail(path, f"'_missing_indices' is {preview(stated)}, 'categories_' give {preview(derived)}")
 
 
-def _encodings(attrs: Mapping[str, Any], path: str) -> None:
+def _encodings(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     categories, encodings = attrs["categories_"], attrs["encodings_"]
     classes = attrs.get("classes_")
     per_feature = len(classes) if attrs.get("target_type_") == "multiclass" and classes is not None else 1
@@ -122,7 +123,7 @@ def _encodings(attrs: Mapping[str, Any], path: str) -> None:
             raise fail(path, f"'encodings_.{e}' must be one value per category of feature {e // per_feature} ({size})")
 
 
-def _best_index(attrs: Mapping[str, Any], path: str) -> None:
+def _best_index(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     results = attrs["cv_results_"]
     candidates = results.get("params") if isinstance(results, dict) else None
     index = _integer(attrs["best_index_"])
@@ -132,7 +133,7 @@ def _best_index(attrs: Mapping[str, Any], path: str) -> None:
                          f"but 'cv_results_' holds {found} candidates")
 
 
-def _code_book(attrs: Mapping[str, Any], path: str) -> None:
+def _code_book(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     book, classes = attrs["code_book_"], attrs["classes_"]
     rows = classes.shape[0] if isinstance(classes, np.ndarray) and classes.ndim == 1 else None
     if not isinstance(book, np.ndarray) or book.ndim != 2 or book.shape[0] != rows:
@@ -140,12 +141,58 @@ def _code_book(attrs: Mapping[str, Any], path: str) -> None:
                          f"{getattr(book, 'shape', None)}")
 
 
-def _ranking(attrs: Mapping[str, Any], path: str) -> None:
+def _ranking(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
     ranking, support, count = attrs["ranking_"], attrs["support_"], _integer(attrs["n_features_"])
     if not (isinstance(ranking, np.ndarray) and isinstance(support, np.ndarray) and ranking.ndim == 1
             and support.dtype.kind == "b" and support.shape == ranking.shape
             and np.array_equal(support, ranking == 1) and count == int(support.sum())):
         raise fail(path, "'support_' must be exactly the features of 'ranking_' 1, and 'n_features_' their count")
+
+
+#: Where a fit takes its output width from: (attribute, axis) of an array, or an int attribute (axis None).
+_WIDTH_SOURCES = (("components_", 0), ("cluster_centers_", 0), ("subcluster_centers_", 0), ("x_rotations_", 1),
+                  ("x_weights_", 1), ("embedding_", 1), ("n_clusters_", None), ("n_samples_fit_", None),
+                  ("_max_components", None), ("n_components_", None))
+
+
+def _output_width(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    widths = set()
+    for name, axis in _WIDTH_SOURCES:
+        value = attrs.get(name)
+        if axis is None and _integer(value) is not None:
+            widths.add(_integer(value))
+        elif axis is not None and isinstance(getattr(value, "shape", None), tuple) and len(value.shape) == 2:
+            widths.add(value.shape[axis])
+    if _integer(params.get("n_components")) is not None:  # kernel approximations, random projections
+        widths.add(_integer(params["n_components"]))
+    encoder = attrs.get("one_hot_encoder_")  # RandomTreesEmbedding: one column per leaf of every tree
+    if isinstance(getattr(encoder, "_n_features_outs", None), list):
+        widths.add(sum(encoder._n_features_outs))
+    stated = attrs["_n_features_out"]
+    # The random projections store the hyperparameter as given, "auto" included (scikit-learn's own quirk).
+    if widths and _integer(stated) not in widths and not (type(stated) is str and stated == params.get("n_components")):
+        raise fail(path, f"'_n_features_out' is {preview(stated)}, but the fitted state gives {sorted(widths)} "
+                         "output columns")
+
+
+def _clusters(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    labels, count = attrs["labels_"], _integer(attrs["n_clusters_"])
+    if not isinstance(labels, np.ndarray) or labels.ndim != 1 or labels.dtype.kind not in "iu" \
+            or count != np.unique(labels).size or (labels.size and (labels.min() < 0 or labels.max() >= count)):
+        raise fail(path, f"'n_clusters_' is {preview(attrs['n_clusters_'])}, but 'labels_' must then number "
+                         "each of that many clusters 0..n_clusters_-1")
+
+
+def _per_feature(*names: str) -> Callable[[Mapping[str, Any], Mapping[str, Any], str], None]:
+    """Each of ``names`` (where an array) holds one value per input feature."""
+    def check(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+        n = _integer(attrs["n_features_in_"])
+        for name in names:
+            value = attrs.get(name)
+            if value is not None and (not isinstance(value, np.ndarray) or value.shape != (n,)):
+                raise fail(path, f"'{name}' has shape {getattr(value, 'shape', None)}, one value per feature "
+                                 f"of 'n_features_in_' ({n}) expected")
+    return check
 
 
 #: Every agreement, in the order the decoder checks them.
@@ -159,7 +206,7 @@ AGREEMENTS: tuple[Agreement, ...] = (
               "`order_` is a permutation of `0..n-1`: `predict` inverts it into `np.empty_like`, and a repeated "
               "index leaves a slot of heap contents that then indexes the predictions", _permutation),
     Agreement("bins", ("n_bins_", "bin_edges_"),
-              "`bin_edges_` holds `n_bins_ + 1` increasing edges per feature: `transform` numbers bins by "
+              "`bin_edges_` holds `n_bins_ + 1` increasing edges per input feature: `transform` numbers bins by "
               "the edges, `inverse_transform` and the one-hot encoder by `n_bins_`", _bin_edges),
     Agreement("missing", ("_missing_indices", "categories_"),
               "`_missing_indices` names exactly the features whose categories end in NaN, at that index "
@@ -167,6 +214,19 @@ AGREEMENTS: tuple[Agreement, ...] = (
     Agreement("encodings", ("encodings_", "categories_"),
               "`encodings_` holds one array per feature (per class and feature for a multiclass target), "
               "each one value per category: `transform` indexes it by category code", _encodings),
+    Agreement("feature_scores", ("scores_", "pvalues_", "n_features_in_"),
+              "a univariate selector's `scores_` and `pvalues_` (or None) hold one value per input feature: "
+              "the support mask is made from them, and nothing else ties `n_features_in_` (2**24 made "
+              "`get_feature_names_out` spend 15 s and a gigabyte)", _per_feature("scores_", "pvalues_")),
+    Agreement("feature_variances", ("variances_", "n_features_in_"),
+              "`variances_` holds one value per input feature", _per_feature("variances_")),
+    Agreement("clusters", ("n_clusters_", "labels_"),
+              "`labels_` numbers exactly `n_clusters_` clusters `0..n_clusters_-1` (the output width of "
+              "FeatureAgglomeration)", _clusters),
+    Agreement("output_width", ("_n_features_out",),
+              "`_n_features_out` is a width the fitted state gives (rows of `components_` or of the centres, "
+              "columns of `x_rotations_` or `embedding_`, `n_components_`, ...): `get_feature_names_out` makes "
+              "one name per column, and 2**24 of them cost 13 s and a gigabyte", _output_width),
     Agreement("best_index", ("best_index_", "cv_results_"),
               "`best_index_` is a candidate of `cv_results_`", _best_index),
     Agreement("code_book", ("code_book_", "classes_"),
@@ -243,5 +303,5 @@ def check_agreements(params: Mapping[str, Any], attrs: Mapping[str, Any], path: 
     or a fitted copy of :data:`COPIES` is not what the hyperparameters give."""
     for rule in AGREEMENTS:
         if all(name in attrs for name in rule.attributes):
-            rule.check(attrs, path)
+            rule.check(params, attrs, path)
     _check_copies(params, attrs, path)
