@@ -38,7 +38,14 @@ from aprender.multiclass import OutputCodeClassifier
 from aprender.multioutput import ClassifierChain, RegressorChain
 from aprender.neural_network import BernoulliRBM
 from aprender.pipeline import Pipeline
-from aprender.preprocessing import KBinsDiscretizer, OrdinalEncoder, StandardScaler, TargetEncoder
+from aprender.preprocessing import (
+    KBinsDiscretizer,
+    OrdinalEncoder,
+    PowerTransformer,
+    QuantileTransformer,
+    StandardScaler,
+    TargetEncoder,
+)
 from aprender.random_projection import GaussianRandomProjection, SparseRandomProjection
 
 RNG = np.random.RandomState(0)
@@ -118,6 +125,10 @@ CASES = [
      _set("SelectKBest", "n_features_in_", 2**24 - 1), "scores_", "<model>"),
     ("variance-width", lambda: _fitted(VarianceThreshold(), X),
      _first_tensor("variances_", lambda v: v[:1].copy()), "variances_", "<model>"),
+    ("power-width", lambda: _fitted(PowerTransformer(), X),
+     _set("PowerTransformer", "n_features_in_", 2**24 - 1), "lambdas_", "<model>"),
+    ("quantile-width", lambda: _fitted(QuantileTransformer(n_quantiles=10), X),
+     _set("QuantileTransformer", "n_features_in_", 2**24 - 1), "quantiles_", "<model>"),
     ("clusters", lambda: _fitted(FeatureAgglomeration(n_clusters=2), X),
      _set("FeatureAgglomeration", "n_clusters_", 2**24 - 1), "n_clusters_", "<model>"),
     ("width-components", lambda: _fitted(BernoulliRBM(n_components=2, n_iter=1, random_state=0), X),

@@ -183,13 +183,13 @@ def _clusters(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) ->
                          "each of that many clusters 0..n_clusters_-1")
 
 
-def _per_feature(*names: str) -> Callable[[Mapping[str, Any], Mapping[str, Any], str], None]:
-    """Each of ``names`` (where an array) holds one value per input feature."""
+def _per_feature(*names: str, ndim: int = 1) -> Callable[[Mapping[str, Any], Mapping[str, Any], str], None]:
+    """Each of ``names`` (where an array) holds one value per input feature (along its last axis)."""
     def check(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
         n = _integer(attrs["n_features_in_"])
         for name in names:
             value = attrs.get(name)
-            if value is not None and (not isinstance(value, np.ndarray) or value.shape != (n,)):
+            if value is not None and (not isinstance(value, np.ndarray) or value.ndim != ndim or value.shape[-1] != n):
                 raise fail(path, f"'{name}' has shape {getattr(value, 'shape', None)}, one value per feature "
                                  f"of 'n_features_in_' ({n}) expected")
     return check
@@ -220,6 +220,11 @@ AGREEMENTS: tuple[Agreement, ...] = (
               "`get_feature_names_out` spend 15 s and a gigabyte)", _per_feature("scores_", "pvalues_")),
     Agreement("feature_variances", ("variances_", "n_features_in_"),
               "`variances_` holds one value per input feature", _per_feature("variances_")),
+    Agreement("feature_lambdas", ("lambdas_", "n_features_in_"),
+              "PowerTransformer's `lambdas_` hold one value per input feature", _per_feature("lambdas_")),
+    Agreement("feature_quantiles", ("quantiles_", "n_features_in_"),
+              "QuantileTransformer's `quantiles_` hold one column per input feature",
+              _per_feature("quantiles_", ndim=2)),
     Agreement("clusters", ("n_clusters_", "labels_"),
               "`labels_` numbers exactly `n_clusters_` clusters `0..n_clusters_-1` (the output width of "
               "FeatureAgglomeration)", _clusters),
