@@ -30,7 +30,7 @@ from aprender.codec._fitted_names import NAMES
 from aprender.decomposition import NMF, MiniBatchNMF
 from aprender.dummy import DummyClassifier
 from aprender.ensemble import BaggingClassifier, RandomForestClassifier
-from aprender.feature_selection import RFE, SelectKBest, VarianceThreshold
+from aprender.feature_selection import RFE, SelectKBest, SequentialFeatureSelector, VarianceThreshold
 from aprender.kernel_approximation import RBFSampler
 from aprender.linear_model import LinearRegression, LogisticRegression
 from aprender.model_selection import GridSearchCV
@@ -129,6 +129,11 @@ CASES = [
      _set("PowerTransformer", "n_features_in_", 2**24 - 1), "lambdas_", "<model>"),
     ("quantile-width", lambda: _fitted(QuantileTransformer(n_quantiles=10), X),
      _set("QuantileTransformer", "n_features_in_", 2**24 - 1), "quantiles_", "<model>"),
+    ("target-encoder-width", lambda: _fitted(TargetEncoder(), CATS[:, :1].astype(str), np.arange(24) % 2),
+     _set("TargetEncoder", "n_features_in_", 2**24 - 1), "encodings_", "<model>"),
+    ("sequential-width", lambda: _fitted(SequentialFeatureSelector(LogisticRegression(), n_features_to_select=1,
+                                                                   cv=2), X, Y),
+     _set("SequentialFeatureSelector", "n_features_in_", 2**24 - 1), "support_", "<model>"),
     ("clusters", lambda: _fitted(FeatureAgglomeration(n_clusters=2), X),
      _set("FeatureAgglomeration", "n_clusters_", 2**24 - 1), "n_clusters_", "<model>"),
     ("width-components", lambda: _fitted(BernoulliRBM(n_components=2, n_iter=1, random_state=0), X),

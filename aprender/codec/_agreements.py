@@ -115,8 +115,10 @@ def _encodings(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -
     classes = attrs.get("classes_")
     per_feature = len(classes) if attrs.get("target_type_") == "multiclass" and classes is not None else 1
     if not isinstance(categories, list) or not isinstance(encodings, list) \
-            or len(encodings) != len(categories) * per_feature:
-        raise fail(path, f"'encodings_' must hold {per_feature} encoding(s) per feature of 'categories_'")
+            or len(encodings) != len(categories) * per_feature \
+            or ("n_features_in_" in attrs and _integer(attrs["n_features_in_"]) != len(categories)):
+        raise fail(path, f"'encodings_' must hold {per_feature} encoding(s) per feature of 'categories_', "
+                         "one per feature of 'n_features_in_'")
     for e, encoding in enumerate(encodings):
         size = getattr(categories[e // per_feature], "shape", (None,))[0]
         if not isinstance(encoding, np.ndarray) or encoding.shape != (size,):
@@ -195,6 +197,14 @@ def _per_feature(*names: str, ndim: int = 1) -> Callable[[Mapping[str, Any], Map
     return check
 
 
+def _selection(params: Mapping[str, Any], attrs: Mapping[str, Any], path: str) -> None:
+    support, n = attrs["support_"], _integer(attrs["n_features_in_"])
+    if not isinstance(support, np.ndarray) or support.dtype.kind != "b" or support.shape != (n,) \
+            or int(support.sum()) != _integer(attrs["n_features_to_select_"]):
+        raise fail(path, f"'support_' must be a mask of the {n} input features selecting 'n_features_to_select_' "
+                         f"({preview(attrs['n_features_to_select_'])}) of them")
+
+
 #: Every agreement, in the order the decoder checks them.
 AGREEMENTS: tuple[Agreement, ...] = (
     Agreement("class_count", ("classes_", "n_classes_"),
@@ -218,6 +228,9 @@ AGREEMENTS: tuple[Agreement, ...] = (
               "a univariate selector's `scores_` and `pvalues_` (or None) hold one value per input feature: "
               "the support mask is made from them, and nothing else ties `n_features_in_` (2**24 made "
               "`get_feature_names_out` spend 15 s and a gigabyte)", _per_feature("scores_", "pvalues_")),
+    Agreement("selection", ("support_", "n_features_to_select_", "n_features_in_"),
+              "a sequential selector's `support_` masks the `n_features_in_` inputs and selects "
+              "`n_features_to_select_` of them", _selection),
     Agreement("feature_variances", ("variances_", "n_features_in_"),
               "`variances_` holds one value per input feature", _per_feature("variances_")),
     Agreement("feature_lambdas", ("lambdas_", "n_features_in_"),
