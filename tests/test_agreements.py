@@ -92,7 +92,7 @@ CASES = [
     ("forest-per-output", lambda: _fitted(RandomForestClassifier(n_estimators=2, random_state=0), X, Y2),
      _set("RandomForestClassifier", "n_classes_", [2, 2**20]), "n_classes_", "<model>"),
     ("dummy-outputs", lambda: _fitted(DummyClassifier(), X, Y2),
-     _set("DummyClassifier", "n_outputs_", 1), "n_outputs_", "<model>"),
+     _set("DummyClassifier", "n_outputs_", 3), "n_outputs_", "<model>"),
     ("nested-n_classes", lambda: _fitted(Pipeline([("s", StandardScaler()), ("d", DummyClassifier())]), X, Y),
      _set("DummyClassifier", "n_classes_", 3), "n_classes_", "steps.1.d"),
     ("chain-repeat", lambda: _fitted(ClassifierChain(LogisticRegression(), order=[0, 1]), X, Y2),

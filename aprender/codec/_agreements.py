@@ -11,8 +11,8 @@ claiming ``n_classes_ = 2**24`` beside three classes asked 3.75 GiB for 30 rows.
 ``predict``, whose heap contents then index the predictions.
 
 :data:`AGREEMENTS` holds one rule per such pair, applied by attribute name to every fitted
-estimator, generic or not (the decoder runs :func:`check_agreements` right after
-``check_sizes``): a rule applies wherever all its attributes are stored, so a new class
+estimator, generic or not (the decoder runs :func:`check_agreements` after ``check_sizes`` and
+the family's own schema, whose messages say more): a rule applies wherever all its attributes are stored, so a new class
 that stores the pair is covered unseen. tests/test_agreements.py breaks each rule with a
 crafted file, and checks the rules hold on real fits of every class that stores the pair;
 tools/gen_threat_model.py writes the table into docs/threat-model.md.

@@ -350,9 +350,10 @@ def _checked_state(entry: Entry, params: dict[str, Any], attrs: dict[str, Any], 
     try:
         if fitted:
             check_sizes(attrs, path)  # every estimator, generic or not: the counts it allocates by
-            check_agreements(params, attrs, path)  # and each count against the array it counts
         if entry.spec.validate is not None and fitted:
             entry.spec.validate(params, attrs, path)
+        if fitted:  # after the family's own, more specific, checks
+            check_agreements(params, attrs, path)  # each count against the array it counts
         if entry.spec.unpack is not None:
             attrs = entry.spec.unpack(attrs, params, path)
     except AprenderError:
