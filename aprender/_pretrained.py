@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from aprender.codec import ModelState, from_state, to_state
+from aprender.codec._state import parse_json
 from aprender.exceptions import FormatError
 from aprender.format import SaveOptions, safetensors
 from aprender.format._io import sha256_file, write_atomic
@@ -130,10 +131,7 @@ def save_pretrained(
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    try:
-        config = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise FormatError(f"'{path}' is not valid JSON: {exc}") from None
+    config = parse_json(path.read_bytes(), f"'{path}'")  # the metadata's rules: depth, values per byte
     if not isinstance(config, dict):
         raise FormatError(f"'{path}' must hold a JSON object, found {type(config).__name__}")
     if config.get("library_name") != "aprender":

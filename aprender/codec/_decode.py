@@ -21,9 +21,10 @@ import numpy as np
 from aprender import _budget
 from aprender._limits import MAX_INT, MIN_INT, checked_shape
 from aprender.codec import handlers as _handlers
+from aprender.codec._agreements import check_agreements
 from aprender.codec._checks import check_attr_name, check_sizes, fail
 from aprender.codec._contracts import check_contract
-from aprender.codec._fitted import check_fitted_flags, check_fitted_names, check_input_gates
+from aprender.codec._fitted import check_fitted_flags, check_fitted_names, check_input_gates, machine_state
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
 from aprender.codec._param_rules import check_params
 from aprender.codec._registry import entry_for_key
@@ -315,6 +316,7 @@ class Decoder:
         cls = build_as or entry.cls
         params_node, attrs_node = node["params"], node["attrs"]
         dropped = _dropped(node.get("dropped"), entry.spec.training_only, attrs_node, path)
+        attrs_node = machine_state(attrs_node, path)  # the loading machine's threads, never the file's
         params, attrs = self._fields(params_node, path, depth + 1), self._fields(attrs_node, path, depth + 1)
         # Another scikit-learn version saved the file: carry the state across before it is checked.
         migrated = self.migrations is not None and self.migrations.apply(cls, params, attrs, path)
@@ -350,6 +352,8 @@ def _checked_state(entry: Entry, params: dict[str, Any], attrs: dict[str, Any], 
             check_sizes(attrs, path)  # every estimator, generic or not: the counts it allocates by
         if entry.spec.validate is not None and fitted:
             entry.spec.validate(params, attrs, path)
+        if fitted:  # after the family's own, more specific, checks
+            check_agreements(params, attrs, path)  # each count against the array it counts
         if entry.spec.unpack is not None:
             attrs = entry.spec.unpack(attrs, params, path)
     except AprenderError:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from aprender.codec import handlers as _handlers
+from aprender.codec._fitted import MACHINE_STATE
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, TENSOR_KINDS, join
 from aprender.codec._registry import entry_for_class
 from aprender.codec._spec import Spec
@@ -200,9 +201,9 @@ class Encoder:
         return node
 
     def _attr(self, name: str, value: Any, prefix: str, spec: Spec) -> Any:
-        if name == "_n_threads" and type(value) is int:
+        if name in MACHINE_STATE and type(value) is int:
             # a property of the machine that fitted the model, not of the model: the loader uses its own
-            return {"__t__": "n_threads"}
+            return {"__t__": MACHINE_STATE[name]}
         alias = spec.aliases.get(name)
         if alias is not None and "{i}" in alias:
             # A list of arrays (an MLP's coefs_) names one tensor per item: layers.{i}.weight

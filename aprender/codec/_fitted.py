@@ -14,7 +14,8 @@ from aprender.codec._checks import fail
 from aprender.codec._nodes import preview
 from aprender.codec._registry import public_key
 
-__all__ = ["INPUT_GATES", "USER_SET", "check_fitted_flags", "check_fitted_names", "check_input_gates", "fitted_key"]
+__all__ = ["INPUT_GATES", "MACHINE_STATE", "USER_SET", "check_fitted_flags", "check_fitted_names", "check_input_gates",
+           "fitted_key", "machine_state"]
 
 #: Instance attributes a user's own calls set on any estimator, fitted or not: ``set_fit_request``
 #: (metadata routing), ``set_callbacks``, ``set_output`` and ``aprender.distill`` (the student's
@@ -33,6 +34,33 @@ INPUT_GATES = ("n_features_in_",)
 #: model fitted on a prebuilt KDTree/BallTree (scikit-learn sets the width from arrays only) queries
 #: that tree, which compares the query's width with its own data.
 _GATE_CHECKED_BY_TREE = ("kd_tree", "ball_tree")
+
+
+#: Fitted attributes that describe the machine a model was fitted on, not the model, and size what
+#: every later call starts on the loading machine: attribute -> the node tag the encoder writes for
+#: it, which the decoder replaces by the loading machine's own value (``Decoder._n_threads``).
+#: KMeans' ``_n_threads`` is the ``num_threads`` of its OpenMP loops in ``predict``, ``transform``,
+#: ``score`` and ``partial_fit``: a 1 KB file stating 1,000 made libgomp abort the interpreter
+#: ("Thread creation failed"), 100,000 was a SIGSEGV, and -5 made libgomp ask 927 GB and exit.
+MACHINE_STATE: dict[str, str] = {"_n_threads": "n_threads"}
+
+
+def machine_state(attrs: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    """``attrs`` (undecoded nodes) with every attribute of :data:`MACHINE_STATE` standing for the loading machine's.
+
+    Files written before the encoder wrote the tag hold the fitting machine's count as a plain int,
+    which is never used either; any other value is a ``FormatError``.
+    """
+    found = [name for name in MACHINE_STATE if name in attrs]
+    if not found:
+        return attrs
+    out = dict(attrs)
+    for name in found:
+        node = {"__t__": MACHINE_STATE[name]}
+        if out[name] != node and type(out[name]) is not int:
+            raise fail(path, f"'{name}' is the loading machine's, stored as {node}, found {preview(out[name])}")
+        out[name] = node
+    return out
 
 
 @functools.lru_cache(maxsize=1024)

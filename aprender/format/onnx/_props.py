@@ -8,9 +8,11 @@ codec; reading needs only JSON, so inspecting an .onnx file imports no encoder.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Mapping
 from typing import Any
+
+from aprender.codec._state import parse_json
+from aprender.exceptions import FormatError
 
 __all__ = ["JSON_KEYS", "PREFIX", "read_props"]
 
@@ -31,7 +33,7 @@ def read_props(props: Mapping[str, str]) -> dict[str, Any]:
             continue
         key = name[len(PREFIX):]
         if key in JSON_KEYS:
-            with contextlib.suppress(ValueError):
-                value = json.loads(value)
+            with contextlib.suppress(FormatError):  # parse_json: the metadata's depth and size rules
+                value = parse_json(value, f"ONNX property '{name}'")
         out[key] = value
     return out
