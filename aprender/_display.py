@@ -17,12 +17,18 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["UNSAFE_CATEGORIES", "json_printable", "printable", "unsafe_characters"]
+__all__ = ["MAX_MESSAGE_CHARS", "UNSAFE_CATEGORIES", "clip", "json_printable", "message", "printable",
+           "unsafe_characters"]
 
 #: Unicode categories a terminal or a text renderer acts on rather than shows: controls (C0, DEL,
 #: C1), format characters (bidi embeddings, overrides and isolates, zero-width joiners, the BOM),
 #: line and paragraph separators, surrogates, private use and unassigned code points.
 UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+#: Characters of an error message or warning kept: a message quotes a file's names and values, and a
+#: 5 MB tensor name made a 5 MB ``str(exc)`` that every log line, terminal and server error body repeated.
+#: aprender's longest own messages (a list of a class's parameters) stay far inside.
+MAX_MESSAGE_CHARS = 4096
 
 # Only these characters need a category look-up: printable ASCII (names, numbers, paths) is safe as it is;
 # in a JSON document, so are the newlines of indentation (inside a string json.dumps writes ``\\n``).
@@ -70,6 +76,31 @@ def printable(text: object, keep: str = "") -> str:
     if text.isascii() and text.isprintable():  # the common case, at C speed
         return text
     return _SUSPECT.sub(lambda m: _escape(m[0]) if m[0] not in keep and _unsafe(m[0]) else m[0], text)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to its first and last ``limit // 2`` characters, the cut saying how many it left out.
+
+    Both ends are kept: a message names the file first and says what was wrong last.
+
+    Examples
+    --------
+    >>> from aprender._display import clip
+    >>> clip("tensor 'aaaaaaaaaaaaaaaa' is wrong", 16)
+    "tensor '[... 18 characters cut ...]is wrong"
+    """
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}[... {len(text) - 2 * half:,} characters cut ...]{text[len(text) - half:]}"
+
+
+def message(text: str) -> str:
+    """An error message or warning as aprender shows it: cut to :data:`MAX_MESSAGE_CHARS`, then :func:`printable`.
+
+    Line breaks are kept: they are aprender's own.
+    """
+    return printable(clip(text, MAX_MESSAGE_CHARS), keep="\n")
 
 
 def _json_escape(ch: str) -> str:
