@@ -270,3 +270,32 @@ def test_threat_model_states_the_bounds_in_force() -> None:
             "(`RECORD_BYTES`, `RECORD_ALLOWANCE`)") in text
     assert f"`MAX_MESSAGE_CHARS`, {MAX_MESSAGE_CHARS:,} characters" in text
     assert f"`MAX_ROWS` ({_render.MAX_ROWS:,})" in text and f"`MAX_CELL_CHARS` ({_render.MAX_CELL_CHARS:,})" in text
+
+
+# -- what the server's log shows ---------------------------------------------------------------
+
+HOSTILE = "m\x1b]0;owned\x07\n2026-01-01 INFO forged line\u202e"
+
+
+def test_every_server_log_record_is_one_inert_line(caplog: pytest.LogCaptureFixture) -> None:
+    from aprender.serve._log import log
+
+    caplog.set_level("INFO", logger="aprender.serve")
+    log.warning("model '%s' could not be loaded: %s", HOSTILE, FormatError(HOSTILE + "x" * 100_000))
+    try:
+        raise ValueError(HOSTILE)
+    except ValueError:
+        log.exception("internal error on %s %s", "POST", "/v2/models/" + HOSTILE)
+    first, second = (record.getMessage() for record in caplog.records)
+    assert "\n" not in first and len(first) < 2 * MAX_MESSAGE_CHARS
+    assert "\\x1b]0;owned\\x07\\x0a2026-01-01 INFO forged line\\u202e" in first
+    head, *trace = second.split("\n")
+    assert head == "internal error on POST /v2/models/m\\x1b]0;owned\\x07\\x0a2026-01-01 INFO forged line\\u202e"
+    assert trace[0] == "Traceback (most recent call last):" and trace[-1].startswith("ValueError: m\\x1b]0;")
+    assert not any(ch in caplog.text for ch in "\x1b\x07\u202e")
+
+
+def test_the_server_logs_only_through_its_inert_logger() -> None:
+    serve = Path(aprender.__file__).parent / "serve"
+    using = sorted(p.name for p in serve.glob("*.py") if "getLogger(" in p.read_text() and p.name != "_log.py")
+    assert using == []
