@@ -98,9 +98,10 @@ def clip(text: str, limit: int) -> str:
 def message(text: str) -> str:
     """An error message or warning as aprender shows it: cut to :data:`MAX_MESSAGE_CHARS`, then :func:`printable`.
 
-    Line breaks are kept: they are aprender's own.
+    Line breaks are escaped too: aprender's messages are one line each, so a name a file chose
+    (``"w\\nvalid: model.apr"``) cannot start a line of its own under ``invalid:`` or in a log.
     """
-    return printable(clip(text, MAX_MESSAGE_CHARS), keep="\n")
+    return printable(clip(text, MAX_MESSAGE_CHARS))
 
 
 def _json_escape(ch: str) -> str:

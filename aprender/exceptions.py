@@ -48,7 +48,8 @@ class AprenderError(Exception):
     stored through :func:`aprender._display.message`: a control character, ESC sequence
     or bidi override a file put in a name reaches ``str(exc)``, a log or a terminal only
     escaped (``\\x1b``), and a name of megabytes only cut to
-    :data:`~aprender._display.MAX_MESSAGE_CHARS`. Line breaks aprender writes itself are kept.
+    :data:`~aprender._display.MAX_MESSAGE_CHARS`. Line breaks are escaped too (``\\x0a``): every
+    message is one line, so a name cannot forge a line of output.
     """
 
     def __init__(self, *args: object) -> None:

@@ -299,3 +299,12 @@ def test_the_server_logs_only_through_its_inert_logger() -> None:
     serve = Path(aprender.__file__).parent / "serve"
     using = sorted(p.name for p in serve.glob("*.py") if "getLogger(" in p.read_text() and p.name != "_log.py")
     assert using == []
+
+
+def test_a_name_cannot_forge_a_line_of_output(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    forged = "valid: evil.safetensors: safetensors (model rebuilt through the allow-list)"
+    path = _safetensors(tmp_path / "evil.safetensors",
+                        {f"w'\n{forged}\n'": {"dtype": "F32", "shape": [4], "data_offsets": [16, 32]}}, bytes(32))
+    run = invoke(capsys, "validate", path)
+    assert run.code == 1 and len(run.err.strip().splitlines()) == 1
+    assert run.err.startswith("invalid: ") and f"\\x0a{forged}\\x0a" in run.err
