@@ -15,10 +15,11 @@ rich markup (``[link=...]``) is a separate concern of the rich printer, handled 
 from __future__ import annotations
 
 import re
+import traceback
 import unicodedata
 
 __all__ = ["MAX_MESSAGE_CHARS", "UNSAFE_CATEGORIES", "clip", "json_printable", "message", "printable",
-           "unsafe_characters"]
+           "traceback_text", "unsafe_characters"]
 
 #: Unicode categories a terminal or a text renderer acts on rather than shows: controls (C0, DEL,
 #: C1), format characters (bidi embeddings, overrides and isolates, zero-width joiners, the BOM),
@@ -102,6 +103,22 @@ def message(text: str) -> str:
     (``"w\\nvalid: model.apr"``) cannot start a line of its own under ``invalid:`` or in a log.
     """
     return printable(clip(text, MAX_MESSAGE_CHARS))
+
+
+#: How a traceback's own chunks begin: frames (file, line and source) and the chaining notes. Only their
+#: line breaks are kept; every other chunk (an exception's message) is escaped whole, line breaks too.
+_STRUCTURE = ("Traceback (most recent call last):", "  File ", "\nThe above exception", "\nDuring handling")
+
+
+def traceback_text(exc: BaseException) -> str:
+    """``exc``'s traceback as lines of inert text: each frame on its lines, each exception's message on one.
+
+    A message may quote a file or a request (a third party's exception quoting a feature name), so it is
+    escaped whole, newlines included: it cannot forge a line of the output it is written to.
+    """
+    chunks = traceback.format_exception(exc)
+    return "\n".join(printable(chunk.rstrip("\n"), keep="\n" if chunk.startswith(_STRUCTURE) else "")
+                     for chunk in chunks)
 
 
 def _json_escape(ch: str) -> str:

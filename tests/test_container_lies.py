@@ -308,3 +308,6 @@ def test_a_name_cannot_forge_a_line_of_output(tmp_path: Path, capsys: pytest.Cap
     run = invoke(capsys, "validate", path)
     assert run.code == 1 and len(run.err.strip().splitlines()) == 1
     assert run.err.startswith("invalid: ") and f"\\x0a{forged}\\x0a" in run.err
+    debug = invoke(capsys, "--debug", "inspect", path)  # the traceback's frames on lines, its message on one
+    assert "Traceback (most recent call last):" in debug.err
+    assert not any(line.startswith("valid:") for line in debug.err.splitlines())

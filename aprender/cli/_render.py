@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from aprender._display import clip, json_printable, printable
+from aprender._display import clip, json_printable, printable, traceback_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -70,21 +70,24 @@ def console() -> Console:
     return Console(highlight=False, emoji=False, width=None if wide else _PIPE_WIDTH)
 
 
-def say(text: str) -> None:
-    """Print a line of rich markup on stdout, never wrapped (callers escape markup in file names)."""
-    console().print(printable(text, keep="\n"), soft_wrap=True)
+def say(text: str, *, lines: bool = False) -> None:
+    """Print a line of rich markup on stdout, never wrapped (callers escape markup in file names).
+
+    A newline is escaped unless ``lines``: only aprender's own text (a key's two lines) may span
+    lines, so a file's name printed in one cannot start a line of its own.
+    """
+    console().print(printable(text, keep="\n" if lines else ""), soft_wrap=True)
 
 
-def echo(text: str, err: bool = True) -> None:
-    """Print plain text (no markup), on stderr by default, with unsafe characters escaped."""
-    click.echo(printable(text, keep="\n"), err=err)
+def echo(text: str, err: bool = True, *, lines: bool = False) -> None:
+    """Print plain text (no markup), on stderr by default, with unsafe characters escaped (newlines unless
+    ``lines``, as for :func:`say`)."""
+    click.echo(printable(text, keep="\n" if lines else ""), err=err)
 
 
 def echo_traceback(exc: BaseException) -> None:
-    """``--debug``'s traceback on stderr: its lines quote exception messages and so a file's text."""
-    import traceback
-
-    echo("".join(traceback.format_exception(exc)).rstrip("\n"))
+    """``--debug``'s traceback on stderr: its frames on their lines, each message (which may quote a file) on one."""
+    echo(traceback_text(exc), lines=True)
 
 
 def warn(message: str) -> None:

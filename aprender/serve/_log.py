@@ -12,22 +12,10 @@ its traceback, if any, into its frames' lines and one escaped line per exception
 from __future__ import annotations
 
 import logging
-import traceback
 
-from aprender._display import MAX_MESSAGE_CHARS, clip, printable
+from aprender._display import MAX_MESSAGE_CHARS, clip, printable, traceback_text
 
 __all__ = ["log"]
-
-
-#: How the traceback's own chunks begin: frames (file, line and source) and the chaining notes. Only their
-#: line breaks are kept; every other chunk (an exception's message) is escaped whole, line breaks too.
-_STRUCTURE = ("Traceback (most recent call last):", "  File ", "\nThe above exception", "\nDuring handling")
-
-
-def _traceback(exc_info: tuple) -> str:
-    chunks = traceback.format_exception(*exc_info)
-    return "\n".join(printable(chunk.rstrip("\n"), keep="\n" if chunk.startswith(_STRUCTURE) else "")
-                     for chunk in chunks)
 
 
 class _Inert(logging.Filter):
@@ -36,7 +24,7 @@ class _Inert(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         text = printable(clip(record.getMessage(), MAX_MESSAGE_CHARS))
         if record.exc_info:
-            text += "\n" + _traceback(record.exc_info)
+            text += "\n" + traceback_text(record.exc_info[1])
             record.exc_info, record.exc_text = None, None
         record.msg, record.args = text, ()
         return True
