@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_run import invoke
-from gguf import GGMLQuantizationType, GGUFReader
+from gguf import GGMLQuantizationType, GGUFEndian, GGUFReader, GGUFWriter
 from peak_rss import peak_growths
 
 import aprender
@@ -118,6 +118,19 @@ def _trailing(tmp_path: Path) -> bytes:
     return _aprender_gguf() + bytes(32)
 
 
+def _big_endian(tmp_path: Path) -> bytes:
+    writer = gguf.GGUFWriter
+
+    def big(*args: object, **kwargs: object) -> GGUFWriter:
+        return writer(*args, **kwargs, endianess=GGUFEndian.BIG)
+
+    gguf.GGUFWriter = big
+    try:
+        return _aprender_gguf()
+    finally:
+        gguf.GGUFWriter = writer
+
+
 #: Rule -> (a file breaking it, how it is read, what the error says). Foreign-file rules are read as
 #: raw tensors (aprender.load would refuse such a file for not being aprender's, whatever its layout).
 BREAKS: dict[str, tuple[Callable[[Path], bytes], Callable[[Path], object], str]] = {
@@ -127,6 +140,7 @@ BREAKS: dict[str, tuple[Callable[[Path], bytes], Callable[[Path], object], str]]
     "disjoint tensors": (_overlapping, gguf.load_tensors, "tensors 'a' and 'b' overlap at bytes"),
     "tensor types": (_foreign_type, aprender.load, "has type Q5_0, which aprender does not read"),
     "extent": (_trailing, aprender.load, "(truncated or trailing data)"),
+    "byte order": (_big_endian, aprender.load, "a big-endian GGUF file (bytes 4-7)"),
 }
 
 

@@ -16,7 +16,7 @@ import warnings
 from typing import Any
 
 import numpy as np
-from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType
+from gguf import GGMLQuantizationType, GGUFEndian, GGUFReader, GGUFValueType
 from gguf.gguf_reader import READER_SUPPORTED_VERSIONS
 
 from aprender.codec import ModelState, parse_json
@@ -114,6 +114,10 @@ RULES = {
     "tensor types": "an aprender model's tensors have the types aprender writes (F64/F32/F16/BF16/I64/I32/I16/I8, "
                     "Q8_0/Q4_0/Q4_1)",
     "extent": "an aprender model file ends where its last tensor (padded to the alignment) ends",
+    "byte order": (
+        "an aprender model file is little-endian, as aprender writes it: a big-endian file's tensors reached the "
+        "model in that byte order (a KMeans loaded and its predict raised numpy's ValueError; other classes were "
+        "refused for a dtype they do have)"),
 }
 
 
@@ -183,7 +187,11 @@ def open_any(path: str | os.PathLike, where: str) -> BoundedReader:
 
 
 def check_extent(reader: BoundedReader, where: str) -> None:
-    """The file ends exactly where its last (padded) tensor ends: no truncation, no trailing bytes."""
+    """An aprender model file's rules (``RULES``: byte order, tensor types, extent): little-endian, tensors
+    of the types aprender writes, and the file ends exactly where its last (padded) tensor ends."""
+    if reader.endianess != GGUFEndian.LITTLE:
+        raise FormatError(f"{where}: a big-endian GGUF file (bytes 4-7); aprender's model files are little-endian "
+                          "(read its tensors with aprender.format.gguf.load_tensors)")
     align = int(reader.alignment)
     end = reader.data_offset
     for tensor in reader.tensors:
