@@ -325,3 +325,24 @@ def test_a_name_cannot_forge_a_line_of_output(tmp_path: Path, capsys: pytest.Cap
     debug = invoke(capsys, "--debug", "inspect", path)  # the traceback's frames on lines, its message on one
     assert "Traceback (most recent call last):" in debug.err
     assert not any(line.startswith("valid:") for line in debug.err.splitlines())
+
+
+# -- values numpy itself never writes ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["apr", "safetensors"])
+def test_a_bool_tensor_holds_only_zero_and_one(fmt: str, tmp_path: Path) -> None:
+    from aprender.codec import ModelState, to_state
+    from aprender.format import apr
+    from aprender.impute import KNNImputer
+
+    X = np.arange(40.0).reshape(10, 4)
+    X[::3, 1] = np.nan
+    state = to_state(KNNImputer(n_neighbors=2).fit(X))
+    mask = state.tensors["_mask_fit_X"].view(np.uint8).copy()
+    mask[mask == 0] = 2  # a byte no producer writes
+    tensors = {**state.tensors, "_mask_fit_X": mask.view(np.bool_)}
+    path = tmp_path / f"imputer.{fmt}"
+    (apr if fmt == "apr" else safetensors).write_state(ModelState(tensors=tensors, meta=state.meta), path)
+    with pytest.raises(FormatError, match="at '_mask_fit_X': bool tensor '_mask_fit_X' holds bytes other than 0 and 1"):
+        aprender.load(path)
