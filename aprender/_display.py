@@ -15,14 +15,21 @@ rich markup (``[link=...]``) is a separate concern of the rich printer, handled 
 from __future__ import annotations
 
 import re
+import traceback
 import unicodedata
 
-__all__ = ["UNSAFE_CATEGORIES", "json_printable", "printable", "unsafe_characters"]
+__all__ = ["MAX_MESSAGE_CHARS", "UNSAFE_CATEGORIES", "clip", "json_printable", "message", "printable",
+           "traceback_text", "unsafe_characters"]
 
 #: Unicode categories a terminal or a text renderer acts on rather than shows: controls (C0, DEL,
 #: C1), format characters (bidi embeddings, overrides and isolates, zero-width joiners, the BOM),
 #: line and paragraph separators, surrogates, private use and unassigned code points.
 UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+#: Characters of an error message or warning kept: a message quotes a file's names and values, and a
+#: 5 MB tensor name made a 5 MB ``str(exc)`` that every log line, terminal and server error body repeated.
+#: aprender's longest own messages (a list of a class's parameters) stay far inside.
+MAX_MESSAGE_CHARS = 4096
 
 # Only these characters need a category look-up: printable ASCII (names, numbers, paths) is safe as it is;
 # in a JSON document, so are the newlines of indentation (inside a string json.dumps writes ``\\n``).
@@ -70,6 +77,48 @@ def printable(text: object, keep: str = "") -> str:
     if text.isascii() and text.isprintable():  # the common case, at C speed
         return text
     return _SUSPECT.sub(lambda m: _escape(m[0]) if m[0] not in keep and _unsafe(m[0]) else m[0], text)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to its first and last ``limit // 2`` characters, the cut saying how many it left out.
+
+    Both ends are kept: a message names the file first and says what was wrong last.
+
+    Examples
+    --------
+    >>> from aprender._display import clip
+    >>> clip("tensor 'aaaaaaaaaaaaaaaa' is wrong", 16)
+    "tensor '[... 18 characters cut ...]is wrong"
+    """
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}[... {len(text) - 2 * half:,} characters cut ...]{text[len(text) - half:]}"
+
+
+def message(text: str) -> str:
+    """An error message or warning as aprender shows it: cut to :data:`MAX_MESSAGE_CHARS`, then :func:`printable`.
+
+    Line breaks are escaped too: aprender's messages are one line each, so a name a file chose
+    (``"w\\nvalid: model.apr"``) cannot start a line of its own under ``invalid:`` or in a log.
+    """
+    return printable(clip(text, MAX_MESSAGE_CHARS))
+
+
+#: How a traceback's own chunks begin: frames (file, line and source) and the chaining notes. Only their
+#: line breaks are kept; every other chunk (an exception's message) is escaped whole, line breaks too.
+_STRUCTURE = ("Traceback (most recent call last):", "  File ", "\nThe above exception", "\nDuring handling")
+
+
+def traceback_text(exc: BaseException) -> str:
+    """``exc``'s traceback as lines of inert text: each frame on its lines, each exception's message on one.
+
+    A message may quote a file or a request (a third party's exception quoting a feature name), so it is
+    escaped whole, newlines included: it cannot forge a line of the output it is written to.
+    """
+    chunks = traceback.format_exception(exc)
+    return "\n".join(printable(chunk.rstrip("\n"), keep="\n" if chunk.startswith(_STRUCTURE) else "")
+                     for chunk in chunks)
 
 
 def _json_escape(ch: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
-from aprender._display import printable
+from aprender._display import message as _message
 
 __all__ = ["deprecated_alias", "model_type_keyword", "warn"]
 
@@ -36,13 +36,13 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     A fixed ``stacklevel`` points at aprender's own code whenever the warning is raised
     one call deeper than its author assumed (``aprender.save`` -> backend -> quantize);
     walking the stack always names the line that called aprender. The message often quotes a
-    file (a version, a class key), so it is shown through :func:`aprender._display.printable`.
+    file (a version, a class key), so it is shown through :func:`aprender._display.message`.
     """
     frame: FrameType | None = sys._getframe(1)
     level = 2
     while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED):
         frame, level = frame.f_back, level + 1
-    warnings.warn(printable(message, keep="\n"), category, stacklevel=level)
+    warnings.warn(_message(message), category, stacklevel=level)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

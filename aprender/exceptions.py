@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aprender._display import printable
+from aprender._display import message
 
 __all__ = [
     "AprenderError",
@@ -45,13 +45,15 @@ class AprenderError(Exception):
     """Base class of every error aprender raises on purpose.
 
     A message quotes what a file holds (names, keys, values), so its text arguments are
-    stored through :func:`aprender._display.printable`: a control character, ESC sequence
+    stored through :func:`aprender._display.message`: a control character, ESC sequence
     or bidi override a file put in a name reaches ``str(exc)``, a log or a terminal only
-    escaped (``\\x1b``). Line breaks aprender writes itself are kept.
+    escaped (``\\x1b``), and a name of megabytes only cut to
+    :data:`~aprender._display.MAX_MESSAGE_CHARS`. Line breaks are escaped too (``\\x0a``): every
+    message is one line, so a name cannot forge a line of output.
     """
 
     def __init__(self, *args: object) -> None:
-        super().__init__(*(printable(a, keep="\n") if isinstance(a, str) else a for a in args))
+        super().__init__(*(message(a) if isinstance(a, str) else a for a in args))
 
 
 class FormatError(AprenderError, ValueError):

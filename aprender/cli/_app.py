@@ -164,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Invalid as exc:
             code = exc.exit_code  # the command already said why on stderr
         except _NO_ARGS as exc:  # bare ``apr``: the help, as click itself shows it
-            echo(exc.format_message())
+            echo(exc.format_message(), lines=True)
             code = exc.exit_code
         except click.Abort:
             failure, code = None, _INTERRUPTED

@@ -84,7 +84,7 @@ def keygen(kind: str, output: Path, force: bool, as_json: bool) -> int:
         emit_json(result)
     else:
         say(f"wrote {escape(str(private))} (private, mode 0600) and {escape(str(public))}\n"
-                        f"{kind} public key: {result['public_key_hex']}")
+                        f"{kind} public key: {result['public_key_hex']}", lines=True)
     return 0
 
 

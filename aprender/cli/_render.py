@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from aprender._display import json_printable, printable
+from aprender._display import clip, json_printable, printable, traceback_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -36,6 +36,31 @@ __all__ = ["console", "echo", "echo_traceback", "emit_json", "json_safe", "kv_ta
 #: Width of tables written to a pipe or file (rich's 80 columns fold tensor names).
 _PIPE_WIDTH = 120
 
+# A file chooses how many rows a table of it has and how long each cell is: rich took 113 s to lay out
+# the 100,000 empty tensors of a 6.6 MB SafeTensors header, and a 2 MB tensor name printed 2.9 MB.
+# What a person reads is bounded; ``--json`` lists everything, whole.
+#: Rows of one table, or nodes of one tree, shown; a last row says how many more there are.
+MAX_ROWS = 1000
+#: Characters of one cell (a tensor name, a metadata key) shown; the cut says how many more there were.
+MAX_CELL_CHARS = 1024
+
+
+def _cell(value: Any) -> str:
+    """A cell as shown: cut to :data:`MAX_CELL_CHARS`, unsafe characters escaped, markup shown literally."""
+    from rich.markup import escape
+
+    return escape(printable(clip(value if isinstance(value, str) else str(value), MAX_CELL_CHARS)))
+
+
+def _shown(rows: Iterable[Any]) -> tuple[list[Any], int]:
+    """The first :data:`MAX_ROWS` rows and how many were left out."""
+    rows = list(rows)
+    return rows[:MAX_ROWS], max(len(rows) - MAX_ROWS, 0)
+
+
+def _more(hidden: int) -> str:
+    return f"... {hidden:,} more not shown (--json lists them all)"
+
 
 def console() -> Console:
     """A console on the current stdout (tests swap it), without syntax highlighting guesses."""
@@ -45,21 +70,24 @@ def console() -> Console:
     return Console(highlight=False, emoji=False, width=None if wide else _PIPE_WIDTH)
 
 
-def say(text: str) -> None:
-    """Print a line of rich markup on stdout, never wrapped (callers escape markup in file names)."""
-    console().print(printable(text, keep="\n"), soft_wrap=True)
+def say(text: str, *, lines: bool = False) -> None:
+    """Print a line of rich markup on stdout, never wrapped (callers escape markup in file names).
+
+    A newline is escaped unless ``lines``: only aprender's own text (a key's two lines) may span
+    lines, so a file's name printed in one cannot start a line of its own.
+    """
+    console().print(printable(text, keep="\n" if lines else ""), soft_wrap=True)
 
 
-def echo(text: str, err: bool = True) -> None:
-    """Print plain text (no markup), on stderr by default, with unsafe characters escaped."""
-    click.echo(printable(text, keep="\n"), err=err)
+def echo(text: str, err: bool = True, *, lines: bool = False) -> None:
+    """Print plain text (no markup), on stderr by default, with unsafe characters escaped (newlines unless
+    ``lines``, as for :func:`say`)."""
+    click.echo(printable(text, keep="\n" if lines else ""), err=err)
 
 
 def echo_traceback(exc: BaseException) -> None:
-    """``--debug``'s traceback on stderr: its lines quote exception messages and so a file's text."""
-    import traceback
-
-    echo("".join(traceback.format_exception(exc)).rstrip("\n"))
+    """``--debug``'s traceback on stderr: its frames on their lines, each message (which may quote a file) on one."""
+    echo(traceback_text(exc), lines=True)
 
 
 def warn(message: str) -> None:
@@ -119,19 +147,20 @@ def short(value: Any, width: int = 72) -> str:
 
 def _title(title: str | None) -> str | None:
     """A table title as text: titles name files and quantization types, never markup."""
-    from rich.markup import escape
-
-    return None if title is None else escape(printable(title))
+    return None if title is None else _cell(title)
 
 
 def table(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any]], *,
           right: Iterable[str] = ()) -> Table:
     """A table; columns named in ``right`` are right-aligned (numbers)."""
-    from rich.markup import escape
     from rich.table import Table
 
     right = set(right)
-    cells = [[escape(printable(cell)) for cell in row] for row in rows]
+    shown, hidden = _shown(rows)
+    cells = [[_cell(cell) for cell in row] for row in shown]
+    columns = list(columns)
+    if hidden:
+        cells.append([_more(hidden)] + [""] * (len(columns) - 1))
     t = Table(title=_title(title), title_justify="left", title_style="bold")
     for i, name in enumerate(columns):
         # The first column names things (keys, tensors): keep it whole so it can be searched for.
@@ -155,29 +184,37 @@ def tree(title: str, root: Branch, footer: str = "") -> Any:
 
     def label(branch: Branch) -> str:
         text, note, _ = branch
-        note = f"  [dim]{escape(printable(note))}[/dim]" if note else ""
-        return escape(printable(text)) + note
+        note = f"  [dim]{_cell(note)}[/dim]" if note else ""
+        return _cell(text) + note
+
+    budget = [MAX_ROWS]  # nodes still shown, over the whole tree
 
     def grow(node: Tree, branch: Branch) -> None:
-        for child in branch[2]:
+        for i, child in enumerate(branch[2]):
+            if budget[0] <= 0:
+                node.add(escape(_more(len(branch[2]) - i)))
+                return
+            budget[0] -= 1
             grow(node.add(label(child)), child)
 
     top = Tree(label(root), guide_style="dim")
     grow(top, root)
     parts: list[Any] = [f"[bold]{_title(title)}[/bold]", top]
     if footer:
-        parts.append(escape(printable(footer)))
+        parts.append(_cell(footer))
     return Group(*parts)
 
 
 def kv_table(title: str | None, rows: Iterable[tuple[str, Any]]) -> Table:
     """A two-column key/value table without a header."""
-    from rich.markup import escape
     from rich.table import Table
 
     t = Table(title=_title(title), title_justify="left", title_style="bold", show_header=False)
     t.add_column(style="bold")
     t.add_column(overflow="fold")
-    for key, value in rows:
-        t.add_row(escape(printable(key)), escape(printable(value)))
+    shown, hidden = _shown(rows)
+    for key, value in shown:
+        t.add_row(_cell(key), _cell(value))
+    if hidden:
+        t.add_row(_more(hidden), "")
     return t

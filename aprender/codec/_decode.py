@@ -53,6 +53,7 @@ _WIDEN_TO = frozenset(["float64", "float32", "float16"])
 _STR_DTYPE = re.compile(r"^[<>|=]?U(\d{1,7})$")
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _PY_SCALARS = {"float": float, "int": int, "bool": bool}
+_BOOL = np.dtype(np.bool_)
 #: JSON values that decode to themselves (an int is range-checked, so it is not among them).
 _PLAIN = frozenset([str, float, bool, type(None)])
 
@@ -145,6 +146,10 @@ class Decoder:
         if name in self.used:
             raise fail(path, f"tensor '{name}' is referenced twice")
         self.used.add(name)
+        if array.dtype == _BOOL and array.size and array.view(np.uint8).max() > 1:
+            # No producer writes another byte; numpy reads any nonzero one as True, compiled code
+            # taking the mask as bytes may test it for 1. Every format is held to what numpy writes.
+            raise fail(path, f"bool tensor '{name}' holds bytes other than 0 and 1")
         if plain:
             return array
         original = node.get("dtype")

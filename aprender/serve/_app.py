@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 import functools
 import gc
-import logging
 import os
 import re
 import shutil
@@ -29,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aprender.serve import _mlflow, _ollama, _realizar, _v2
 from aprender.serve._http import Call, CallHandler, HTTPError, error_reply, json_response, send_reply
+from aprender.serve._log import log as _log
 from aprender.serve._metrics import Metrics
 from aprender.serve._models import Limits, Registry
 from aprender.serve._protocol import BoundedHead
@@ -37,7 +37,6 @@ from aprender.serve._request_limits import Bodies, default
 
 __all__ = ["ServeConfig", "create_app", "run", "server_options"]
 
-_log = logging.getLogger("aprender.serve")
 #: Environment variable carrying the configuration to ``--workers`` processes.
 _CONFIG_ENV = "APRENDER_SERVE_CONFIG"
 

@@ -14,7 +14,6 @@ and ready route answer 503 with the reason, and the repository index lists it UN
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import time
 from collections import OrderedDict
@@ -34,6 +33,7 @@ from aprender.serve._bounded import Exceeded, run_bounded
 from aprender.serve._errors import HTTPError
 from aprender.serve._fast import fast_method
 from aprender.serve._inputs import Frame, Inputs, describe_inputs, known_strings, rows_of
+from aprender.serve._log import log as _log
 from aprender.serve._metrics import Metrics, ModelMetrics
 from aprender.serve._numbers import decimal
 from aprender.serve._repository import (
@@ -62,7 +62,6 @@ _DEFAULT_BATCH = 64
 #: Most rows a model with exact fast paths runs on the event loop itself (microseconds per row),
 #: batched or not; larger calls go to a thread like every other model's.
 _INLINE_ROWS = 1024
-_log = logging.getLogger("aprender.serve")
 _WARMUP_CALLS = 3
 _MIB = 1 << 20
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import logging
 import os
 import shutil
 import signal
@@ -23,13 +22,13 @@ from collections.abc import Callable
 from typing import Any
 
 from aprender.serve._bounded import join_abandoned
+from aprender.serve._log import log as _log
 
 __all__ = ["serve_forked"]
 
 #: Seconds the parent waits for abandoned warm-ups to end before it forks.
 _JOIN_ABANDONED = 5.0
 
-_log = logging.getLogger("aprender.serve")
 
 
 def serve_forked(create_app: Callable[[], Any], host: str, port: int, workers: int, log_level: str,

@@ -10,12 +10,13 @@ bounded by the file size; anything else the reader raises becomes a FormatError 
 
 from __future__ import annotations
 
+import itertools
 import os
 import warnings
 from typing import Any
 
 import numpy as np
-from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType
+from gguf import GGMLQuantizationType, GGUFEndian, GGUFReader, GGUFValueType
 from gguf.gguf_reader import READER_SUPPORTED_VERSIONS
 
 from aprender.codec import ModelState, parse_json
@@ -23,7 +24,8 @@ from aprender.codec._nodes import preview
 from aprender.exceptions import FormatError, LoadBudgetExceeded, UnsupportedVersion
 from aprender.format.gguf import _layout as layout
 
-__all__ = ["BoundedReader", "check_extent", "open_any", "open_reader", "parse_state", "read_fields", "read_tensors"]
+__all__ = ["RULES", "BoundedReader", "check_extent", "check_tensor_ranges", "open_any", "open_reader", "parse_state",
+           "read_fields", "read_tensors"]
 
 #: Tensor types aprender reads (it writes no others).
 READ_TYPES = frozenset(
@@ -88,16 +90,76 @@ class BoundedReader(GGUFReader):
         return super()._get_field_parts(orig_offs, raw_type)
 
 
+#: Bytes of file each key-value and tensor-info record beyond :data:`RECORD_ALLOWANCE` must take, on average.
+RECORD_BYTES = 256
+#: Key-value and tensor-info records any file may hold whatever its size.
+RECORD_ALLOWANCE = 4096
+
+#: The rules a GGUF file meets before anything is built from it, beyond what ``GGUFReader`` checks itself;
+#: ``tests/test_container_lies.py`` crafts a file breaking each one. Name -> what it requires and why.
+RULES = {
+    "record count": (
+        f"the header's key-value count plus tensor count at most one per {RECORD_BYTES} bytes of file beyond "
+        f"{RECORD_ALLOWANCE:,}, read from bytes 8-23 before the reader parses anything (it builds a record of "
+        "numpy views for each, whatever its size)"),
+    "array items": (
+        f"the items of all key-value arrays at most one per {ARRAY_BYTES_PER_ITEM} bytes of file beyond "
+        f"{ARRAY_ITEM_ALLOWANCE:,}, counted from each array's stated length before its items are read"),
+    "aligned tensors": (
+        "every tensor's data starts at a multiple of the file's alignment past the data section, as the GGUF "
+        "specification requires and llama.cpp checks"),
+    "disjoint tensors": (
+        "no two tensors share a byte (empty ones may share an offset), so the tensors a load copies sum to at most "
+        "the file"),
+    "tensor types": "an aprender model's tensors have the types aprender writes (F64/F32/F16/BF16/I64/I32/I16/I8, "
+                    "Q8_0/Q4_0/Q4_1)",
+    "extent": "an aprender model file ends where its last tensor (padded to the alignment) ends",
+    "byte order": (
+        "an aprender model file is little-endian, as aprender writes it: a big-endian file's tensors reached the "
+        "model in that byte order (a KMeans loaded and its predict raised numpy's ValueError; other classes were "
+        "refused for a dtype they do have)"),
+}
+
+
 def _check_preamble(path: str | os.PathLike, where: str) -> None:
     with open(path, "rb") as f:
-        head = f.read(8)
+        total = os.fstat(f.fileno()).st_size
+        head = f.read(24)
     if len(head) < 8 or head[:4] != b"GGUF":
         raise FormatError(f"{where}: not a GGUF file (needs the magic 'GGUF' and a version in bytes 0-7, "
                           f"found {head.hex() or 'an empty file'})")
-    little, big = int.from_bytes(head[4:], "little"), int.from_bytes(head[4:], "big")
+    little, big = int.from_bytes(head[4:8], "little"), int.from_bytes(head[4:8], "big")
     if little not in READER_SUPPORTED_VERSIONS and big not in READER_SUPPORTED_VERSIONS:
         supported = ", ".join(f"GGUF v{v}" for v in READER_SUPPORTED_VERSIONS)
         raise UnsupportedVersion(f"GGUF v{little}", supported, where)
+    if len(head) == 24:  # a shorter file is the reader's to call truncated
+        # The reader's own byte-order test: a version whose low half is zero was written the other way round.
+        swapped = little & 0xFFFF == 0
+        tensors, kvs = (int.from_bytes(head[a : a + 8], "big" if swapped else "little") for a in (8, 16))
+        limit = total // RECORD_BYTES + RECORD_ALLOWANCE
+        if tensors + kvs > limit:
+            raise LoadBudgetExceeded(
+                f"{where}: the header states {tensors:,} tensors and {kvs:,} key-values (bytes 8-23), more than "
+                f"{limit:,} records in {total:,} bytes (at most one per {RECORD_BYTES} bytes beyond "
+                f"{RECORD_ALLOWANCE:,}): too costly to parse")
+
+
+def check_tensor_ranges(reader: BoundedReader, where: str) -> None:
+    """Every tensor starts on the alignment and no two share a byte (``RULES``: aligned, disjoint tensors)."""
+    align = int(reader.alignment)
+    spans = []
+    for tensor in reader.tensors:
+        start, size = int(tensor.data_offset), int(tensor.n_bytes)
+        if (start - reader.data_offset) % align:
+            raise FormatError(f"{where}: tensor '{tensor.name[:80]}' starts at byte {start}, not on the file's "
+                              f"{align}-byte alignment")
+        if size:  # empty tensors hold no byte: any number may share an offset
+            spans.append((start, start + size, tensor.name))
+    spans.sort()
+    for (_, end, first), (start, _, second) in itertools.pairwise(spans):
+        if start < end:
+            raise FormatError(f"{where}: tensors '{first[:80]}' and '{second[:80]}' overlap at bytes "
+                              f"{start}-{end - 1}: each tensor must have bytes of its own")
 
 
 def open_reader(path: str | os.PathLike, where: str) -> BoundedReader:
@@ -120,11 +182,16 @@ def open_any(path: str | os.PathLike, where: str) -> BoundedReader:
         raise LoadBudgetExceeded(f"{where}: {exc}") from None
     except (ValueError, KeyError, IndexError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
         raise FormatError(f"{where}: not a valid GGUF file: {type(exc).__name__}: {str(exc)[:200]}") from None
+    check_tensor_ranges(reader, where)
     return reader
 
 
 def check_extent(reader: BoundedReader, where: str) -> None:
-    """The file ends exactly where its last (padded) tensor ends: no truncation, no trailing bytes."""
+    """An aprender model file's rules (``RULES``: byte order, tensor types, extent): little-endian, tensors
+    of the types aprender writes, and the file ends exactly where its last (padded) tensor ends."""
+    if reader.endianess != GGUFEndian.LITTLE:
+        raise FormatError(f"{where}: a big-endian GGUF file (bytes 4-7); aprender's model files are little-endian "
+                          "(read its tensors with aprender.format.gguf.load_tensors)")
     align = int(reader.alignment)
     end = reader.data_offset
     for tensor in reader.tensors:
