@@ -1,0 +1,126 @@
+"""What a loaded model's use costs, when the file decides it: counts an inference spends are bounded.
+
+A transform or predict that reads a count of work from its hyperparameters (NMF's ``max_iter``, with
+``tol=0`` turning the early exit off) lets a file of a few KB decide how long every call takes. Every
+``sizes`` hyperparameter that an allow-listed class's inference methods read (found in scikit-learn's
+source, tests/support/inference_reads.py) has a bound at load or a stored array that bounds its cost; so
+does a fitted private copy of one, which is what inference reads.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from inference_reads import inference_reads
+from sklearn.decomposition import NMF, DictionaryLearning, LatentDirichletAllocation, MiniBatchNMF
+from sklearn.gaussian_process import GaussianProcessRegressor
+from state_edit import find, hostile
+
+from aprender import _limits
+from aprender.codec._fitted_names import NAMES
+from aprender.codec._param_rules import BOUNDED_BY_STATE, check_params
+from aprender.codec._param_table import kinds_of
+from aprender.codec._registry import allow_list
+from aprender.codec.trust import Trust
+from aprender.exceptions import FormatError
+
+X = np.random.RandomState(0).rand(20, 5)
+COUNTS = (X * 10).astype(int)
+NO_TRUST = Trust({}, frozenset())
+
+
+def _bounded_at_inference(owner: str, name: str) -> bool:
+    return (name in _limits.MAX_INFERENCE_COUNT or name in _limits.MAX_INFERENCE_COUNT_OF.get(owner, {})
+            or name in BOUNDED_BY_STATE)
+
+
+def test_every_count_an_inference_reads_is_bounded():
+    found, unbounded = set(), []
+    for entry in allow_list(generic=True):
+        kinds = kinds_of(entry.key) or {}
+        reads = inference_reads(entry.cls)
+        owner = entry.key.rpartition(".")[2]
+        for name, kind in kinds.items():
+            if kind == "sizes" and (name in reads or "_" + name in reads):
+                found.add((owner, name))
+                if not _bounded_at_inference(owner, name):
+                    unbounded.append((entry.key, name))
+    assert not unbounded, f"counts an inference reads, with no bound in aprender._limits: {unbounded}"
+    # the reader finds what it must: the counts whose lies stalled a transform
+    assert {("NMF", "max_iter"), ("MiniBatchNMF", "transform_max_iter"),
+            ("LatentDirichletAllocation", "max_doc_update_iter"), ("GaussianProcessRegressor", "n_targets")} <= found
+    assert ("LogisticRegression", "max_iter") not in found  # read by fit only
+
+
+def _set_params(model, **changes):
+    def edit(meta, tensors):
+        find(meta, type(model).__name__, fitted=False)["params"].update(changes)
+    return edit
+
+
+@pytest.mark.parametrize(("make", "changes"), [
+    (lambda: NMF(3, max_iter=500).fit(X), {"max_iter": 2**24, "tol": 0.0}),
+    (lambda: NMF(3, solver="mu", max_iter=500).fit(X), {"max_iter": 2**24, "tol": 0.0}),
+    (lambda: LatentDirichletAllocation(3, max_iter=2).fit(COUNTS), {"max_doc_update_iter": 2**24,
+                                                                     "mean_change_tol": 0.0}),
+    (lambda: MiniBatchNMF(3, max_iter=5).fit(X), {"transform_max_iter": 2**20, "tol": 0.0}),
+    (lambda: DictionaryLearning(3, max_iter=5, transform_algorithm="lasso_cd").fit(X), {"transform_max_iter": 2**20}),
+    (lambda: GaussianProcessRegressor(), {"n_targets": 2**24}),
+], ids=["nmf-cd", "nmf-mu", "lda", "minibatch-nmf", "dictionary-learning", "gpr-prior"])
+def test_a_count_every_call_spends_is_refused_past_its_bound(tmp_path, make, changes):
+    # each stalled (NMF, LDA: no one-row transform in 30 s) or asked GiBs (the prior's 50 means: 6.25 GiB)
+    model = make()
+    err = hostile(model, _set_params(model, **changes), tmp_path)
+    name = next(n for n in changes if n not in ("tol", "mean_change_tol"))
+    assert f"at '{name}'" in str(err) and "counts work" in str(err)
+
+
+def test_a_fitted_copy_of_a_count_is_bounded_as_its_hyperparameter(tmp_path):
+    model = MiniBatchNMF(3, max_iter=5).fit(X)
+
+    def edit(meta, tensors):
+        node = find(meta, "MiniBatchNMF")
+        node["attrs"]["_transform_max_iter"] = 2**40  # what transform iterates; the parameter stays 200
+        node["params"]["tol"] = 0.0
+
+    err = hostile(model, edit, tmp_path)
+    assert "at '_transform_max_iter'" in str(err) and f"at most {_limits.MAX_INFERENCE_COUNT['transform_max_iter']}" \
+        in str(err)
+
+
+def _private_copies():
+    for key, names in sorted(NAMES.items()):
+        kinds = kinds_of(key) or {}
+        for attr in sorted(names):
+            if attr.startswith("_") and kinds.get(attr[1:]) == "sizes":
+                yield key, attr
+
+
+@pytest.mark.parametrize(("key", "attr"), list(_private_copies()))
+def test_every_private_copy_of_a_count_follows_its_rule(key, attr):
+    with pytest.raises(FormatError, match=f"at '{attr}': counts work"):
+        check_params(key, {}, {attr: 2**40}, NO_TRUST, "")
+
+
+def test_private_copies_are_found():
+    assert len(list(_private_copies())) >= 10  # KMeans' _n_init ... MiniBatchNMF's _transform_max_iter
+
+
+@pytest.mark.parametrize(("make", "changes", "data"), [
+    (lambda: NMF(3, max_iter=500).fit(X), {"max_iter": _limits.MAX_INFERENCE_COUNT_OF["NMF"]["max_iter"]}, X),
+    (lambda: MiniBatchNMF(3, max_iter=5).fit(X),
+     {"_transform_max_iter": _limits.MAX_INFERENCE_COUNT["transform_max_iter"]}, X),
+    (lambda: LatentDirichletAllocation(3, max_iter=2).fit(COUNTS),
+     {"max_doc_update_iter": _limits.MAX_INFERENCE_COUNT["max_doc_update_iter"], "mean_change_tol": 0.0}, COUNTS),
+], ids=["nmf", "minibatch-nmf", "lda"])
+def test_a_call_at_the_bounds_returns_in_seconds(make, changes, data):
+    model = make()
+    if hasattr(model, "tol"):
+        model.tol = 0.0  # no early exit: every iteration is spent
+    for name, value in changes.items():
+        setattr(model, name, value)
+    start = time.perf_counter()
+    model.transform(data[:1])
+    assert time.perf_counter() - start < 15  # about 1 s alone; the machine running the suite is shared
