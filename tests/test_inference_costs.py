@@ -16,10 +16,12 @@ import pytest
 from inference_reads import inference_reads
 from sklearn.decomposition import NMF, DictionaryLearning, LatentDirichletAllocation, MiniBatchNMF
 from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn_instances import fitted
 from state_edit import find, hostile
 
 from aprender import _limits
 from aprender.codec._fitted_names import NAMES
+from aprender.codec._out_widths import OUTPUT_WIDTHS, STORED_WIDTH
 from aprender.codec._param_rules import BOUNDED_BY_STATE, check_params
 from aprender.codec._param_table import kinds_of
 from aprender.codec._registry import allow_list
@@ -124,3 +126,20 @@ def test_a_call_at_the_bounds_returns_in_seconds(make, changes, data):
     start = time.perf_counter()
     model.transform(data[:1])
     assert time.perf_counter() - start < 15  # about 1 s alone; the machine running the suite is shared
+
+
+def test_every_class_whose_fits_store_an_output_width_says_where_it_comes_from():
+    storing = {key for key, names in NAMES.items() if STORED_WIDTH in names}
+    assert storing == set(OUTPUT_WIDTHS)  # no row for a class that does not store one either
+
+
+@pytest.mark.parametrize("key", sorted(OUTPUT_WIDTHS))
+def test_a_stored_output_width_is_the_one_the_fitted_state_gives(tmp_path, key):
+    model, _ = fitted(key.rpartition(".")[2])
+    assert OUTPUT_WIDTHS[key].of(vars(model), model.get_params(deep=False)) == getattr(model, STORED_WIDTH)
+
+    def edit(meta, tensors):  # get_feature_names_out then made 10**9 names (28 s to a MemoryError at 2 GB)
+        find(meta, type(model).__name__)["attrs"][STORED_WIDTH] = 10**9
+
+    err = hostile(model, edit, tmp_path)
+    assert f"at '{STORED_WIDTH}': is the output width" in str(err) and "found 1000000000" in str(err)
