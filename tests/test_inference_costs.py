@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 from inference_reads import inference_reads
 from sklearn.decomposition import NMF, DictionaryLearning, LatentDirichletAllocation, MiniBatchNMF
+from sklearn.ensemble import StackingClassifier, StackingRegressor
 from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn_instances import fitted
 from state_edit import find, hostile
 
@@ -143,3 +145,17 @@ def test_a_stored_output_width_is_the_one_the_fitted_state_gives(tmp_path, key):
 
     err = hostile(model, edit, tmp_path)
     assert f"at '{STORED_WIDTH}': is the output width" in str(err) and "found 1000000000" in str(err)
+
+
+@pytest.mark.parametrize(("make", "lie"), [
+    (lambda: StackingClassifier([("a", LogisticRegression()), ("b", LogisticRegression())], cv=2), [10**9, 3]),
+    (lambda: StackingClassifier([("a", LogisticRegression())], cv=2, passthrough=True), [3, 3]),
+    (lambda: StackingRegressor([("a", Ridge()), ("b", Ridge())], cv=2), [1, 10**9]),
+], ids=["classifier", "one-member-more", "regressor"])
+def test_a_stacks_column_counts_are_its_members(tmp_path, make, lie):
+    model = make().fit(X, np.arange(len(X)) % 3)  # get_feature_names_out made 10**9 names (7 s to a MemoryError)
+
+    def edit(meta, tensors):
+        find(meta, type(model).__name__)["attrs"]["_n_feature_outs"] = lie
+
+    assert "at '_n_feature_outs'" in str(hostile(model, edit, tmp_path))
