@@ -14,8 +14,8 @@ import math
 from aprender.exceptions import FormatError
 
 __all__ = ["LAYER_WIDTHS", "MAX_CLASSES", "MAX_ELEMENTS", "MAX_FEATURES", "MAX_FIT_DIMENSION", "MAX_INFERENCE_COUNT",
-           "MAX_INFERENCE_COUNT_OF", "MAX_INT", "MAX_NDIM", "MIN_INT", "MAX_OUTPUTS", "MAX_WORK_COUNT",
-           "checked_shape"]
+           "MAX_INFERENCE_COUNT_OF", "MAX_INT", "MAX_UNBACKED_NAMES", "MAX_NDIM", "MIN_INT", "MAX_OUTPUTS",
+           "MAX_WORK_COUNT", "checked_shape"]
 
 #: Most dimensions a tensor may have in any format (.apr's index limit; numpy allows 64).
 MAX_NDIM = 32
@@ -113,6 +113,14 @@ MAX_INFERENCE_COUNT_OF = {"NMF": {"max_iter": 2**15}}
 # 25 GiB for 20 rows), PolynomialFeatures makes the products of up to ``degree`` features; kernels of
 # degree past a few dozen are not used. PatchExtractor's ``patch_size`` (h, w) makes every transform return
 # about h * w values per input pixel: (150, 150) asked 3.8 GiB for one 300x300 image.
+
+#: Most feature names ``get_feature_names_out`` may make from a width no stored array carries. A stateless
+#: transformer (Normalizer, FunctionTransformer, AdditiveChi2Sampler, a ColumnTransformer's input) stores its
+#: width as one int, and names its features ``x0, x1, ...`` from it on every call, with no input to pay for
+#: them: a 336-byte Normalizer file at ``n_features_in_ = 2**24`` made ``get_feature_names_out()`` take 17 s and
+#: 1.4 GB (AdditiveChi2Sampler, three names per feature: a MemoryError at 2 GB). 2**21 names take 0.8 s and
+#: 130 MB; a wider model stores arrays that wide (a scaler's ``mean_``), or ``feature_names_in_``, and loads.
+MAX_UNBACKED_NAMES = 2**21
 
 #: Largest value of a ``sizes`` hyperparameter that a fit turns into an array dimension beside the
 #: input's own (each element of a list too): name -> bound. ``MAX_WORK_COUNT`` bounds how long a loop

@@ -17,13 +17,16 @@ from inference_reads import inference_reads
 from sklearn.decomposition import NMF, DictionaryLearning, LatentDirichletAllocation, MiniBatchNMF
 from sklearn.ensemble import StackingClassifier, StackingRegressor
 from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.kernel_approximation import AdditiveChi2Sampler
 from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.manifold import Isomap
+from sklearn.preprocessing import Normalizer, StandardScaler
 from sklearn_instances import fitted
 from state_edit import find, hostile
 
 from aprender import _limits
 from aprender.codec._fitted_names import NAMES
-from aprender.codec._out_widths import OUTPUT_WIDTHS, STORED_WIDTH
+from aprender.codec._out_widths import OUTPUT_WIDTHS, STORED_WIDTH, check_unbacked_names
 from aprender.codec._param_rules import BOUNDED_BY_STATE, check_params
 from aprender.codec._param_table import kinds_of
 from aprender.codec._registry import allow_list
@@ -159,3 +162,35 @@ def test_a_stacks_column_counts_are_its_members(tmp_path, make, lie):
         find(meta, type(model).__name__)["attrs"]["_n_feature_outs"] = lie
 
     assert "at '_n_feature_outs'" in str(hostile(model, edit, tmp_path))
+
+
+#: Classes whose fits store no array as wide as their input, and that name their features from it: each such
+#: class of scikit-learn's instance generator that no other rule holds (MissingIndicator's ``_n_features`` and
+#: PolynomialFeatures' output count are checked by their schemas; Isomap, LocallyLinearEmbedding and TSNE name
+#: their outputs from ``_n_features_out``).
+UNBACKED = ["AdditiveChi2Sampler", "Binarizer", "ColumnTransformer", "Normalizer"]
+
+
+@pytest.mark.parametrize("name", UNBACKED)
+def test_a_width_no_stored_array_carries_makes_a_bounded_number_of_names(tmp_path, name):
+    model, _ = fitted(name)
+
+    def edit(meta, tensors):  # a 336-byte Normalizer: get_feature_names_out took 17 s and 1.4 GB
+        find(meta, name)["attrs"]["n_features_in_"] = 2**24
+
+    err = str(hostile(model, edit, tmp_path))
+    assert "at 'n_features_in_'" in err and "feature names at every get_feature_names_out" in err, err
+
+
+def test_a_width_a_stored_array_carries_loads():
+    n = _limits.MAX_UNBACKED_NAMES * 2
+    wide = np.broadcast_to(0.0, (n,))  # a scaler's mean_ that wide: the file paid for it
+    check_unbacked_names("sklearn.preprocessing.StandardScaler", StandardScaler, {"n_features_in_": n, "mean_": wide},
+                         {}, "")
+    with pytest.raises(FormatError, match="make 4194304 feature names"):
+        check_unbacked_names("sklearn.preprocessing.Normalizer", Normalizer, {"n_features_in_": n}, {}, "")
+    steps = {"sample_steps": 2}  # three names per feature: the stored width does not pay for the other two
+    with pytest.raises(FormatError, match="make 12582912 feature names"):
+        check_unbacked_names("sklearn.kernel_approximation.AdditiveChi2Sampler", AdditiveChi2Sampler,
+                             {"n_features_in_": n, "feature_names_in_": wide}, steps, "")
+    check_unbacked_names("sklearn.manifold.Isomap", Isomap, {"n_features_in_": n}, {}, "")  # names from its outputs

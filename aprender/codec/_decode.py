@@ -25,7 +25,7 @@ from aprender.codec._checks import check_attr_name, check_sizes, fail
 from aprender.codec._contracts import check_contract
 from aprender.codec._fitted import check_fitted_flags, check_fitted_names, check_input_gates, fitted_key
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
-from aprender.codec._out_widths import check_output_width
+from aprender.codec._out_widths import check_output_width, check_unbacked_names
 from aprender.codec._param_rules import check_params
 from aprender.codec._registry import entry_for_key
 from aprender.codec._warm_start import guard_warm_start
@@ -350,6 +350,7 @@ def _checked_state(entry: Entry, params: dict[str, Any], attrs: dict[str, Any], 
         if fitted:
             check_sizes(attrs, path)  # every estimator, generic or not: the counts it allocates by
             check_output_width(fitted_key(entry.cls), attrs, params, path)
+            check_unbacked_names(fitted_key(entry.cls), entry.cls, attrs, params, path)
         if entry.spec.validate is not None and fitted:
             entry.spec.validate(params, attrs, path)
         if entry.spec.unpack is not None:

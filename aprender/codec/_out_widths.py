@@ -1,4 +1,4 @@
-"""A stored output width is the width of the fitted state it was derived from.
+"""A stored output width is the width of the fitted state it was derived from, and names cost the file's bytes.
 
 Many transformers store their output width as a plain int, ``_n_features_out``, beside the
 arrays that decide it (KMeans' ``cluster_centers_`` rows, RBFSampler's ``random_weights_``
@@ -9,6 +9,10 @@ names. A 3 KB KMeans file claiming ``_n_features_out = 10**9`` loaded, and
 without one). So each class's stored width must equal what its fitted state gives
 (:data:`OUTPUT_WIDTHS`); tests/test_inference_costs.py checks that every class whose fits store
 one has a row, and that real fits agree with it.
+
+A width that no stored array carries (a stateless transformer's ``n_features_in_``) is named
+``x0, x1, ...`` on every ``get_feature_names_out`` call: at most
+:data:`aprender._limits.MAX_UNBACKED_NAMES` names (:func:`check_unbacked_names`).
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
+from sklearn.base import ClassNamePrefixFeaturesOutMixin
 
+from aprender import _limits
 from aprender.codec._checks import fail
 from aprender.codec._nodes import join, preview
 
-__all__ = ["OUTPUT_WIDTHS", "STORED_WIDTH", "check_output_width"]
+__all__ = ["NAMES_PER_FEATURE", "OUTPUT_WIDTHS", "STORED_WIDTH", "check_output_width", "check_unbacked_names"]
 
 #: The fitted attribute that holds the output width.
 STORED_WIDTH = "_n_features_out"
@@ -125,3 +131,45 @@ def check_output_width(key: str, attrs: Mapping[str, Any], params: Mapping[str, 
         if expected is None or type(found) is not int or found != expected:
             raise fail(join(path, name), f"is the output width: {width.says}, which the fitted state gives as "
                                          f"{expected}; found {preview(found, 40)}")
+
+
+#: Classes (scikit-learn's key) whose stateless output has several names per input feature: -> how many, from
+#: the hyperparameters. Every other class names at most one output per input feature without stored state.
+NAMES_PER_FEATURE: dict[str, Callable[[Mapping[str, Any]], int]] = {
+    "sklearn.kernel_approximation.AdditiveChi2Sampler": lambda params: 2 * int(params.get("sample_steps") or 2) - 1,
+}
+
+
+def _carries(value: Any, n: int) -> bool:
+    """Whether a fitted value is as wide as ``n`` in some dimension, so that the file paid for the width (a nested
+    estimator fitted on ``n`` features was held to this rule itself)."""
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple):
+        return n in shape
+    if isinstance(value, (list, tuple)):
+        return len(value) == n
+    return type(getattr(value, "__dict__", {}).get("n_features_in_")) is int and value.n_features_in_ == n
+
+
+def check_unbacked_names(key: str, cls: type, attrs: Mapping[str, Any], params: Mapping[str, Any],
+                         path: str) -> None:
+    """A width that makes more than :data:`~aprender._limits.MAX_UNBACKED_NAMES` feature names is carried by a
+    stored value that wide.
+
+    Raises
+    ------
+    FormatError
+        Naming ``n_features_in_`` and the names it would make.
+    """
+    n = attrs.get("n_features_in_")
+    # a quick exit for every usual width: NAMES_PER_FEATURE is at most 63 (``sample_steps`` at most 32)
+    if type(n) is not int or n <= _limits.MAX_UNBACKED_NAMES // 64 or not hasattr(cls, "get_feature_names_out"):
+        return
+    if issubclass(cls, ClassNamePrefixFeaturesOutMixin):
+        return  # names its outputs from the stored output width (check_output_width), never its inputs
+    names = n * NAMES_PER_FEATURE.get(key, lambda params: 1)(params)
+    carried = n if any(_carries(v, n) for k, v in attrs.items() if k != "n_features_in_") else 0
+    if names - carried > _limits.MAX_UNBACKED_NAMES:
+        raise fail(join(path, "n_features_in_"), f"{n} features make {names} feature names at every "
+                   f"get_feature_names_out, and no stored array is that wide: at most "
+                   f"{_limits.MAX_UNBACKED_NAMES} (aprender._limits.MAX_UNBACKED_NAMES; raise it to load a wider one)")
