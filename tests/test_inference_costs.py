@@ -20,10 +20,12 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.kernel_approximation import AdditiveChi2Sampler
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.manifold import Isomap
+from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import Normalizer, StandardScaler
 from sklearn_instances import fitted
 from state_edit import find, hostile
 
+import aprender
 from aprender import _limits
 from aprender.codec._fitted_names import NAMES
 from aprender.codec._out_widths import OUTPUT_WIDTHS, STORED_WIDTH, check_unbacked_names
@@ -194,3 +196,35 @@ def test_a_width_a_stored_array_carries_loads():
         check_unbacked_names("sklearn.kernel_approximation.AdditiveChi2Sampler", AdditiveChi2Sampler,
                              {"n_features_in_": n, "feature_names_in_": wide}, steps, "")
     check_unbacked_names("sklearn.manifold.Isomap", Isomap, {"n_features_in_": n}, {}, "")  # names from its outputs
+
+
+def _nested(levels: int):
+    """``levels`` estimators one inside the next: Pipelines around a fitted StandardScaler."""
+    model = StandardScaler()
+    for _ in range(levels - 1):
+        model = Pipeline([("p", model)])
+    return model
+
+
+def test_estimators_nested_past_the_bound_are_refused(tmp_path):
+    bound = _limits.MAX_NESTED_ESTIMATORS
+    # to_state of the deeper one would itself pay the tags' cost: the file is made by wrapping the state's tree
+    model = _nested(bound).fit(X)
+
+    def wrap(meta, tensors):  # one Pipeline more around the model (its tensors keep their names)
+        meta["model"] = {"__t__": "estimator", "class": "sklearn.pipeline.Pipeline", "attrs": {},
+                         "params": {"memory": None, "steps": [{"__t__": "tuple", "v": ["p", meta["model"]]}],
+                                    "transform_input": None, "verbose": False}}
+
+    err = str(hostile(model, wrap, tmp_path))  # 13 levels took 30 s per two-row transform
+    assert f"estimators nested {bound + 1} deep: at most {bound}" in err and "at 'steps.0.1" in err
+
+
+def test_estimators_nested_to_the_bound_load_and_are_used_in_a_fraction_of_a_second(tmp_path):
+    model = _nested(_limits.MAX_NESTED_ESTIMATORS).fit(X)
+    path = tmp_path / "deep.safetensors"
+    aprender.save(model, path)
+    loaded = aprender.load(path)
+    start = time.perf_counter()
+    np.testing.assert_array_equal(loaded.transform(X[:2]), model.transform(X[:2]))
+    assert time.perf_counter() - start < 5  # 0.1 s alone
