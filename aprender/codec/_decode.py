@@ -349,10 +349,11 @@ def _checked_state(entry: Entry, params: dict[str, Any], attrs: dict[str, Any], 
     try:
         if fitted:
             check_sizes(attrs, path)  # every estimator, generic or not: the counts it allocates by
-            check_output_width(fitted_key(entry.cls), attrs, params, path)
-            check_unbacked_names(fitted_key(entry.cls), entry.cls, attrs, params, path)
         if entry.spec.validate is not None and fitted:
             entry.spec.validate(params, attrs, path)
+        if fitted:  # widths derived from the arrays the family's validator has just checked
+            check_output_width(fitted_key(entry.cls), attrs, params, path)
+            check_unbacked_names(fitted_key(entry.cls), entry.cls, attrs, params, path)
         if entry.spec.unpack is not None:
             attrs = entry.spec.unpack(attrs, params, path)
     except AprenderError:
