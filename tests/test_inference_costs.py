@@ -9,6 +9,9 @@ does a fitted private copy of one, which is what inference reads.
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 import time
 
 import numpy as np
@@ -27,6 +30,7 @@ from state_edit import find, hostile
 
 import aprender
 from aprender import _limits
+from aprender.codec._fitted import fitted_key
 from aprender.codec._fitted_names import NAMES
 from aprender.codec._out_widths import OUTPUT_WIDTHS, STORED_WIDTH, check_unbacked_names
 from aprender.codec._param_rules import BOUNDED_BY_STATE, check_params
@@ -135,21 +139,37 @@ def test_a_call_at_the_bounds_returns_in_seconds(make, changes, data):
     assert time.perf_counter() - start < 15  # about 1 s alone; the machine running the suite is shared
 
 
+def _width_property_reads(cls: type) -> str | None:
+    """The fitted attribute a class's ``_n_features_out`` property returns as it is (``self.n_components_``)."""
+    member = inspect.getattr_static(cls, STORED_WIDTH, None)
+    if not isinstance(member, property):
+        return None
+    returned = [node.value for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(member.fget))))
+                if isinstance(node, ast.Return)]
+    return next((r.attr for r in returned if isinstance(r, ast.Attribute) and isinstance(r.value, ast.Name)
+                 and r.value.id == "self"), None)
+
+
 def test_every_class_whose_fits_store_an_output_width_says_where_it_comes_from():
-    storing = {key for key, names in NAMES.items() if STORED_WIDTH in names}
-    assert storing == set(OUTPUT_WIDTHS)  # no row for a class that does not store one either
+    storing = {key: STORED_WIDTH for key, names in NAMES.items() if STORED_WIDTH in names}
+    for entry in allow_list():
+        stored = _width_property_reads(entry.cls)
+        if stored is not None:  # SparseCoder's n_components_, KernelCenterer's n_features_in_
+            storing[fitted_key(entry.cls)] = stored
+    assert storing == {key: width.stored for key, width in OUTPUT_WIDTHS.items()}
 
 
 @pytest.mark.parametrize("key", sorted(OUTPUT_WIDTHS))
 def test_a_stored_output_width_is_the_one_the_fitted_state_gives(tmp_path, key):
     model, _ = fitted(key.rpartition(".")[2])
-    assert OUTPUT_WIDTHS[key].of(vars(model), model.get_params(deep=False)) == getattr(model, STORED_WIDTH)
+    stored = OUTPUT_WIDTHS[key].stored
+    assert OUTPUT_WIDTHS[key].of(vars(model), model.get_params(deep=False)) == getattr(model, stored)
 
     def edit(meta, tensors):  # get_feature_names_out then made 10**9 names (28 s to a MemoryError at 2 GB)
-        find(meta, type(model).__name__)["attrs"][STORED_WIDTH] = 10**9
+        find(meta, type(model).__name__)["attrs"][stored] = 10**9
 
     err = str(hostile(model, edit, tmp_path))  # Birch's, BisectingKMeans' and the graphs' schemas say it first
-    assert f"'{STORED_WIDTH}'" in err, err
+    assert f"'{stored}'" in err, err
 
 
 @pytest.mark.parametrize(("make", "lie"), [

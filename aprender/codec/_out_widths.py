@@ -34,18 +34,21 @@ STORED_WIDTH = "_n_features_out"
 
 
 class Width(NamedTuple):
-    """Where a class's output width comes from: ``says`` in words, ``of`` the width (None when absent)."""
+    """Where a class's output width comes from: ``says`` in words, ``of`` the width (None when absent), and the
+    fitted int that states it (``stored``)."""
 
     says: str
     of: Callable[[Mapping[str, Any], Mapping[str, Any]], int | None]
+    stored: str = STORED_WIDTH
 
 
-def _axis(name: str, axis: int) -> Width:
+def _axis(name: str, axis: int, *, stored: str = STORED_WIDTH, source: str = "attrs", ndim: int = 2) -> Width:
     def of(attrs: Mapping[str, Any], params: Mapping[str, Any]) -> int | None:
-        shape = getattr(attrs.get(name), "shape", None)  # an array, or a sparse matrix (SparseRandomProjection)
-        return int(shape[axis]) if isinstance(shape, tuple) and len(shape) == 2 else None
+        # an array, or a sparse matrix (SparseRandomProjection)
+        shape = getattr((attrs if source == "attrs" else params).get(name), "shape", None)
+        return int(shape[axis]) if isinstance(shape, tuple) and len(shape) == ndim else None
 
-    return Width(f"{'rows' if axis == 0 else 'columns'} of `{name}`", of)
+    return Width(f"{'rows' if axis == 0 else 'columns'} of `{name}`", of, stored)
 
 
 def _plain(name: str, says: str, source: str = "attrs") -> Width:
@@ -82,8 +85,10 @@ _ROTATIONS = _axis("x_rotations_", 1)
 _WEIGHTS = _axis("random_weights_", 1)
 
 #: Class (scikit-learn's key) -> where its stored output width comes from, for every class whose fits
-#: store one.
+#: store one (``_n_features_out``, or the int its ``_n_features_out`` property reads).
 OUTPUT_WIDTHS: dict[str, Width] = {
+    "sklearn.decomposition.SparseCoder": _axis("dictionary", 0, stored="n_components_", source="params"),
+    "sklearn.preprocessing.KernelCenterer": _axis("K_fit_rows_", 0, stored="n_features_in_", ndim=1),
     "sklearn.cluster.Birch": _axis("subcluster_centers_", 0),
     "sklearn.cluster.BisectingKMeans": _CENTERS,
     "sklearn.cluster.FeatureAgglomeration": Width("distinct `labels_` (the pooled groups)", _unique_labels),
@@ -124,7 +129,7 @@ def check_output_width(key: str, attrs: Mapping[str, Any], params: Mapping[str, 
     if width is None:
         return
     expected = width.of(attrs, params)
-    for name in (STORED_WIDTH, _SAME_AS_WIDTH.get(key)):
+    for name in (width.stored, _SAME_AS_WIDTH.get(key)):
         if name is None or name not in attrs:
             continue
         found = attrs[name]
