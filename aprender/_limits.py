@@ -14,8 +14,8 @@ import math
 from aprender.exceptions import FormatError
 
 __all__ = ["LAYER_WIDTHS", "MAX_CLASSES", "MAX_ELEMENTS", "MAX_FEATURES", "MAX_FIT_DIMENSION", "MAX_INFERENCE_COUNT",
-           "MAX_INT", "MAX_NDIM", "MIN_INT", "MAX_OUTPUTS", "MAX_WORK_COUNT",
-           "checked_shape"]
+           "MAX_INFERENCE_COUNT_OF", "MAX_INT", "MAX_NESTED_ESTIMATORS", "MAX_UNBACKED_NAMES", "MAX_NDIM", "MIN_INT",
+           "MAX_OUTPUTS", "MAX_WORK_COUNT", "checked_shape"]
 
 #: Most dimensions a tensor may have in any format (.apr's index limit; numpy allows 64).
 MAX_NDIM = 32
@@ -90,8 +90,21 @@ MAX_WORK_COUNT = 2**24
 UNBOUNDED_COUNTS = frozenset({"max_skips", "stop_n_inliers"})
 #: Largest count of a ``sizes`` hyperparameter that every ``transform`` or ``predict`` call spends
 #: (AdditiveChi2Sampler's ``sample_steps`` allocates an input-sized array per step): name -> bound.
-MAX_INFERENCE_COUNT = {"sample_steps": 32, "max_iter_predict": 2**16, "transform_max_iter": 2**20,
-                       "transform_n_nonzero_coefs": 2**20, "ngram_range": 32, "degree": 64, "patch_size": 32}
+MAX_INFERENCE_COUNT = {"sample_steps": 32, "max_iter_predict": 2**16, "transform_max_iter": 2**15,
+                       "transform_n_nonzero_coefs": 2**20, "ngram_range": 32, "degree": 64, "patch_size": 32,
+                       "max_doc_update_iter": 2**12, "n_targets": 2**12}
+#: The same bound for a hyperparameter whose name other classes use only to fit: class name -> name -> bound.
+#: NMF's ``transform`` reruns its solver with the fitted components held, for ``max_iter`` iterations.
+MAX_INFERENCE_COUNT_OF = {"NMF": {"max_iter": 2**15}}
+# Iterations a transform spends whatever the tolerance: ``tol=0`` (NMF, MiniBatchNMF) and
+# ``mean_change_tol=0`` (LatentDirichletAllocation) are valid and turn the early exit off. At 2**24 a
+# one-row transform of a 3 KB NMF or LDA file did not return in 30 s; measured per iteration on 20
+# features, 5 components: NMF 17-50 us a call, MiniBatchNMF 68-110 us a call, LDA 15 us per document.
+# At the bounds a one-row call takes about 1 s (NMF, MiniBatchNMF) and 60 ms per document (LDA);
+# scikit-learn's defaults are 200 (``max_iter``, MiniBatchNMF's ``transform_max_iter``), 1000
+# (DictionaryLearning's ``transform_max_iter``) and 100 (``max_doc_update_iter``). An unfitted
+# GaussianProcessRegressor predicts from its prior with ``n_targets`` outputs, and its covariance
+# with ``rows * rows * n_targets`` values: 2**24 asked 6.25 GiB for the means of 50 rows.
 # A vectorizer's ``ngram_range`` (``(low, high)``) makes every n-gram of ``low`` to ``high`` tokens (or
 # characters) at each position of each document: a document of L tokens costs about L * high strings of
 # up to ``high`` tokens each. A 832-byte file with (1, 5000) spent over 40 s on a 9 KB document; a
@@ -100,6 +113,20 @@ MAX_INFERENCE_COUNT = {"sample_steps": 32, "max_iter_predict": 2**16, "transform
 # 25 GiB for 20 rows), PolynomialFeatures makes the products of up to ``degree`` features; kernels of
 # degree past a few dozen are not used. PatchExtractor's ``patch_size`` (h, w) makes every transform return
 # about h * w values per input pixel: (150, 150) asked 3.8 GiB for one 300x300 image.
+
+#: Most feature names ``get_feature_names_out`` may make from a width no stored array carries. A stateless
+#: transformer (Normalizer, FunctionTransformer, AdditiveChi2Sampler, a ColumnTransformer's input) stores its
+#: width as one int, and names its features ``x0, x1, ...`` from it on every call, with no input to pay for
+#: them: a 336-byte Normalizer file at ``n_features_in_ = 2**24`` made ``get_feature_names_out()`` take 17 s and
+#: 1.4 GB (AdditiveChi2Sampler, three names per feature: a MemoryError at 2 GB). 2**21 names take 0.8 s and
+#: 130 MB; a wider model stores arrays that wide (a scaler's ``mean_``), or ``feature_names_in_``, and loads.
+MAX_UNBACKED_NAMES = 2**21
+
+#: Most estimators a file may nest one inside another, the innermost included (aprender/codec/_nesting.py):
+#: each level of meta-estimator multiplies the tag lookups of every call about threefold. Measured on chains of
+#: Pipelines: 8 levels spend 0.1 s per ``transform``, 10 levels 0.7 s, 13 levels 30 s. Real models nest a
+#: search, a stack or a pipeline, a ColumnTransformer, a pipeline and a transformer: 5 or 6.
+MAX_NESTED_ESTIMATORS = 8
 
 #: Largest value of a ``sizes`` hyperparameter that a fit turns into an array dimension beside the
 #: input's own (each element of a list too): name -> bound. ``MAX_WORK_COUNT`` bounds how long a loop

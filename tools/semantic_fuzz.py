@@ -16,7 +16,7 @@ Each mutant is loaded by a worker subprocess (tools/fuzz.py's ``Worker``: an
 ``RLIMIT_AS`` memory limit, a time limit, restarted when it dies), which then calls
 every inference method the seed answered on its own rows (predict, predict_proba,
 decision_function, transform, inverse_transform, score_samples, score, kneighbors,
-apply, ...), then ``partial_fit`` and, with ``--refit``, the refits of :data:`PROBES`.
+apply, get_feature_names_out, ...), then ``partial_fit`` and, with ``--refit``, the refits of :data:`PROBES`.
 Canary arrays of known contents, allocated before and after the load, must be intact
 afterwards. Outcomes:
 
@@ -93,6 +93,8 @@ CALLS: tuple[tuple[str, Callable[[Any, dict], Any]], ...] = (
     ("perplexity", lambda m, c: m.perplexity(c["rows"])),
     ("predict_next", lambda m, c: m.predict_next(c["rows"][0])),
     ("recommend_for_text", lambda m, c: m.recommend_for_text(c["rows"][0])),
+    # names need no input: a stored width alone decides their cost (`_n_features_out` = 10**9 took 28 s)
+    ("get_feature_names_out", lambda m, c: m.get_feature_names_out()),
     ("partial_fit", lambda m, c: m.partial_fit(c["rows"], c["y"])),  # last: it changes the model
 )
 

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from aprender.codec._checks import fail
-from aprender.codec._nodes import join
+from aprender.codec._nodes import join, preview
 from aprender.exceptions import AprenderError
 
 __all__ = ["CONTRACTS", "Contract", "check_contract", "contract_for"]
@@ -203,14 +203,33 @@ def _stacking(est: Any, path: str) -> None:
     _each_width(est, path, "estimators_", classes)
     if len(methods) != len(members):
         raise fail(join(path, "stack_method_"), f"{len(methods)} methods for {len(members)} fitted estimators")
-    if classes is None and _stored(est, "classes_") is not None:
-        return  # multilabel stacking: the stacked width depends on each member's output lists
-    stacked = sum(_member_output(m, method, classes) if classes is not None else 1
-                  for (_, m), method in zip(members, methods, strict=True))
-    if getattr(est, "passthrough", False):
-        stacked += _shared_width(est, members) or 0
+    passthrough = (_shared_width(est, members) or 0) if getattr(est, "passthrough", False) else 0
     final = _stored(est, "final_estimator_")
-    _same_width(final, stacked, join(path, "final_estimator_"), "the stacked predictions")
+    if classes is None and _stored(est, "classes_") is not None:
+        # multilabel stacking: the stacked width depends on each member's output lists
+        _stacked_outputs(est, len(members), None, _width(final), passthrough, path)
+        return
+    outputs = [_member_output(m, method, classes) if classes is not None else 1
+               for (_, m), method in zip(members, methods, strict=True)]
+    _stacked_outputs(est, len(members), outputs, None, passthrough, path)
+    _same_width(final, sum(outputs) + passthrough, join(path, "final_estimator_"), "the stacked predictions")
+
+
+def _stacked_outputs(est: Any, n_members: int, expected: list[int] | None, final_width: int | None,
+                     passthrough: int, path: str) -> None:
+    """``_n_feature_outs``, which ``get_feature_names_out`` makes that many names from, is what the members give:
+    ``expected`` per member where the classes say it, else columns adding up to the final estimator's width."""
+    outs = _stored(est, "_n_feature_outs")
+    if outs is None:
+        return
+    where = join(path, "_n_feature_outs")
+    if not isinstance(outs, list) or len(outs) != n_members or not all(type(n) is int and n >= 0 for n in outs):
+        raise fail(where, f"must be one column count per fitted estimator ({n_members}), found {preview(outs, 60)}")
+    if expected is not None and outs != expected:
+        raise fail(where, f"is {preview(outs, 60)}, the members' stacked methods give {preview(expected, 60)}")
+    if expected is None and final_width is not None and sum(outs) + passthrough != final_width:
+        raise fail(where, f"adds up to {sum(outs)} columns (+ {passthrough} passed through), the final estimator "
+                          f"takes {final_width}")
 
 
 def _voting(est: Any, path: str) -> None:
@@ -411,9 +430,10 @@ CONTRACTS: dict[str, Contract] = {
     "sklearn.pipeline.FeatureUnion": Contract("every transformer fitted on the same width", _feature_union),
     "sklearn.ensemble.StackingClassifier": Contract(
         f"{_MEMBERS}, class count the parent's; `final_estimator_` width equals the stacked columns "
-        "(per `stack_method_`, class count, passthrough)", _stacking),
+        "(per `stack_method_`, class count, passthrough), and `_n_feature_outs` each member's columns", _stacking),
     "sklearn.ensemble.StackingRegressor": Contract(
-        f"{_MEMBERS}; `final_estimator_` width equals members (+ passthrough width)", _stacking),
+        f"{_MEMBERS}; `final_estimator_` width equals members (+ passthrough width), `_n_feature_outs` one column "
+        "each", _stacking),
     "sklearn.ensemble.VotingClassifier": Contract(f"{_MEMBERS}, class count `le_.classes_`'s", _voting),
     "sklearn.ensemble.VotingRegressor": Contract(_MEMBERS, _voting),
     "sklearn.ensemble.BaggingClassifier": Contract(_BAG, _bagging),

@@ -24,8 +24,15 @@ from aprender.codec import handlers as _handlers
 from aprender.codec._agreements import check_agreements
 from aprender.codec._checks import check_attr_name, check_sizes, fail
 from aprender.codec._contracts import check_contract
-from aprender.codec._fitted import check_fitted_flags, check_fitted_names, check_input_gates, machine_state
+from aprender.codec._fitted import (
+    check_fitted_flags,
+    check_fitted_names,
+    check_input_gates,
+    fitted_key,
+    machine_state,
+)
 from aprender.codec._nodes import MAX_DEPTH, PY_TYPES, join, preview
+from aprender.codec._out_widths import check_output_width, check_unbacked_names
 from aprender.codec._param_rules import check_params
 from aprender.codec._registry import entry_for_key
 from aprender.codec._warm_start import guard_warm_start
@@ -357,8 +364,10 @@ def _checked_state(entry: Entry, params: dict[str, Any], attrs: dict[str, Any], 
             check_sizes(attrs, path)  # every estimator, generic or not: the counts it allocates by
         if entry.spec.validate is not None and fitted:
             entry.spec.validate(params, attrs, path)
-        if fitted:  # after the family's own, more specific, checks
+        if fitted:  # after the family's own, more specific, checks of the arrays these derive from
             check_agreements(params, attrs, path)  # each count against the array it counts
+            check_output_width(fitted_key(entry.cls), attrs, params, path)
+            check_unbacked_names(fitted_key(entry.cls), entry.cls, attrs, params, path)
         if entry.spec.unpack is not None:
             attrs = entry.spec.unpack(attrs, params, path)
     except AprenderError:

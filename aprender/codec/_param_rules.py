@@ -41,8 +41,8 @@ from aprender.codec._registry import public_key
 from aprender.codec.trust import PARAM_RULES, Trust, call_keyword, is_pairwise
 from aprender.exceptions import UntrustedParameterError
 
-__all__ = ["FORMAT_FIELDS", "KERNEL_PARAMS", "METRIC_PARAMS", "OBJECT_COUNTS", "REPEATED_TEXT", "ROW_FUNCTIONS",
-           "SEARCH_SPACES", "check_object_state", "check_params"]
+__all__ = ["BOUNDED_BY_STATE", "FORMAT_FIELDS", "KERNEL_PARAMS", "METRIC_PARAMS", "OBJECT_COUNTS", "REPEATED_TEXT",
+           "ROW_FUNCTIONS", "SEARCH_SPACES", "check_object_state", "check_params"]
 
 #: Keyword arguments each metric takes, and the length of each array one (``n`` is
 #: ``n_features_in_``; ``VI`` and a mahalanobis ``V`` are square). Other metrics take none
@@ -68,6 +68,22 @@ ROW_FUNCTIONS = frozenset(["func", "inverse_func", "weights"])
 #: (``{feature_name.__class__}``). Fields are bare names, the template at most :data:`MAX_TEMPLATE` characters.
 FORMAT_FIELDS: dict[str, frozenset[str]] = {
     "verbose_feature_names_out": frozenset(["transformer_name", "feature_name"]),
+}
+#: ``sizes`` hyperparameters that some class's inference reads (``predict``, ``transform``, ``kneighbors``,
+#: ...) but whose cost there is bounded by arrays the file stores, not by the count: name -> why. Every other one
+#: an inference reads has a bound in :data:`aprender._limits.MAX_INFERENCE_COUNT` or
+#: :data:`~aprender._limits.MAX_INFERENCE_COUNT_OF` (tests/test_inference_costs.py reads scikit-learn's source
+#: of every allow-listed class's inference methods for them).
+BOUNDED_BY_STATE: dict[str, str] = {
+    "n_estimators": "a forest or bagging predicts with its stored `estimators_`; the count only splits them into "
+                    "jobs (the ensemble contracts tie the two)",
+    "n_neighbors": "a query returns at most the stored training rows: scikit-learn refuses more than "
+                   "`n_samples_fit_`",
+    "n_components": "the stored `components_` (or random weights, hash tables) set the output's width; the count "
+                    "is compared with them",
+    "max_samples": "IsolationForest reads its fitted `_max_samples` as a number in a path-length formula",
+    "n": "NgramLm stores one array per order, so its order costs the file's bytes (schemas/own_models.py)",
+    "max_patches": "at most every patch of the caller's image, whose size `patch_size` bounds",
 }
 #: Longest format template, in characters: its text is repeated in every feature name.
 MAX_TEMPLATE = 256
@@ -202,9 +218,19 @@ def _path(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, 
                                      "per pair of them (n rows make n * n values)")
 
 
+def _cap(owner: str, name: str) -> int:
+    """The bound of ``sizes`` hyperparameter ``name`` of class ``owner`` (its name without the module)."""
+    of_class = _limits.MAX_INFERENCE_COUNT_OF.get(owner, {}).get(name)
+    if of_class is not None:
+        return of_class
+    return _limits.MAX_INFERENCE_COUNT.get(name, _limits.MAX_FIT_DIMENSION.get(name, _limits.MAX_WORK_COUNT))
+
+
 def _sizes(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str, Any], trust: Trust,
-           path: str) -> None:
-    cap = _limits.MAX_INFERENCE_COUNT.get(name, _limits.MAX_FIT_DIMENSION.get(name, _limits.MAX_WORK_COUNT))
+           path: str, *, owner: str = "", where: str = "") -> None:
+    """``where`` names the value when it is not the hyperparameter itself (a fitted copy of it)."""
+    cap = _cap(owner, name)
+    where = where or join(path, name)
     if isinstance(value, np.ndarray):  # a grid of values (RidgeCV's alphas): only integer ones count work
         value = [value.max()] if value.dtype.kind in "iu" and value.size else []
     # A float counts too when it is the whole value (TheilSen's max_subpopulation); in a list of
@@ -214,13 +240,13 @@ def _sizes(name: str, value: Any, params: Mapping[str, Any], attrs: Mapping[str,
         if name in _limits.UNBOUNDED_COUNTS and item == float("inf"):
             continue
         if isinstance(item, counts) and not isinstance(item, (bool, np.bool_)) and not item <= cap:
-            raise fail(join(path, name), f"counts work: at most {cap}, found {preview(item, 40)} "
+            raise fail(where, f"counts work: at most {cap}, found {preview(item, 40)} "
                               f"(aprender._limits bounds it; raise the bound to load a larger one)")
     if name in _limits.LAYER_WIDTHS and isinstance(value, (list, tuple)):
         widths = [int(w) for w in value if isinstance(w, (int, np.integer)) and not isinstance(w, (bool, np.bool_))]
         weights = sum(a * b for a, b in itertools.pairwise(widths))
         if weights > _limits.MAX_WORK_COUNT:
-            raise fail(join(path, name), f"layers of these widths hold {weights} weights, at most "
+            raise fail(where, f"layers of these widths hold {weights} weights, at most "
                                          f"{_limits.MAX_WORK_COUNT} (aprender._limits bounds them; raise "
                                          "MAX_WORK_COUNT to load larger layers)")
 
@@ -324,6 +350,25 @@ def _search_space(params: Mapping[str, Any], trust: Trust, path: str) -> None:
                         check_params(public_key(type(owner)), {param: value}, {}, trust, where)
 
 
+def _private_copies(kinds: Mapping[str, str], owner: str, params: Mapping[str, Any], attrs: Mapping[str, Any],
+                    trust: Trust, path: str) -> None:
+    """A fitted private copy ``_name`` of hyperparameter ``name`` follows the rule of ``name``'s kind.
+
+    Inference reads the copy, not the hyperparameter (MiniBatchNMF's ``transform`` iterates
+    ``_transform_max_iter`` times), so the bound on the hyperparameter alone left the copy free:
+    ``_transform_max_iter = 2**40`` loaded and a one-row ``transform`` did not return.
+    """
+    for attr, value in attrs.items():
+        name = attr[1:] if attr.startswith("_") else ""
+        kind = kinds.get(name)
+        if kind == "sizes":
+            _sizes(name, value, params, attrs, trust, path, owner=owner, where=join(path, attr))
+        elif kind == "kwargs":
+            _kwargs(value, join(path, attr), trust)
+        elif kind == "path":
+            _path(name, value, {**params, name: value}, attrs, trust, path)
+
+
 _Rule = Callable[[str, Any, Mapping[str, Any], Mapping[str, Any], Trust, str], None]
 _RULES: dict[str, _Rule] = {"sizes": _sizes, "path": _path, "kwargs": _kwargs_param, "resource": _resource}
 
@@ -352,10 +397,14 @@ def check_params(key: str, params: Mapping[str, Any], attrs: Mapping[str, Any], 
         if isinstance(value, str) and len(value) > MAX_TEMPLATE:
             raise fail(join(path, name), f"is joined into a string per value of every row: at most {MAX_TEMPLATE} "
                                          f"characters, found {len(value)}")
+    owner = key.rpartition(".")[2]
     for name, value in params.items():
-        rule = _RULES.get(kinds.get(name, ""))
-        if rule is not None:
-            rule(name, value, params, attrs, trust, path)
+        kind = kinds.get(name, "")
+        if kind == "sizes":
+            _sizes(name, value, params, attrs, trust, path, owner=owner)
+        elif kind in _RULES:
+            _RULES[kind](name, value, params, attrs, trust, path)
+    _private_copies(kinds, owner, params, attrs, trust, path)
     # The fitted metric neighbors search with is checked as its parameter is.
     if "effective_metric_params_" in attrs:
         _metric(attrs.get("effective_metric_"), attrs["effective_metric_params_"], _n_features(attrs),

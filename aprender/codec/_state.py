@@ -340,6 +340,7 @@ def from_state(
     array([5.])
     """
     from aprender.codec._decode import Decoder
+    from aprender.codec._nesting import check_nesting
     from aprender.codec._registry import entry_for_key, same_schema
     from aprender.codec.trust import make_trust
 
@@ -372,6 +373,7 @@ def from_state(
     else:
         raise ModelTypeMismatch(expected.__name__, entry.cls.__name__)
     _warn_on_version_skew(saved)
+    check_nesting(model)
     decoder = Decoder(state.tensors, migrations=plan, trust=make_trust(trusted))
     with _budget.scope(lambda: _source_bytes(state)):
         estimator = decoder.estimator(model, "", build_as=build_as)
