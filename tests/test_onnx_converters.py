@@ -30,14 +30,13 @@ from sklearn.ensemble import (
 )
 from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF
-from sklearn.impute import KNNImputer
 from sklearn.linear_model import LinearRegression, LogisticRegression, RidgeClassifier
 from sklearn.model_selection import GridSearchCV
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.naive_bayes import GaussianNB
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import PolynomialFeatures, PowerTransformer, StandardScaler
+from sklearn.preprocessing import PolynomialFeatures, PowerTransformer, StandardScaler, TargetEncoder
 from sklearn.svm import SVC, SVR, LinearSVC, NuSVC, NuSVR
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -261,9 +260,11 @@ def test_polynomial_features_export_in_double_by_default_and_float32_is_refused(
 
 
 def test_a_model_needing_double_without_a_double_graph_falls_back_to_float32() -> None:
-    X, y = _overfit_polynomial()  # skl2onnx's KNNImputer takes float32 only: no double graph
-    model = make_pipeline(KNNImputer(), DecisionTreeRegressor(max_depth=3, random_state=0)).fit(X, y)
-    with pytest.warns(ExportPrecisionWarning, match="KNNImputer in float32 before its trees"):
+    rng = np.random.default_rng(2)  # skl2onnx's TargetEncoder takes float32 only: no double graph
+    X = rng.integers(0, 5, (200, 1)).astype(float)  # codes: the trees split between their encodings
+    y = X[:, 0] ** 2 + rng.normal(size=200)
+    model = make_pipeline(TargetEncoder(), DecisionTreeRegressor(max_depth=3, random_state=0)).fit(X, y)
+    with pytest.warns(ExportPrecisionWarning, match="TargetEncoder in float32 before its trees"):
         onx = to_onnx(model, X)
     assert onx.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
     assert _parity(onx)["verified"]
@@ -414,3 +415,13 @@ def test_a_classifier_without_probabilities_has_a_double_graph(classes, final) -
     decision = np.c_[-decision, decision] if classes == 2 else decision  # skl2onnx's raw scores: [-d, d]
     assert np.array_equal(out["label"], model.predict(new))
     assert np.abs(out["probabilities"] - decision).max() <= 1e-12
+
+
+def test_knn_imputer_is_refused_with_the_measured_reason() -> None:
+    # Its probe rows passed while new rows with a missing value were imputed otherwise (up to 1.2e5 off).
+    from sklearn.impute import KNNImputer
+
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    X[::7, 1] = np.nan
+    with pytest.raises(UnsupportedExportError, match="KNNImputer graph computes the nan-Euclidean distances"):
+        to_onnx(make_pipeline(KNNImputer(), LinearRegression()).fit(X, np.arange(100.0)))

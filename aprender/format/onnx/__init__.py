@@ -363,6 +363,14 @@ def _own_converters() -> None:
     _iforest.register()  # IsolationForest: scikit-learn's float32 decisions, its float64 scores
 
 
+def _double_reason(model: Any) -> str | None:
+    """Why ``dtype=None`` exports ``model`` in double from the start, or None (then float32 first)."""
+    parts = nested(model)
+    if exact_trees(parts):
+        return "scikit-learn trees: their exact graph compares double thresholds"
+    return needs_double(model) or thresholds_after_floats(parts)
+
+
 def to_onnx(
     model: Any,
     X: Any = None,
@@ -445,11 +453,9 @@ def to_onnx(
     from aprender.format.onnx._meta import doc_string, model_props
 
     if dtype is None:
-        trees = "scikit-learn trees: their exact graph compares double thresholds" if exact_trees(
-            nested(model)) else None
         return choose_dtype(lambda exact: to_onnx(model, X, target_opset=target_opset, dtype=exact, options=options,
                                                   metadata=metadata, verify=verify, tolerance=tolerance),
-                            trees or needs_double(model) or thresholds_after_floats(nested(model)))
+                            _double_reason(model))
     dtype = np.dtype(dtype)
     if dtype not in FLOAT_DTYPES:
         raise ValueError(f"dtype must be numpy.float32 or numpy.float64, got {dtype}")
