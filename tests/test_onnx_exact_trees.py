@@ -254,3 +254,27 @@ def test_tied_votes_give_scikit_learn_s_label_the_first_class(classes, labels) -
     session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
     label, _ = session.run(None, input_feed(onx, new))
     assert np.array_equal(np.asarray(label).astype(str), model.predict(new).astype(str))
+
+
+@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+@pytest.mark.parametrize("dtype", [None, np.float32])
+def test_a_lone_extra_tree_sends_missing_values_where_scikit_learn_does(kind, dtype) -> None:
+    # A single ExtraTree went through skl2onnx's converter, which sends every NaN right: the probe
+    # rows with missing values found 13 of 242 rows 3.08 off (and 3 of 191 labels).
+    from sklearn.tree import ExtraTreeClassifier, ExtraTreeRegressor
+
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(300, 4))
+    X[rng.random(X.shape) < 0.2] = np.nan
+    y = (np.nan_to_num(X[:, 0]) > 0).astype(int) if kind == "classifier" else np.nan_to_num(X[:, 1]) * 3
+    model = (ExtraTreeClassifier if kind == "classifier" else ExtraTreeRegressor)(random_state=0).fit(X, y)
+    new = rng.normal(size=(2000, 4))
+    new[rng.random(new.shape) < 0.2] = np.nan
+    onx = to_onnx(model, dtype=dtype)
+    seen = new.astype(np.float32).astype(np.float64)
+    got = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, input_feed(onx, seen))
+    if kind == "classifier":
+        assert np.array_equal(got[0], model.predict(seen))
+    else:
+        np.testing.assert_allclose(got[0].ravel(), model.predict(seen), rtol=1e-6, atol=1e-6)

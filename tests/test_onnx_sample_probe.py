@@ -246,3 +246,24 @@ def test_a_model_without_intercept_falls_back_to_double_where_float32_cannot_hol
     got = session.run(None, {session.get_inputs()[0].name: X})[0].ravel()
     assert np.allclose(got, model.predict(X), rtol=1e-12, atol=1e-9)
     assert onnx.checker.check_model(onx) is None
+
+
+def test_a_model_that_takes_missing_values_is_probed_with_them() -> None:
+    # A KNNImputer graph passed on complete rows and imputed new rows with a missing value otherwise;
+    # a lone ExtraTree sent them the wrong way (tests/test_onnx_exact_trees.py).
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.impute import SimpleImputer
+
+    from aprender.format.onnx._probe import probe_rows
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    X[::9, 1] = np.nan
+    y = np.nan_to_num(X[:, 0])
+    for model in (SimpleImputer().fit(X), HistGradientBoostingRegressor(max_iter=5).fit(X, y),
+                  make_pipeline(SimpleImputer(), LogisticRegression()).fit(X, y > 0)):
+        rows = probe_rows(model)
+        missing = np.isnan(rows)
+        assert missing.any(axis=0).all() and missing.all(axis=1).sum() == 0 and missing.any(axis=1).sum() >= 3
+    complete = probe_rows(LogisticRegression().fit(np.nan_to_num(X), y > 0))
+    assert not np.isnan(complete).any()  # a model that refuses missing values is not asked about them

@@ -37,7 +37,8 @@ from aprender.format.onnx._boosters import double_attributes
 __all__ = ["exact_trees", "register"]
 
 #: scikit-learn estimators whose trees are exported exact in a double graph.
-_FLOAT32_READERS = ("DecisionTreeClassifier", "DecisionTreeRegressor", "RandomForestClassifier",
+_FLOAT32_READERS = ("DecisionTreeClassifier", "DecisionTreeRegressor", "ExtraTreeClassifier", "ExtraTreeRegressor",
+                    "RandomForestClassifier",
                     "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor",
                     "GradientBoostingClassifier", "GradientBoostingRegressor")
 _FLOAT64_READERS = ("HistGradientBoostingClassifier", "HistGradientBoostingRegressor")

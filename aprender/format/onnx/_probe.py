@@ -8,7 +8,8 @@ what the fitted state says about its input, deterministically (a fixed seed):
   ``data_max_``, a Gaussian model's ``theta_`` / ``var_``), else standard normal rows,
 - for trees (scikit-learn's, XGBoost's, LightGBM's, CatBoost's) and KBinsDiscretizer, every
   split threshold or inner bin edge and its float32 neighbours on either side, the values
-  where a float32 graph and the estimator are most likely to part.
+  where a float32 graph and the estimator are most likely to part,
+- for a model that answers on missing values, rows with each column missing and rows ~30% missing.
 
 With a sample, ``_sample_probe`` adds rows made from the sample and these same pieces.
 
@@ -18,13 +19,14 @@ the graph sees, so a difference measured is the graph's, not the rounding of the
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-__all__ = ["decision_points", "fitted_parts", "kept_rows", "probe_rows", "reads_input", "rounded_like_graph",
-           "threshold_rows"]
+__all__ = ["decision_points", "fitted_parts", "kept_rows", "missing_rows", "probe_rows", "reads_input",
+           "rounded_like_graph", "threshold_rows"]
 
 #: Rows of the synthesized probe (plus threshold rows, at most _MAX_THRESHOLD_ROWS).
 _RANDOM_ROWS = 64
@@ -143,7 +145,32 @@ def probe_rows(model: Any) -> np.ndarray | None:
     centre, spread = _centre_spread(first, int(n))
     base = centre + spread * rng.standard_normal((_RANDOM_ROWS, int(n)))
     rows = np.vstack([kept_rows(first, int(n)), base, threshold_rows(base, decision_points(first), rng)])
-    return rows[np.isfinite(rows).all(axis=1)]
+    rows = rows[np.isfinite(rows).all(axis=1)]
+    return np.vstack([rows, missing_rows(model, base, rng)])
+
+
+def missing_rows(model: Any, base: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Rows of ``base`` with missing values, for a model that answers on them.
+
+    A model fed missing values computes them on another path (an imputer's statistics or donors,
+    a tree's missing-value branch); rows without any never check it. A KNNImputer graph passed
+    verification on 122 complete rows and imputed 130 of 2,000 new rows with a missing value
+    otherwise; a lone ExtraTree's graph sent them the wrong way. Here: each column missing in
+    turn, then ~30% of the values; none when the estimator refuses them (its own error).
+    """
+    single = base[np.arange(base.shape[1]) % len(base)].copy()
+    single[np.arange(base.shape[1]), np.arange(base.shape[1])] = np.nan
+    scattered = base[: _RANDOM_ROWS // 2].copy()
+    scattered[rng.random(scattered.shape) < 0.3] = np.nan
+    rows = np.vstack([single, scattered])
+    method = getattr(model, "predict", None) or getattr(model, "transform", None)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            method(rows)  # type: ignore[misc]  # a model with neither: the TypeError is caught below
+    except Exception:  # scikit-learn's "Input X contains NaN": not rows the model can be asked about
+        return np.empty((0, base.shape[1]))
+    return rows
 
 
 def rounded_like_graph(X: Any, float32: bool) -> Any:
