@@ -82,14 +82,20 @@ def agreements_table() -> str:
     return "\n".join([*lines, "", AGREEMENTS_END])
 
 
+def _rules_block(begin: str, end: str, header: str, rows: list[tuple[str, str]]) -> str:
+    """A generated block of a rule table: one row per (name, what it checks), markers included."""
+    lines = [begin, "", f"| rule | {header} |", "|---|---|"]
+    lines += [f"| {name} | {cell(says)} |" for name, says in rows]
+    return "\n".join([*lines, "", end])
+
+
 def lightgbm_table() -> str:
     """The generated block of LightGBM's booster rules, markers included."""
     sys.path.insert(0, str(REPO))
     from aprender.codec.schemas._lgbm_checks import RULES
 
-    lines = [LIGHTGBM_BEGIN, "", "| rule | a booster read from a file must have |", "|---|---|"]
-    lines += [f"| `{name}` | {cell(rule)} |" for name, rule in RULES.items()]
-    return "\n".join([*lines, "", LIGHTGBM_END])
+    return _rules_block(LIGHTGBM_BEGIN, LIGHTGBM_END, "a booster read from a file must have",
+                        [(f"`{name}`", rule) for name, rule in RULES.items()])
 
 
 def catboost_table() -> str:
@@ -97,9 +103,8 @@ def catboost_table() -> str:
     sys.path.insert(0, str(REPO))
     from aprender.codec.schemas._catboost_ctrs import RULES
 
-    lines = [CATBOOST_BEGIN, "", "| rule | what it checks |", "|---|---|"]
-    lines += [f"| `{rule.name}` | {cell(rule.says)} |" for rule in RULES]
-    return "\n".join([*lines, "", CATBOOST_END])
+    return _rules_block(CATBOOST_BEGIN, CATBOOST_END, "what it checks",
+                        [(f"`{rule.name}`", rule.says) for rule in RULES])
 
 
 def gguf_table() -> str:
@@ -107,9 +112,7 @@ def gguf_table() -> str:
     sys.path.insert(0, str(REPO))
     from aprender.format.gguf._reader import RULES
 
-    lines = [GGUF_BEGIN, "", "| rule | a GGUF file must have |", "|---|---|"]
-    lines += [f"| {name} | {cell(rule)} |" for name, rule in RULES.items()]
-    return "\n".join([*lines, "", GGUF_END])
+    return _rules_block(GGUF_BEGIN, GGUF_END, "a GGUF file must have", list(RULES.items()))
 
 
 def render(text: str) -> str:

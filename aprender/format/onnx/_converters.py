@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["convert_as", "nested", "register_converter", "replace_converter", "shape_of", "sync"]
+__all__ = ["convert_as", "nested", "register_converter", "replace_converter", "shape_of", "sync", "wrap_registered"]
 
 @dataclass(frozen=True)
 class _Converter:
@@ -134,6 +134,18 @@ def convert_as(substitute: Any, converter: Callable[..., Any], scope: Any, opera
         converter(scope, operator, container)
     finally:
         operator.raw_operator = model
+
+
+def wrap_registered(alias: str, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Register ``wrap(converter)`` in place of the converter skl2onnx has under ``alias``, with its options.
+
+    For a converter right except in one case (a double input, a NaN of a string column): the
+    wrapper handles that case and hands every other to the converter it wraps.
+    """
+    from skl2onnx.common._registration import get_converter, register_converter
+
+    original = get_converter(alias)
+    register_converter(alias, wrap(original), overwrite=True, options=original.get_allowed_options())
 
 
 def _apply(cls: type, entry: _Converter) -> None:

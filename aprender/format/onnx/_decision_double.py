@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from aprender.format.onnx._converters import wrap_registered
+
 __all__ = ["register"]
 
 #: skl2onnx's aliases of linear classifiers (``LinearClassifier`` op or its double graph).
@@ -26,11 +28,8 @@ def register() -> None:
     global _registered
     if _registered:
         return
-    from skl2onnx.common._registration import get_converter, register_converter
-
     for alias in _ALIASES:
-        original = get_converter(alias)
-        register_converter(alias, _raw_in_double(original), overwrite=True, options=original.get_allowed_options())
+        wrap_registered(alias, _raw_in_double)
     _registered = True
 
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from aprender.exceptions import UnsupportedExportError
 from aprender.format.onnx._boosters import double_attributes
+from aprender.format.onnx._converters import wrap_registered
 
 __all__ = ["exact_trees", "register"]
 
@@ -81,21 +82,20 @@ def register() -> None:
 
 
 def _wrap(alias: str, rounds: bool, tree: bool) -> None:
-    from skl2onnx.common._registration import get_converter, register_converter
+    def wrap(original: Any) -> Any:
+        def converter(scope: Any, operator: Any, container: Any) -> None:
+            exact = _Exact(scope, operator, container, rounds)
+            if tree and exact.double:
+                # Below ai.onnx.ml 3, skl2onnx's tree converters round thresholds and leaf values to float32
+                # before building the node; at 3 they keep the float64 values (made double tensors in add_node).
+                with _thresholds_kept():
+                    original._fct(scope, operator, exact, op_version=3)
+            else:
+                original(scope, operator, exact)
 
-    original = get_converter(alias)
+        return converter
 
-    def converter(scope: Any, operator: Any, container: Any) -> None:
-        exact = _Exact(scope, operator, container, rounds)
-        if tree and exact.double:
-            # Below ai.onnx.ml 3, skl2onnx's tree converters round thresholds and leaf values to float32
-            # before building the node; at 3 they keep the float64 values (made double tensors in add_node).
-            with _thresholds_kept():
-                original._fct(scope, operator, exact, op_version=3)
-        else:
-            original(scope, operator, exact)
-
-    register_converter(alias, converter, overwrite=True, options=original.get_allowed_options())
+    wrap_registered(alias, wrap)
 
 
 #: Set while a tree converter of this module runs, in this thread only.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from aprender.format.onnx._converters import convert_as
+from aprender.format.onnx._converters import convert_as, wrap_registered
 
 __all__ = ["MISSING_TEXT", "register"]
 
@@ -29,15 +29,17 @@ def register() -> None:
     if _registered:
         return
     from skl2onnx._supported_operators import sklearn_operator_name_map
-    from skl2onnx.common._registration import get_converter, register_converter
-    from skl2onnx.common.data_types import StringTensorType
     from sklearn.impute import SimpleImputer
-    from sklearn.utils._missing import is_scalar_nan
 
-    alias = sklearn_operator_name_map[SimpleImputer]
-    original = get_converter(alias)
+    wrap_registered(sklearn_operator_name_map[SimpleImputer], _nan_as_text)
+    _registered = True
 
+
+def _nan_as_text(original: Any) -> Any:
     def converter(scope: Any, operator: Any, container: Any) -> None:
+        from skl2onnx.common.data_types import StringTensorType
+        from sklearn.utils._missing import is_scalar_nan
+
         model = operator.raw_operator
         if not (isinstance(operator.inputs[0].type, StringTensorType) and is_scalar_nan(model.missing_values)):
             original(scope, operator, container)
@@ -46,5 +48,4 @@ def register() -> None:
         reading.missing_values = MISSING_TEXT
         convert_as(reading, original, scope, operator, container)
 
-    register_converter(alias, converter, overwrite=True, options=original.get_allowed_options())
-    _registered = True
+    return converter
